@@ -1,0 +1,49 @@
+package lock
+
+import (
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+)
+
+// Normalize returns the canonical form of an image or chart reference, as the
+// lock keys it: a full registry host (docker.io for Docker Hub, never
+// index.docker.io), library/ for Docker Hub short names, and the tag (latest
+// when none) and/or digest kept. An oci:// prefix (Helm charts) is dropped.
+func Normalize(ref string) (string, error) {
+	ref = strings.TrimPrefix(ref, "oci://")
+	r, err := name.ParseReference(ref, name.StrictValidation)
+	if err != nil {
+		r, err = name.ParseReference(ref)
+		if err != nil {
+			return "", err
+		}
+	}
+	repo := r.Context()
+	host := repo.RegistryStr()
+	if host == name.DefaultRegistry {
+		host = "docker.io"
+	}
+	out := host + "/" + repo.RepositoryStr()
+	switch t := r.(type) {
+	case name.Tag:
+		out += ":" + t.TagStr()
+	case name.Digest:
+		if tag := tagOf(ref); tag != "" {
+			out += ":" + tag
+		}
+		out += "@" + t.DigestStr()
+	}
+	return out, nil
+}
+
+// tagOf returns the tag of repo:tag@digest, or "".
+func tagOf(ref string) string {
+	if i := strings.IndexByte(ref, '@'); i >= 0 {
+		ref = ref[:i]
+	}
+	if i := lastTagColon(ref); i >= 0 {
+		return ref[i+1:]
+	}
+	return ""
+}

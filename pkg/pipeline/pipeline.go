@@ -1,0 +1,36 @@
+// Package pipeline runs fleetgen's commands as library calls: each function is
+// one command of the CLI, from loading fleet.yaml to writing, mirroring or
+// publishing. cmd/fleetgen only parses flags, calls one of these and prints.
+package pipeline
+
+import (
+	"io"
+	"log/slog"
+)
+
+// Config is what every command shares.
+type Config struct {
+	// File is fleet.yaml's path (default ./fleet.yaml).
+	File string
+	// OutDir is the output folder (render, publish, build).
+	OutDir string
+	// AllowPlaintextSecrets lets credential Secrets be written unencrypted.
+	AllowPlaintextSecrets bool
+	// Logger gets logs (never secrets); nil discards.
+	Logger *slog.Logger
+	// Progress, when non-nil, gets human progress for long work (a terminal).
+	Progress io.Writer
+	// Jobs bounds mirror concurrency; 0 means the default.
+	Jobs int
+	// PushURL overrides where publish pushes.
+	PushURL string
+	// LookupEnv resolves {env: VAR}; nil means os.LookupEnv.
+	LookupEnv func(string) (string, bool)
+}
+
+func (c Config) logger() *slog.Logger {
+	if c.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return c.Logger
+}

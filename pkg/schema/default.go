@@ -1,0 +1,69 @@
+package schema
+
+// Default fills every unset field with its default. It is pure and idempotent:
+// defaulting a defaulted Fleet changes nothing.
+func Default(f *Fleet) {
+	s := &f.Spec
+	if s.Manager.Name == "" {
+		s.Manager.Name = "manager"
+	}
+	if s.Manager.Namespace == "" {
+		s.Manager.Namespace = "fleet-default" // Fleet's default workspace
+	}
+	if s.Registry.Layout == "" {
+		s.Registry.Layout = LayoutStripHost // az acr import naming
+	}
+	if s.Source.Ref == "" {
+		if s.Source.Kind == SourceOCI {
+			s.Source.Ref = "latest"
+		} else {
+			s.Source.Ref = "main"
+		}
+	}
+	if s.Source.Interval == "" {
+		s.Source.Interval = "1m"
+	}
+	if s.Encryption != nil && s.Encryption.SOPS != nil && s.Encryption.SOPS.SecretRef == "" {
+		s.Encryption.SOPS.SecretRef = "sops-age" // the name Flux's docs use
+	}
+	for i := range s.Layers {
+		l := &s.Layers[i]
+		if l.Interval == "" {
+			l.Interval = "10m"
+		}
+		if l.Prune == nil {
+			t := true
+			l.Prune = &t
+		}
+	}
+	if s.Defaults.Registration == "" {
+		s.Defaults.Registration = ModeAgent
+	}
+	for i := range s.Clusters {
+		c := &s.Clusters[i]
+		if len(s.Defaults.Labels) > 0 {
+			merged := make(map[string]string, len(s.Defaults.Labels)+len(c.Labels))
+			for k, v := range s.Defaults.Labels {
+				merged[k] = v
+			}
+			for k, v := range c.Labels {
+				merged[k] = v
+			}
+			c.Labels = merged
+		}
+		if c.Registration.Mode == "" {
+			c.Registration.Mode = s.Defaults.Registration
+		}
+		if c.Registration.Mode == ModeAgent {
+			if c.Registration.ClientID == "" {
+				c.Registration.ClientID = "auto"
+			}
+			if c.Registration.TokenTTL == "" {
+				c.Registration.TokenTTL = s.Defaults.TokenTTL
+			}
+			if c.Registration.TokenTTL == "" {
+				c.Registration.TokenTTL = "240h" // newer Fleet rejects tokens without a TTL
+			}
+		}
+	}
+}

@@ -1,0 +1,74 @@
+package schema
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// FieldError is one problem with the input: where it is, which field, what is
+// wrong and what would be valid.
+type FieldError struct {
+	File   string // path of fleet.yaml as given; may be empty
+	Line   int    // 1-based; 0 when unknown
+	Column int    // 1-based; 0 when unknown
+	Path   string // field path, e.g. spec.clusters[3].registration.mode
+	Msg    string // what is wrong and what would be valid
+}
+
+// Error formats as file:line:col: path: msg, leaving out the parts it lacks.
+func (e *FieldError) Error() string {
+	var b strings.Builder
+	if e.File != "" {
+		b.WriteString(e.File)
+		if e.Line > 0 {
+			fmt.Fprintf(&b, ":%d:%d", e.Line, e.Column)
+		}
+		b.WriteString(": ")
+	}
+	if e.Path != "" {
+		b.WriteString(e.Path)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// Errors is every problem found in one input, in document order. The CLI exits 2
+// for it.
+type Errors []*FieldError
+
+// Error lists the problems one per line.
+func (es Errors) Error() string {
+	lines := make([]string, len(es))
+	for i, e := range es {
+		lines[i] = e.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// InvalidError marks an error caused by the user's input or usage rather than by
+// the environment (registry, Git, file system). The CLI exits 2 for it.
+type InvalidError struct {
+	Err error
+}
+
+func (e *InvalidError) Error() string { return e.Err.Error() }
+func (e *InvalidError) Unwrap() error { return e.Err }
+
+// Invalid wraps err as an *InvalidError; nil stays nil.
+func Invalid(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &InvalidError{Err: err}
+}
+
+// IsInvalid reports whether err (or anything it wraps) is an input error:
+// Errors, *FieldError or *InvalidError.
+func IsInvalid(err error) bool {
+	var es Errors
+	var fe *FieldError
+	var ie *InvalidError
+	return errors.As(err, &es) || errors.As(err, &fe) || errors.As(err, &ie)
+}
