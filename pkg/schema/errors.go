@@ -16,13 +16,17 @@ type FieldError struct {
 	Msg    string // what is wrong and what would be valid
 }
 
-// Error formats as file:line:col: path: msg, leaving out the parts it lacks.
+// Error formats as file:line:col: path: msg, leaving out the parts it lacks
+// (a column is only known with a line).
 func (e *FieldError) Error() string {
 	var b strings.Builder
 	if e.File != "" {
 		b.WriteString(e.File)
 		if e.Line > 0 {
-			fmt.Fprintf(&b, ":%d:%d", e.Line, e.Column)
+			fmt.Fprintf(&b, ":%d", e.Line)
+			if e.Column > 0 {
+				fmt.Fprintf(&b, ":%d", e.Column)
+			}
 		}
 		b.WriteString(": ")
 	}

@@ -1,0 +1,351 @@
+package schema
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// MaxFileSize is the largest fleet.yaml Load and Parse accept. A fleet of
+// 100,000 clusters fits in a few MiB; the cap keeps a runaway or hostile file
+// from exhausting memory.
+const MaxFileSize = 16 << 20
+
+// decoder walks a yaml.Node tree into Go values by their json tag names,
+// recording where every field path stands and collecting every problem.
+type decoder struct {
+	file string
+	pos  map[string]Pos
+	errs Errors
+}
+
+func (d *decoder) errorf(n *yaml.Node, path, format string, args ...any) {
+	e := &FieldError{File: d.file, Path: path, Msg: fmt.Sprintf(format, args...)}
+	if n != nil {
+		e.Line, e.Column = n.Line, n.Column
+	}
+	d.errs = append(d.errs, e)
+}
+
+// decodeDocument parses data into f. It returns the decode problems; the
+// result is only usable when none of them is a whole-document problem (the
+// returned bool is false then).
+func decodeDocument(file string, data []byte, f *Fleet) (errs Errors, ok bool) {
+	one := func(line int, format string, args ...any) (Errors, bool) {
+		return Errors{{File: file, Line: line, Msg: oneLine(fmt.Sprintf(format, args...))}}, false
+	}
+	if len(data) > MaxFileSize {
+		return one(0, "file is %d bytes: want at most %d (is this really a fleet.yaml?)", len(data), MaxFileSize)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return one(0, "empty file: want a Fleet document (apiVersion: %s, kind: %s)", APIVersion, Kind)
+	}
+	if !utf8.Valid(data) {
+		i := firstInvalidUTF8(data)
+		return one(1+bytes.Count(data[:i], []byte("\n")), "not UTF-8 text (a binary file?): want a YAML Fleet document")
+	}
+	if i := bytes.IndexByte(data, 0); i >= 0 {
+		return one(1+bytes.Count(data[:i], []byte("\n")), "contains a NUL byte (a binary file?): want a YAML Fleet document")
+	}
+
+	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := safeDecode(dec, &doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return one(0, "empty file: want a Fleet document (apiVersion: %s, kind: %s)", APIVersion, Kind)
+		}
+		line, msg := yamlError(err)
+		return one(line, "invalid YAML: %s", msg)
+	}
+	var extra yaml.Node
+	switch err := safeDecode(dec, &extra); {
+	case err == nil:
+		return one(extra.Line, "a second YAML document: want exactly one Fleet document per file")
+	case !errors.Is(err, io.EOF):
+		line, msg := yamlError(err)
+		return one(line, "invalid YAML: %s", msg)
+	}
+
+	root := &doc
+	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
+		root = root.Content[0]
+	}
+	if a := findAlias(root); a != nil {
+		// Aliases are rejected outright rather than expanded with a budget:
+		// no fleet needs them, and it rules out alias bombs by construction.
+		return one(a.Line, "YAML aliases (*%s) are not supported: write the value out", a.Value)
+	}
+	if root.Kind != yaml.MappingNode {
+		return one(root.Line, "top level is %s: want a mapping (a Fleet document with apiVersion: %s, kind: %s)", kindName(root), APIVersion, Kind)
+	}
+
+	d := &decoder{file: file, pos: map[string]Pos{"": {root.Line, root.Column}}}
+	d.value("", root, reflect.ValueOf(f).Elem())
+	f.pos = d.pos
+	return d.errs, true
+}
+
+// safeDecode turns a panic inside the YAML library into an error: fleet.yaml
+// is user input and must never crash the program.
+func safeDecode(dec *yaml.Decoder, n *yaml.Node) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("yaml: unparsable input")
+		}
+	}()
+	return dec.Decode(n)
+}
+
+var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// yamlError splits a yaml.v3 error into its line (0 when it has none) and
+// message.
+func yamlError(err error) (int, string) {
+	msg := oneLine(err.Error())
+	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		return line, m[2]
+	}
+	return 0, strings.TrimPrefix(msg, "yaml: ")
+}
+
+func oneLine(s string) string {
+	s = strings.ReplaceAll(s, "\r", " ")
+	return strings.ReplaceAll(s, "\n", " ")
+}
+
+func firstInvalidUTF8(b []byte) int {
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 {
+			return i
+		}
+		i += size
+	}
+	return len(b)
+}
+
+// findAlias returns the first alias node in document order, without
+// following any alias.
+func findAlias(n *yaml.Node) *yaml.Node {
+	if n == nil {
+		return nil
+	}
+	if n.Kind == yaml.AliasNode {
+		return n
+	}
+	for _, c := range n.Content {
+		if a := findAlias(c); a != nil {
+			return a
+		}
+	}
+	return nil
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		if n.ShortTag() == "!!null" {
+			return "null"
+		}
+		return fmt.Sprintf("a scalar (%s)", strings.TrimPrefix(n.ShortTag(), "!!"))
+	case yaml.DocumentNode:
+		return "a document"
+	}
+	return "an alias"
+}
+
+func isNull(n *yaml.Node) bool {
+	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
+}
+
+func join(path, field string) string {
+	if path == "" {
+		return field
+	}
+	return path + "." + field
+}
+
+// value decodes n into v, which is one of the shapes the Fleet types use:
+// struct, pointer to struct, string, bool, *bool, slice and map[string]string.
+func (d *decoder) value(path string, n *yaml.Node, v reflect.Value) {
+	if _, ok := d.pos[path]; !ok {
+		d.pos[path] = Pos{n.Line, n.Column}
+	}
+	if isNull(n) {
+		return // an explicit null leaves the field unset
+	}
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.Type().Elem().Kind() == reflect.Bool {
+			var b bool
+			if d.bool(path, n, &b) {
+				v.Set(reflect.ValueOf(&b))
+			}
+			return
+		}
+		p := reflect.New(v.Type().Elem())
+		d.value(path, n, p.Elem())
+		v.Set(p)
+	case reflect.Struct:
+		d.structure(path, n, v)
+	case reflect.String:
+		if n.Kind != yaml.ScalarNode {
+			d.errorf(n, path, "got %s: want a string", kindName(n))
+			return
+		}
+		v.SetString(n.Value)
+	case reflect.Bool:
+		var b bool
+		if d.bool(path, n, &b) {
+			v.SetBool(b)
+		}
+	case reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			d.errorf(n, path, "got %s: want a list", kindName(n))
+			return
+		}
+		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
+		for i, c := range n.Content {
+			d.value(fmt.Sprintf("%s[%d]", path, i), c, s.Index(i))
+		}
+		v.Set(s)
+	case reflect.Map:
+		d.stringMap(path, n, v)
+	default:
+		d.errorf(n, path, "cannot decode into %s", v.Type()) // unreachable for the Fleet types
+	}
+}
+
+func (d *decoder) bool(path string, n *yaml.Node, b *bool) bool {
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" {
+		if n.Kind == yaml.ScalarNode {
+			d.errorf(n, path, "got %q: want true or false", n.Value)
+		} else {
+			d.errorf(n, path, "got %s: want true or false", kindName(n))
+		}
+		return false
+	}
+	if err := n.Decode(b); err != nil {
+		d.errorf(n, path, "got %q: want true or false", n.Value)
+		return false
+	}
+	return true
+}
+
+// key checks a mapping key and returns its text; ok is false when it is not a
+// usable key or repeats an earlier one.
+func (d *decoder) key(path string, k *yaml.Node, seen map[string]int) (string, bool) {
+	if k.Kind != yaml.ScalarNode {
+		d.errorf(k, path, "key is %s: want a string", kindName(k))
+		return "", false
+	}
+	if first, dup := seen[k.Value]; dup {
+		d.errorf(k, path, "duplicate key %q (first at line %d): want each key once", k.Value, first)
+		return "", false
+	}
+	seen[k.Value] = k.Line
+	return k.Value, true
+}
+
+func (d *decoder) stringMap(path string, n *yaml.Node, v reflect.Value) {
+	if n.Kind != yaml.MappingNode {
+		d.errorf(n, path, "got %s: want a mapping of strings", kindName(n))
+		return
+	}
+	m := reflect.MakeMapWithSize(v.Type(), len(n.Content)/2)
+	seen := map[string]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i], n.Content[i+1]
+		key, ok := d.key(path, k, seen)
+		if !ok {
+			continue
+		}
+		p := path + "[" + key + "]"
+		d.pos[p] = Pos{k.Line, k.Column}
+		if val.Kind != yaml.ScalarNode {
+			d.errorf(val, p, "got %s: want a string", kindName(val))
+			continue
+		}
+		s := val.Value
+		if isNull(val) {
+			s = ""
+		}
+		m.SetMapIndex(reflect.ValueOf(key), reflect.ValueOf(s))
+	}
+	v.Set(m)
+}
+
+type fieldInfo struct {
+	name  string
+	index int
+}
+
+// fields lists the decodable fields of a struct type by json tag name.
+func fields(t reflect.Type) []fieldInfo {
+	var out []fieldInfo
+	for i := 0; i < t.NumField(); i++ {
+		sf := t.Field(i)
+		if !sf.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
+		if name == "-" || name == "" {
+			continue
+		}
+		out = append(out, fieldInfo{name, i})
+	}
+	return out
+}
+
+func (d *decoder) structure(path string, n *yaml.Node, v reflect.Value) {
+	if n.Kind != yaml.MappingNode {
+		d.errorf(n, path, "got %s: want a mapping", kindName(n))
+		return
+	}
+	fs := fields(v.Type())
+	seen := map[string]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i], n.Content[i+1]
+		key, ok := d.key(path, k, seen)
+		if !ok {
+			continue
+		}
+		idx := -1
+		for _, f := range fs {
+			if f.name == key {
+				idx = f.index
+				break
+			}
+		}
+		p := join(path, key)
+		if idx < 0 {
+			names := make([]string, len(fs))
+			for j, f := range fs {
+				names[j] = f.name
+			}
+			d.errorf(k, p, "unknown field %q: want one of %s", key, strings.Join(names, ", "))
+			continue
+		}
+		// Scalars are located at their value, collections at their key, so
+		// that "x: required" errors point at the line that opens x.
+		at := val
+		if val.Kind != yaml.ScalarNode {
+			at = k
+		}
+		d.pos[p] = Pos{at.Line, at.Column}
+		d.value(p, val, v.Field(idx))
+	}
+}

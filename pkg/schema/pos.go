@@ -1,0 +1,52 @@
+package schema
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Pos returns where the field at path (spec.clusters[3].registration.mode)
+// stands in f.File: the value of a scalar field, the key of a mapping or list
+// field, the item of a list. A path the file does not spell out (a defaulted
+// field) falls back to its nearest parent that it does. The zero Pos means
+// unknown (a Fleet built in Go).
+func (f *Fleet) Pos(path string) Pos {
+	for {
+		if p, ok := f.pos[path]; ok {
+			return p
+		}
+		if path == "" {
+			return Pos{}
+		}
+		path = parentPath(path)
+	}
+}
+
+// Has reports whether fleet.yaml spells out the field at path (rather than
+// leaving it to Default). It is false for a Fleet built in Go.
+func (f *Fleet) Has(path string) bool {
+	_, ok := f.pos[path]
+	return ok
+}
+
+// Errorf returns a *FieldError for the field at path, located with Pos. The
+// message should say what is wrong and what would be valid; it must never
+// contain a credential.
+func (f *Fleet) Errorf(path, format string, args ...any) *FieldError {
+	p := f.Pos(path)
+	return &FieldError{File: f.File, Line: p.Line, Column: p.Column, Path: path, Msg: oneLine(fmt.Sprintf(format, args...))}
+}
+
+// parentPath strips the last element of a field path: a[1] -> a, a.b -> a,
+// labels[x.y/z] -> labels, a -> "".
+func parentPath(path string) string {
+	if strings.HasSuffix(path, "]") {
+		if i := strings.LastIndex(path, "["); i >= 0 {
+			return path[:i]
+		}
+	}
+	if i := strings.LastIndex(path, "."); i >= 0 {
+		return path[:i]
+	}
+	return ""
+}
