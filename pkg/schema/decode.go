@@ -157,10 +157,17 @@ func kindName(n *yaml.Node) string {
 	case yaml.SequenceNode:
 		return "a list"
 	case yaml.ScalarNode:
-		if n.ShortTag() == "!!null" {
+		switch n.ShortTag() {
+		case "!!null":
 			return "null"
+		case "!!str":
+			return "a string"
+		case "!!int", "!!float":
+			return "a number"
+		case "!!bool":
+			return "a boolean"
 		}
-		return fmt.Sprintf("a scalar (%s)", strings.TrimPrefix(n.ShortTag(), "!!"))
+		return "a scalar (" + strings.TrimPrefix(n.ShortTag(), "!!") + ")"
 	case yaml.DocumentNode:
 		return "a document"
 	}
@@ -247,13 +254,14 @@ func (d *decoder) bool(path string, n *yaml.Node, b *bool) bool {
 
 // key checks a mapping key and returns its text; ok is false when it is not a
 // usable key or repeats an earlier one.
-func (d *decoder) key(path string, k *yaml.Node, seen map[string]int) (string, bool) {
+// The path of a key's error is child(key).
+func (d *decoder) key(path string, k *yaml.Node, seen map[string]int, child func(string) string) (string, bool) {
 	if k.Kind != yaml.ScalarNode {
 		d.errorf(k, path, "key is %s: want a string", kindName(k))
 		return "", false
 	}
 	if first, dup := seen[k.Value]; dup {
-		d.errorf(k, path, "duplicate key %q (first at line %d): want each key once", k.Value, first)
+		d.errorf(k, child(k.Value), "duplicate key %q (first at line %d): want each key once", k.Value, first)
 		return "", false
 	}
 	seen[k.Value] = k.Line
@@ -269,7 +277,7 @@ func (d *decoder) stringMap(path string, n *yaml.Node, v reflect.Value) {
 	seen := map[string]int{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i], n.Content[i+1]
-		key, ok := d.key(path, k, seen)
+		key, ok := d.key(path, k, seen, func(key string) string { return path + "[" + key + "]" })
 		if !ok {
 			continue
 		}
@@ -319,7 +327,7 @@ func (d *decoder) structure(path string, n *yaml.Node, v reflect.Value) {
 	seen := map[string]int{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i], n.Content[i+1]
-		key, ok := d.key(path, k, seen)
+		key, ok := d.key(path, k, seen, func(key string) string { return join(path, key) })
 		if !ok {
 			continue
 		}

@@ -192,7 +192,8 @@ func (f *Fleet) refShape(path string, r *FileRef, forms int) Errors {
 
 var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// refs lists every FileRef of f with its path and accepted forms.
+// refs lists every FileRef of f that its field's mode uses, with its path
+// and accepted forms.
 func (f *Fleet) refs() []struct {
 	path  string
 	ref   *FileRef
@@ -208,11 +209,13 @@ func (f *Fleet) refs() []struct {
 		out = append(out, entry{"spec.manager.apiServerCA", r, formFile | formValue})
 	}
 	for i := range f.Spec.Clusters {
+		// A reference the cluster's mode does not use is an error to remove,
+		// not something to read.
 		reg := &f.Spec.Clusters[i].Registration
-		if reg.Kubeconfig != nil {
+		if reg.Kubeconfig != nil && reg.Mode == ModeManager {
 			out = append(out, entry{fmt.Sprintf("spec.clusters[%d].registration.kubeconfig", i), reg.Kubeconfig, formFile | formEnv})
 		}
-		if reg.CACert != nil {
+		if reg.CACert != nil && reg.Mode == ModeVerrazzano {
 			out = append(out, entry{fmt.Sprintf("spec.clusters[%d].registration.caCert", i), reg.CACert, formFile | formValue})
 		}
 	}

@@ -434,7 +434,10 @@ func (v *validator) encryption() {
 		v.add("spec.encryption.sops.ageRecipients", "no age recipients: want at least one age1… public key")
 	}
 	for i, r := range e.SOPS.AgeRecipients {
-		if _, err := age.ParseX25519Recipient(r); err != nil {
+		if strings.HasPrefix(strings.ToUpper(r), "AGE-SECRET-KEY-") {
+			// Never echo it: it is the private key.
+			v.add(fmt.Sprintf("spec.encryption.sops.ageRecipients[%d]", i), "this is an age secret key, not a recipient: want its public key age1… (age-keygen -y KEYFILE), and keep the secret key out of fleet.yaml")
+		} else if _, err := age.ParseX25519Recipient(r); err != nil {
 			v.add(fmt.Sprintf("spec.encryption.sops.ageRecipients[%d]", i), "invalid age recipient %q: want an X25519 public key age1… (age-keygen -y KEYFILE prints it)", r)
 		}
 	}
@@ -653,27 +656,30 @@ func (v *validator) clusters() {
 
 		r := &c.Registration
 		rp := p + ".registration"
-		v.mode(rp+".mode", r.Mode)
-		if r.Mode == ModeManager {
-			if r.Kubeconfig == nil {
-				v.add(rp+".kubeconfig", "mode manager needs the cluster's kubeconfig: want kubeconfig: {file: PATH} or {env: VAR}")
-			}
-		} else if r.Kubeconfig != nil {
-			v.add(rp+".kubeconfig", "kubeconfig applies only to mode manager, not %s: remove it", r.Mode)
+		d := &f.Spec.Defaults
+		// A mode or TTL inherited from defaults was checked there.
+		if f.Has(rp+".mode") || r.Mode != d.Registration {
+			v.mode(rp+".mode", r.Mode)
 		}
-		if r.Kubeconfig != nil {
+		switch {
+		case r.Mode == ModeManager && r.Kubeconfig == nil:
+			v.add(rp+".kubeconfig", "mode manager needs the cluster's kubeconfig: want kubeconfig: {file: PATH} or {env: VAR}")
+		case r.Mode == ModeManager:
 			v.ref(rp+".kubeconfig", r.Kubeconfig, formFile|formEnv, false)
-			if r.Mode == ModeManager && len(r.Kubeconfig.Data) > 0 {
+			if len(r.Kubeconfig.Data) > 0 {
 				if err := CheckKubeconfig(r.Kubeconfig.Data); err != nil {
 					v.add(rp+".kubeconfig", "%v", err)
 				}
 			}
+		case r.Kubeconfig != nil:
+			v.add(rp+".kubeconfig", "kubeconfig applies only to mode manager, not %s: remove it", r.Mode)
 		}
-		if r.CACert != nil {
-			if r.Mode != ModeVerrazzano {
-				v.add(rp+".caCert", "caCert applies only to mode verrazzano, not %s: remove it", r.Mode)
-			}
+		switch {
+		case r.CACert == nil:
+		case r.Mode == ModeVerrazzano:
 			v.ref(rp+".caCert", r.CACert, formFile|formValue, true)
+		default:
+			v.add(rp+".caCert", "caCert applies only to mode verrazzano, not %s: remove it", r.Mode)
 		}
 		if r.Mode != ModeAgent {
 			if r.ClientID != "" {
@@ -684,7 +690,9 @@ func (v *validator) clusters() {
 			}
 			continue
 		}
-		v.tokenTTL(rp+".tokenTTL", r.TokenTTL)
+		if f.Has(rp+".tokenTTL") || r.TokenTTL != d.TokenTTL {
+			v.tokenTTL(rp+".tokenTTL", r.TokenTTL)
+		}
 		if r.ClientID != "" && r.ClientID != "auto" {
 			if j, dup := clientIDs[r.ClientID]; dup {
 				v.add(rp+".clientID", "duplicate clientID %q (also spec.clusters[%d]): want a unique client ID, or auto", r.ClientID, j)
