@@ -1,0 +1,268 @@
+package schema
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+func TestDefaultIdempotent(t *testing.T) {
+	for _, dir := range goldenCases(t) {
+		if !strings.HasPrefix(filepath.Base(dir), "valid") {
+			continue
+		}
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			before, _ := loadCase(t, dir) // defaulted once by Load
+			f, _ := loadCase(t, dir)
+			if f == nil {
+				t.Fatal("want a valid fleet")
+			}
+			Default(f)
+			if diff := cmp.Diff(before, f, cmpopts.IgnoreUnexported(Fleet{})); diff != "" {
+				t.Errorf("Default changed a defaulted fleet (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDefaultFillsEverything(t *testing.T) {
+	f := &Fleet{Spec: Spec{
+		Defaults: Defaults{Labels: map[string]string{"org": "contoso", "env": "dev"}},
+		Layers:   []Layer{{Name: "apps", Path: "apps"}},
+		Clusters: []Cluster{
+			{Name: "a", Labels: map[string]string{"env": "prod"}},
+			{Name: "b", Registration: Registration{Mode: ModeCAPI}},
+		},
+		Encryption: &Encryption{SOPS: &SOPS{}},
+	}}
+	Default(f)
+	tru := true
+	want := &Fleet{Spec: Spec{
+		Manager:    Manager{Name: "manager", Namespace: "fleet-default"},
+		Registry:   Registry{Layout: LayoutStripHost},
+		Source:     Source{Ref: "main", Interval: "1m"},
+		Encryption: &Encryption{SOPS: &SOPS{SecretRef: "sops-age"}},
+		Defaults:   Defaults{Labels: map[string]string{"org": "contoso", "env": "dev"}, Registration: ModeAgent},
+		Layers:     []Layer{{Name: "apps", Path: "apps", Interval: "10m", Prune: &tru}},
+		Clusters: []Cluster{
+			{Name: "a", Labels: map[string]string{"env": "prod", "org": "contoso"}, Registration: Registration{Mode: ModeAgent, ClientID: "auto", TokenTTL: "240h"}},
+			{Name: "b", Labels: map[string]string{"env": "dev", "org": "contoso"}, Registration: Registration{Mode: ModeCAPI}},
+		},
+	}}
+	if diff := cmp.Diff(want, f, cmpopts.IgnoreUnexported(Fleet{})); diff != "" {
+		t.Errorf("Default (-want +got):\n%s", diff)
+	}
+	f.Spec.Source = Source{Kind: SourceOCI}
+	Default(f)
+	if f.Spec.Source.Ref != "latest" {
+		t.Errorf("oci source ref: got %q, want latest", f.Spec.Source.Ref)
+	}
+}
+
+// TestDeps keeps pkg/schema light: no registry, Git, kustomize or SOPS code.
+func TestDeps(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	banned := []string{"github.com/google/go-containerregistry", "github.com/go-git/", "sigs.k8s.io/kustomize", "github.com/getsops/sops", "k8s.io/client-go"}
+	deps := strings.Fields(string(out))
+	if len(deps) < 10 {
+		t.Fatalf("go list -deps listed only %d packages", len(deps))
+	}
+	for _, d := range deps {
+		for _, b := range banned {
+			if strings.HasPrefix(d, b) {
+				t.Errorf("pkg/schema depends on %s", d)
+			}
+		}
+	}
+}
+
+func TestParseSizeCap(t *testing.T) {
+	big := bytes.Repeat([]byte("#"), MaxFileSize+1)
+	_, err := Parse("fleet.yaml", big)
+	var es Errors
+	if !errors.As(err, &es) || len(es) != 1 || !strings.Contains(es[0].Msg, "at most") {
+		t.Fatalf("Parse of %d bytes: got %v, want one size error", len(big), err)
+	}
+
+	// Load does not read a huge file at all: a sparse file of 1 GiB is refused
+	// at once.
+	path := filepath.Join(t.TempDir(), "fleet.yaml")
+	fh, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fh.Truncate(1 << 30); err != nil {
+		t.Fatal(err)
+	}
+	fh.Close()
+	start := time.Now()
+	_, err = Load(path, LoadOptions{})
+	if !errors.As(err, &es) || len(es) != 1 || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("Load of 1 GiB: got %v, want one line of error", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("Load of 1 GiB took %v", d)
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	_, err := Load(filepath.Join(t.TempDir(), "missing.yaml"), LoadOptions{})
+	if !IsInvalid(err) {
+		t.Errorf("missing fleet.yaml: got %v, want an input error", err)
+	}
+	_, err = Load(t.TempDir(), LoadOptions{})
+	if err == nil || IsInvalid(err) {
+		t.Errorf("directory as fleet.yaml: got %v, want a plain error", err)
+	}
+}
+
+// TestAliasBombFast: a billion-laughs document is refused quickly.
+func TestAliasBombFast(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("a0: &a0 [x,x,x,x,x,x,x,x,x,x]\n")
+	for i := 1; i < 30; i++ {
+		fmt.Fprintf(&b, "a%d: &a%d [", i, i)
+		for j := 0; j < 10; j++ {
+			if j > 0 {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, "*a%d", i-1)
+		}
+		b.WriteString("]\n")
+	}
+	fmt.Fprintf(&b, "spec: {images: *a29}\n")
+	start := time.Now()
+	_, err := Parse("fleet.yaml", []byte(b.String()))
+	if err == nil || strings.Count(err.Error(), "\n") != 0 || !strings.Contains(err.Error(), "aliases") {
+		t.Fatalf("got %v, want one line about aliases", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("took %v", d)
+	}
+}
+
+func TestPos(t *testing.T) {
+	f, err := Parse("fleet.yaml", []byte(`apiVersion: fleetgen.dev/v1alpha1
+kind: Fleet
+spec:
+  clusters:
+    - name: a
+      labels: {env: prod}
+      registration:
+        mode: agent
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]Pos{
+		"":                                   {1, 1},
+		"kind":                               {2, 7},
+		"spec":                               {3, 1},
+		"spec.clusters":                      {4, 3},
+		"spec.clusters[0]":                   {5, 7},
+		"spec.clusters[0].name":              {5, 13},
+		"spec.clusters[0].labels[env]":       {6, 16},
+		"spec.clusters[0].labels[nope]":      {6, 7},
+		"spec.clusters[0].registration":      {7, 7},
+		"spec.clusters[0].registration.mode": {8, 15},
+		"spec.clusters[0].registration.kubeconfig.file": {7, 7},
+		"spec.manager.apiServerURL":                     {3, 1},
+	} {
+		if got := f.Pos(path); got != want {
+			t.Errorf("Pos(%q) = %v, want %v", path, got, want)
+		}
+	}
+	if !f.Has("spec.clusters[0].name") || f.Has("spec.manager") {
+		t.Error("Has: wrong answer")
+	}
+	e := f.Errorf("spec.clusters[0].registration.mode", "bad %s", "x")
+	if got, want := e.Error(), "fleet.yaml:8:15: spec.clusters[0].registration.mode: bad x"; got != want {
+		t.Errorf("Errorf: got %q, want %q", got, want)
+	}
+}
+
+// TestValidateGoFleet: a Fleet built in Go (no positions) validates too, its
+// errors without line numbers.
+func TestValidateGoFleet(t *testing.T) {
+	f := &Fleet{APIVersion: APIVersion, Kind: Kind, Metadata: Metadata{Name: "x"}, Spec: Spec{
+		Registry: Registry{Host: "r.example"},
+		Source:   Source{Kind: SourceGit, URL: "https://example.com/x.git"},
+		Clusters: []Cluster{{Name: "a"}, {Name: "a"}},
+	}}
+	Default(f)
+	err := Validate(f)
+	want := "spec.manager.apiServerURL: apiServerURL is required because cluster \"a\" uses mode agent: want https://HOST[:PORT]\n" +
+		"spec.clusters[1].name: duplicate cluster name \"a\" (also spec.clusters[0]): want unique names"
+	if err == nil || err.Error() != want {
+		t.Errorf("Validate:\ngot  %v\nwant %s", err, want)
+	}
+	f.Spec.Clusters = f.Spec.Clusters[:1]
+	f.Spec.Manager.APIServerURL = "https://fleet.example"
+	if err := Validate(f); err != nil {
+		t.Errorf("Validate of a valid fleet: %v", err)
+	}
+}
+
+// TestNoContentInErrors: what a reference holds never shows in an error.
+func TestNoContentInErrors(t *testing.T) {
+	dir := t.TempDir()
+	const secret = "not-a-pem-but-SECRET-VALUE"
+	os.WriteFile(filepath.Join(dir, "ca.pem"), []byte(secret), 0o644)
+	os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(`apiVersion: fleetgen.dev/v1alpha1
+kind: Fleet
+metadata: {name: x}
+spec:
+  manager: {apiServerURL: "https://m.example", apiServerCA: {file: ca.pem}}
+  registry: {host: r.example}
+  source: {kind: git, url: "https://example.com/x.git"}
+  clusters:
+    - name: m
+      registration: {mode: manager, kubeconfig: {env: KC}}
+    - name: v
+      registration: {mode: verrazzano, caCert: {value: SECRET-VALUE}}
+`), 0o644)
+	_, err := Load(filepath.Join(dir, "fleet.yaml"), LoadOptions{LookupEnv: func(string) (string, bool) { return "SECRET-VALUE", true }})
+	if err == nil {
+		t.Fatal("want errors")
+	}
+	if strings.Contains(err.Error(), "SECRET") {
+		t.Errorf("error shows content:\n%v", err)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	for _, dir := range goldenCases(f) {
+		b, err := os.ReadFile(filepath.Join(dir, "fleet.yaml"))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fl, errs, ok := parse("fleet.yaml", data)
+		if !ok {
+			if len(errs) != 1 || strings.Contains(errs.Error(), "\n") {
+				t.Fatalf("whole-document problem: want one line, got %q", errs.Error())
+			}
+			return
+		}
+		Default(fl)
+		_ = validate(fl)
+		_ = Validate(fl)
+	})
+}
