@@ -22,9 +22,10 @@ const MaxFileSize = 16 << 20
 // decoder walks a yaml.Node tree into Go values by their json tag names,
 // recording where every field path stands and collecting every problem.
 type decoder struct {
-	file string
-	pos  map[string]Pos
-	errs Errors
+	file   string
+	pos    map[string]Pos
+	errs   Errors
+	fields map[reflect.Type][]fieldInfo
 }
 
 func (d *decoder) errorf(n *yaml.Node, path, format string, args ...any) {
@@ -87,7 +88,7 @@ func decodeDocument(file string, data []byte, f *Fleet) (errs Errors, ok bool) {
 		return one(root.Line, "top level is %s: want a mapping (a Fleet document with apiVersion: %s, kind: %s)", kindName(root), APIVersion, Kind)
 	}
 
-	d := &decoder{file: file, pos: map[string]Pos{"": {root.Line, root.Column}}}
+	d := &decoder{file: file, pos: map[string]Pos{"": {root.Line, root.Column}}, fields: map[reflect.Type][]fieldInfo{}}
 	d.value("", root, reflect.ValueOf(f).Elem())
 	f.pos = d.pos
 	return d.errs, true
@@ -323,7 +324,11 @@ func (d *decoder) structure(path string, n *yaml.Node, v reflect.Value) {
 		d.errorf(n, path, "got %s: want a mapping", kindName(n))
 		return
 	}
-	fs := fields(v.Type())
+	fs, ok := d.fields[v.Type()]
+	if !ok {
+		fs = fields(v.Type())
+		d.fields[v.Type()] = fs
+	}
 	seen := map[string]int{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i], n.Content[i+1]

@@ -1,11 +1,16 @@
 package schema
 
 // Default fills every unset field with its default. It is pure and idempotent:
-// defaulting a defaulted Fleet changes nothing.
+// defaulting a defaulted Fleet changes nothing. It never overrides a value the
+// user gave, and it leaves invalid values for Validate to report.
+//
+// Cluster labels get spec.defaults.labels merged in (the cluster's own value
+// wins), a cluster's mode defaults to spec.defaults.registration, and an agent
+// cluster's clientID to "auto" and its tokenTTL to spec.defaults.tokenTTL.
 func Default(f *Fleet) {
 	s := &f.Spec
 	if s.Manager.Name == "" {
-		s.Manager.Name = "manager"
+		s.Manager.Name = "manager" // the entry point is then clusters/manager/
 	}
 	if s.Manager.Namespace == "" {
 		s.Manager.Namespace = "fleet-default" // Fleet's default workspace
@@ -15,13 +20,13 @@ func Default(f *Fleet) {
 	}
 	if s.Source.Ref == "" {
 		if s.Source.Kind == SourceOCI {
-			s.Source.Ref = "latest"
+			s.Source.Ref = "latest" // the tag flux push artifact users reach for first
 		} else {
-			s.Source.Ref = "main"
+			s.Source.Ref = "main" // Git's and GitHub's default branch
 		}
 	}
 	if s.Source.Interval == "" {
-		s.Source.Interval = "1m"
+		s.Source.Interval = "1m" // flux bootstrap's default
 	}
 	if s.Encryption != nil && s.Encryption.SOPS != nil && s.Encryption.SOPS.SecretRef == "" {
 		s.Encryption.SOPS.SecretRef = "sops-age" // the name Flux's docs use
@@ -29,15 +34,15 @@ func Default(f *Fleet) {
 	for i := range s.Layers {
 		l := &s.Layers[i]
 		if l.Interval == "" {
-			l.Interval = "10m"
+			l.Interval = "10m" // flux bootstrap's default for Kustomizations
 		}
 		if l.Prune == nil {
-			t := true
+			t := true // what GitOps users expect: deleting a file deletes the object
 			l.Prune = &t
 		}
 	}
 	if s.Defaults.Registration == "" {
-		s.Defaults.Registration = ModeAgent
+		s.Defaults.Registration = ModeAgent // Fleet's agent-initiated flow needs no credentials in Git
 	}
 	for i := range s.Clusters {
 		c := &s.Clusters[i]
@@ -47,7 +52,7 @@ func Default(f *Fleet) {
 				merged[k] = v
 			}
 			for k, v := range c.Labels {
-				merged[k] = v
+				merged[k] = v // the cluster's own label wins
 			}
 			c.Labels = merged
 		}
@@ -56,7 +61,7 @@ func Default(f *Fleet) {
 		}
 		if c.Registration.Mode == ModeAgent {
 			if c.Registration.ClientID == "" {
-				c.Registration.ClientID = "auto"
+				c.Registration.ClientID = "auto" // generated once, kept in fleet.lock.yaml
 			}
 			if c.Registration.TokenTTL == "" {
 				c.Registration.TokenTTL = s.Defaults.TokenTTL

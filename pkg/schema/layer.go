@@ -1,15 +1,15 @@
 package schema
 
 import (
-	"sort"
 	"strings"
 )
 
-// Selects reports whether labels match every pair of selector; an empty selector
-// selects everything.
+// Selects reports whether labels match every pair of selector, as a Kubernetes
+// matchLabels does (a missing label does not match an empty value); an empty
+// selector selects everything.
 func Selects(selector, labels map[string]string) bool {
 	for k, v := range selector {
-		if labels[k] != v {
+		if lv, ok := labels[k]; !ok || lv != v {
 			return false
 		}
 	}
@@ -17,25 +17,36 @@ func Selects(selector, labels map[string]string) bool {
 }
 
 // ExpandPath substitutes ${cluster} and ${label} in a layer path for cluster c
-// (whose labels are already defaulted). Unknown variables are left as they are;
+// (whose labels are already defaulted); ${cluster} is the cluster's name even
+// if it has a label "cluster". Unknown variables are left as they are;
 // Validate reports them.
 func ExpandPath(path string, c *Cluster) string {
 	if !strings.Contains(path, "${") {
 		return path
 	}
-	keys := make([]string, 0, len(c.Labels)+1)
-	for k := range c.Labels {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	pairs := []string{"${cluster}", c.Name}
-	for _, k := range keys {
-		if k == "cluster" {
-			continue
+	var b strings.Builder
+	for {
+		i := strings.Index(path, "${")
+		if i < 0 {
+			break
 		}
-		pairs = append(pairs, "${"+k+"}", c.Labels[k])
+		j := strings.IndexByte(path[i+2:], '}')
+		if j < 0 {
+			break
+		}
+		name, end := path[i+2:i+2+j], i+3+j
+		b.WriteString(path[:i])
+		if v, ok := c.Labels[name]; name == "cluster" {
+			b.WriteString(c.Name)
+		} else if ok {
+			b.WriteString(v)
+		} else {
+			b.WriteString(path[i:end])
+		}
+		path = path[end:]
 	}
-	return strings.NewReplacer(pairs...).Replace(path)
+	b.WriteString(path)
+	return b.String()
 }
 
 // SelectedLayers returns the layers whose selector matches c, in spec order.

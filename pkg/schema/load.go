@@ -31,13 +31,13 @@ func Load(path string, opts LoadOptions) (*Fleet, error) {
 	data, err := readCapped(path, MaxFileSize)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, Invalid(fmt.Errorf("read fleet %s: %w", path, err))
+			return nil, Invalid(fmt.Errorf("read fleet: %w", err))
 		}
 		var tooBig *tooBigError
 		if errors.As(err, &tooBig) {
 			return nil, Errors{{File: path, Msg: fmt.Sprintf("file is larger than %d bytes: want a fleet.yaml (is this the right file?)", MaxFileSize)}}
 		}
-		return nil, fmt.Errorf("read fleet %s: %w", path, err)
+		return nil, fmt.Errorf("read fleet: %w", err)
 	}
 	f, errs, ok := parse(path, data)
 	if !ok {
@@ -95,7 +95,7 @@ func readCapped(path string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file")
+		return nil, &fs.PathError{Op: "read", Path: path, Err: errors.New("not a regular file")}
 	}
 	if st.Size() > max {
 		return nil, &tooBigError{}

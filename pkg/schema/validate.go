@@ -34,6 +34,9 @@ func Validate(f *Fleet) error {
 type validator struct {
 	f    *Fleet
 	errs Errors
+	// okLabels remembers label keys and values found valid: a big fleet
+	// repeats a few of them on every cluster.
+	okLabels map[string]bool
 }
 
 func (v *validator) add(path, format string, args ...any) {
@@ -41,7 +44,7 @@ func (v *validator) add(path, format string, args ...any) {
 }
 
 func validate(f *Fleet) Errors {
-	v := &validator{f: f}
+	v := &validator{f: f, okLabels: map[string]bool{}}
 	v.top()
 	v.manager()
 	v.registry()
@@ -149,12 +152,19 @@ func (v *validator) labels(path, what string, m map[string]string, skip func(k, 
 		if skip != nil && skip(k, m[k]) {
 			continue
 		}
+		if v.okLabels["k"+k] && v.okLabels["v"+m[k]] {
+			continue
+		}
 		p := path + "[" + k + "]"
 		if why := labelKey(k); why != "" {
 			v.add(p, "invalid %s key %q: %s", what, k, why)
+		} else {
+			v.okLabels["k"+k] = true
 		}
 		if !labelValue(m[k]) {
 			v.add(p, "invalid %s value %q for %q: want at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit, or empty", what, m[k], k)
+		} else {
+			v.okLabels["v"+m[k]] = true
 		}
 	}
 }
@@ -593,7 +603,7 @@ func (v *validator) layerPath(p string, l *Layer) {
 			}
 		}
 	}
-	if !ok {
+	if !ok || !strings.Contains(l.Path, "${") {
 		return
 	}
 	for k := range v.f.Spec.Clusters {
