@@ -20,7 +20,7 @@ func Default(f *Fleet) {
 	}
 	if s.Source.Ref == "" {
 		if s.Source.Kind == SourceOCI {
-			s.Source.Ref = "latest" // the tag flux push artifact users reach for first
+			s.Source.Ref = "latest" // OCIRepository's own default tag
 		} else {
 			s.Source.Ref = "main" // Git's and GitHub's default branch
 		}

@@ -99,6 +99,12 @@ func TestParseSizeCap(t *testing.T) {
 		t.Fatalf("Parse of %d bytes: got %v, want one size error", len(big), err)
 	}
 
+	flood := []byte("spec: {images: [" + strings.Repeat("a,", MaxItems) + "a]}")
+	_, err = Parse("fleet.yaml", flood)
+	if !errors.As(err, &es) || len(es) != 1 || !strings.Contains(es[0].Msg, "YAML items") {
+		t.Fatalf("Parse of %d list items: got %.200v, want one item-count error", MaxItems+1, err)
+	}
+
 	// Load does not read a huge file at all: a sparse file of 1 GiB is refused
 	// at once.
 	path := filepath.Join(t.TempDir(), "fleet.yaml")
