@@ -374,7 +374,7 @@ func (d *decoder) structure(path string, n *yaml.Node, v reflect.Value) {
 			for j, f := range fs {
 				names[j] = f.name
 			}
-			d.errorf(k, p, "unknown field %q: want one of %s", key, strings.Join(names, ", "))
+			d.errorf(k, p, "unknown field %q%s: want one of %s", key, didYouMean(key, names), strings.Join(names, ", "))
 			continue
 		}
 		// Scalars are located at their value, collections at their key, so

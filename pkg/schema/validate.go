@@ -184,7 +184,7 @@ func (v *validator) mode(path, s string) {
 	case "":
 		v.add(path, "registration mode is required: want agent, manager, capi or verrazzano")
 	default:
-		v.add(path, "unsupported value %q: want agent, manager, capi or verrazzano", s)
+		v.add(path, "unsupported value %q%s: want agent, manager, capi or verrazzano", s, didYouMean(s, []string{ModeAgent, ModeManager, ModeCAPI, ModeVerrazzano}))
 	}
 }
 
@@ -495,7 +495,7 @@ func (v *validator) layers() {
 			case dep == l.Name:
 				v.add(p, "layer %q depends on itself: want other layer names", dep)
 			case !ok:
-				v.add(p, "unknown layer %q: want one of %s", dep, strings.Join(sortedNames(index), ", "))
+				v.add(p, "unknown layer %q%s: want one of %s", dep, didYouMean(dep, sortedNames(index)), strings.Join(sortedNames(index), ", "))
 			default:
 				for k := range v.f.Spec.Clusters {
 					c := &v.f.Spec.Clusters[k]
