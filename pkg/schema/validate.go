@@ -178,6 +178,14 @@ func sortedKeys(m map[string]string) []string {
 	return keys
 }
 
+func validMode(s string) bool {
+	switch s {
+	case ModeAgent, ModeManager, ModeCAPI, ModeVerrazzano:
+		return true
+	}
+	return false
+}
+
 func (v *validator) mode(path, s string) {
 	switch s {
 	case ModeAgent, ModeManager, ModeCAPI, ModeVerrazzano:
@@ -670,6 +678,9 @@ func (v *validator) clusters() {
 		// A mode or TTL inherited from defaults was checked there.
 		if f.Has(rp+".mode") || r.Mode != d.Registration {
 			v.mode(rp+".mode", r.Mode)
+		}
+		if !validMode(r.Mode) {
+			continue // which fields apply depends on the mode
 		}
 		switch {
 		case r.Mode == ModeManager && r.Kubeconfig == nil:
