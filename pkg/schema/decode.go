@@ -73,7 +73,7 @@ func decodeDocument(file string, data []byte, f *Fleet) (errs Errors, ok bool) {
 			return one(0, "empty file: want a Fleet document (apiVersion: %s, kind: %s)", APIVersion, Kind)
 		}
 		line, msg := yamlError(err)
-		return one(line, "invalid YAML: %s", msg)
+		return one(line, "invalid YAML: %s: want well-formed YAML (check indentation and quoting)", msg)
 	}
 	var extra yaml.Node
 	switch err := safeDecode(dec, &extra); {
@@ -81,7 +81,7 @@ func decodeDocument(file string, data []byte, f *Fleet) (errs Errors, ok bool) {
 		return one(extra.Line, "a second YAML document: want exactly one Fleet document per file")
 	case !errors.Is(err, io.EOF):
 		line, msg := yamlError(err)
-		return one(line, "invalid YAML: %s", msg)
+		return one(line, "invalid YAML: %s: want well-formed YAML (check indentation and quoting)", msg)
 	}
 
 	root := &doc

@@ -134,7 +134,7 @@ func labelKey(k string) string {
 	}
 	switch {
 	case hasPrefix && !isDNSSubdomain(prefix):
-		return "its prefix is not a DNS-1123 subdomain"
+		return "its prefix is not a DNS-1123 subdomain: want a lower case DNS name before the /, e.g. example.com/team"
 	case len(name) > 63 || !labelNameRE.MatchString(name):
 		return "want [PREFIX/]NAME with NAME at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit, and PREFIX a DNS subdomain"
 	}
