@@ -3,6 +3,11 @@
 //
 // Load is the only function here that does I/O: it reads fleet.yaml and every file
 // or environment variable the fleet refers to. Default and Validate are pure.
+//
+// Parsing is strict: unknown fields, duplicate keys, wrong kinds of YAML node
+// and YAML aliases are errors. Every problem is a *FieldError with file, line,
+// column and field path; Load and Validate return all of them at once, in
+// document order, as Errors.
 package schema
 
 // APIVersion and Kind identify a fleet.yaml document.
