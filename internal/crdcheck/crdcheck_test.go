@@ -39,12 +39,12 @@ func TestKinds(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]bool{
-		"fleet.cattle.io/v1alpha1/Cluster":                          false,
-		"fleet.cattle.io/v1alpha1/ClusterGroup":                     false,
-		"fleet.cattle.io/v1alpha1/ClusterRegistrationToken":         false,
-		"source.toolkit.fluxcd.io/v1/GitRepository":                 false,
-		"source.toolkit.fluxcd.io/v1/OCIRepository":                 false,
-		"kustomize.toolkit.fluxcd.io/v1/Kustomization":              false,
+		"fleet.cattle.io/v1alpha1/Cluster":                         false,
+		"fleet.cattle.io/v1alpha1/ClusterGroup":                    false,
+		"fleet.cattle.io/v1alpha1/ClusterRegistrationToken":        false,
+		"source.toolkit.fluxcd.io/v1/GitRepository":                false,
+		"source.toolkit.fluxcd.io/v1/OCIRepository":                false,
+		"kustomize.toolkit.fluxcd.io/v1/Kustomization":             false,
 		"clusters.verrazzano.io/v1alpha1/VerrazzanoManagedCluster": false,
 	}
 	for _, k := range kinds {
