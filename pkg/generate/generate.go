@@ -3,6 +3,15 @@
 package generate
 
 import (
+	"encoding/base64"
+	"fmt"
+	"path"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/schema"
 )
@@ -31,6 +40,9 @@ type Options struct {
 	// Render gives every Kustomization of that path spec.images entries that
 	// rewrite each of them to its locked mirror by digest. nil: no rewriting.
 	LayerImages map[string][]string
+	// Workers is how many clusters are rendered at once; 0 means GOMAXPROCS.
+	// The output does not depend on it.
+	Workers int
 }
 
 // DefaultOptions returns the options Render uses when given no others.
@@ -41,7 +53,502 @@ func DefaultOptions() Options { return Options{} }
 // already have a client ID in l (lock.AssignClientIDs). Input problems (an image
 // a layer uses that l lacks, …) are schema.Errors or *schema.InvalidError.
 //
-// SKELETON: pkg/generate owner implements.
+// The tree (SPEC §3):
+//
+//	manager/kustomization.yaml, manager/namespace.yaml
+//	manager/fleet/<cluster>/{cluster,kubeconfig,token}.yaml
+//	manager/fleet/groups/<group>.yaml
+//	manager/verrazzano/<cluster>/{vmc,ca-secret}.yaml, manager/verrazzano/admin-cluster.yaml
+//	clusters/<cluster>/{kustomization,source,<layer>}.yaml
+//	clusters/<manager>/{kustomization,source,manager}.yaml
+//	agents/<cluster>/values.yaml
 func Render(f *schema.Fleet, l *lock.Lock, opts Options) ([]File, error) {
-	return nil, nil
+	if l == nil {
+		l = lock.New()
+	}
+	r, err := newRenderer(f, l, opts)
+	if err != nil {
+		return nil, err
+	}
+	return r.render()
+}
+
+// renderer holds what every cluster shares, computed once.
+type renderer struct {
+	f    *schema.Fleet
+	l    *lock.Lock
+	opts Options
+
+	sourceKind string // GitRepository or OCIRepository
+	sourceDoc  []byte // clusters/<name>/source.yaml, the same for every cluster
+	decrypt    *decryption
+	agentImage *agentImage                 // nil: the chart's default image
+	layerIndex map[string]int              // layer name → index in spec.layers
+	images     map[string]*layerPathImages // cleaned layer path → spec.images
+}
+
+// layerPathImages is what one cleaned layer path's images rewrite to.
+type layerPathImages struct {
+	entries []kustomizeImage
+	missing []string // images as written that the lock lacks, sorted
+	clash   []string // names that would need two different rewrites, sorted
+}
+
+func newRenderer(f *schema.Fleet, l *lock.Lock, opts Options) (*renderer, error) {
+	r := &renderer{f: f, l: l, opts: opts, layerIndex: map[string]int{}}
+	var errs schema.Errors
+	for i, ly := range f.Spec.Layers {
+		r.layerIndex[ly.Name] = i
+		switch ly.Name {
+		case "source", "kustomization":
+			errs = append(errs, r.fieldErr(fmt.Sprintf("spec.layers[%d].name", i),
+				fmt.Sprintf("layer name %q is reserved: clusters/<cluster>/%s.yaml is fleetgen's own", ly.Name, ly.Name)))
+		}
+	}
+	if ca := f.Spec.Manager.APIServerCA; ca != nil && !validText(ca.Data) {
+		errs = append(errs, r.fieldErr("spec.manager.apiServerCA", "not a PEM text file: want PEM certificates"))
+	}
+	r.sourceDoc = r.sourceObject()
+	if s := f.Spec.Encryption; s != nil && s.SOPS != nil {
+		r.decrypt = &decryption{Provider: "sops", SecretRef: &localObjectRef{Name: s.SOPS.SecretRef}}
+	}
+	r.agentImage = r.fleetAgentImage()
+	r.images = r.layerImages()
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return r, nil
+}
+
+func (r *renderer) fieldErr(p, msg string) *schema.FieldError {
+	return &schema.FieldError{File: r.f.File, Path: p, Msg: msg}
+}
+
+// validText reports whether b is text a YAML file can hold unchanged:
+// UTF-8 without control characters other than newline and tab.
+func validText(b []byte) bool {
+	if !utf8.Valid(b) {
+		return false
+	}
+	for _, c := range b {
+		if c < 0x20 && c != '\n' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *renderer) render() ([]File, error) {
+	f := r.f
+	// Clusters in name order: the output does not depend on input order.
+	order := make([]int, len(f.Spec.Clusters))
+	for i := range order {
+		order[i] = i
+	}
+	sort.Slice(order, func(a, b int) bool {
+		return f.Spec.Clusters[order[a]].Name < f.Spec.Clusters[order[b]].Name
+	})
+
+	results := make([]clusterResult, len(order))
+	workers := r.opts.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	if workers > len(order) {
+		workers = len(order)
+	}
+	// Fixed chunks keep the result order independent of scheduling.
+	const chunk = 64
+	var next int
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				start := next
+				next += chunk
+				mu.Unlock()
+				if start >= len(order) {
+					return
+				}
+				for k := start; k < min(start+chunk, len(order)); k++ {
+					results[k] = r.cluster(order[k])
+				}
+			}
+		}()
+	}
+	wg.Wait()
+
+	var files []File
+	n := 16
+	for _, res := range results {
+		n += len(res.files)
+	}
+	files = make([]File, 0, n)
+	var errs schema.Errors
+	var managerRes []string
+	for _, res := range results {
+		files = append(files, res.files...)
+		errs = append(errs, res.errs...)
+	}
+	errs = append(errs, r.layerErrors(results)...)
+	if len(errs) > 0 {
+		sortErrors(errs)
+		return nil, dedupe(errs)
+	}
+
+	files = append(files, r.managerFiles(results)...)
+	for _, fl := range files {
+		if strings.HasPrefix(fl.Path, "manager/") {
+			managerRes = append(managerRes, strings.TrimPrefix(fl.Path, "manager/"))
+		}
+	}
+	files = append(files, r.file("manager/kustomization.yaml", r.kustomizeFile(managerRes), false))
+	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
+	return files, nil
+}
+
+// clusterResult is what one cluster contributes.
+type clusterResult struct {
+	files []File
+	errs  schema.Errors
+	// uses records (layer index, cleaned path) pairs for image errors.
+	uses []layerUse
+	// deps records dependencies on layers that do not select the cluster.
+	deps []depMiss
+}
+
+type depMiss struct {
+	layer   int
+	dep     string
+	cluster string
+}
+
+type layerUse struct {
+	layer int
+	path  string
+}
+
+// cluster renders everything that belongs to spec.clusters[i].
+func (r *renderer) cluster(i int) clusterResult {
+	f := r.f
+	c := &f.Spec.Clusters[i]
+	var res clusterResult
+	ns := f.Spec.Manager.Namespace
+	fleetDir := "manager/fleet/" + c.Name + "/"
+
+	switch c.Registration.Mode {
+	case schema.ModeAgent:
+		clientID := c.Registration.ClientID
+		if clientID == "auto" {
+			id, ok := r.l.ClientID(c.Name)
+			if !ok {
+				res.errs = append(res.errs, r.fieldErr(fmt.Sprintf("spec.clusters[%d].registration.clientID", i),
+					fmt.Sprintf("cluster %s has clientID auto but %s has no client ID for it: `fleetgen render` generates one", c.Name, lock.FileName)))
+				break
+			}
+			clientID = id
+		}
+		res.files = append(res.files,
+			r.file(fleetDir+"token.yaml", &registrationToken{
+				APIVersion: fleetAPIVersion, Kind: "ClusterRegistrationToken",
+				Metadata: objectMeta{Name: c.Name + "-token", Namespace: ns},
+				Spec:     registrationTokenSpec{TTL: c.Registration.TokenTTL},
+			}, false),
+			r.file(fleetDir+"cluster.yaml", &fleetCluster{
+				APIVersion: fleetAPIVersion, Kind: "Cluster",
+				Metadata: objectMeta{Name: c.Name, Namespace: ns, Labels: c.Labels},
+				Spec:     fleetClusterSpec{ClientID: clientID},
+			}, false),
+		)
+		values := &agentValues{APIServerURL: f.Spec.Manager.APIServerURL, ClientID: clientID, Image: r.agentImage}
+		if ca := f.Spec.Manager.APIServerCA; ca != nil {
+			values.APIServerCA = string(ca.Data)
+		}
+		res.files = append(res.files, r.file("agents/"+c.Name+"/values.yaml", values, false))
+	case schema.ModeManager:
+		secretName := c.Name + "-kubeconfig"
+		var kubeconfig []byte
+		if c.Registration.Kubeconfig != nil {
+			kubeconfig = c.Registration.Kubeconfig.Data
+		}
+		res.files = append(res.files,
+			r.file(fleetDir+"kubeconfig.yaml", &secret{
+				APIVersion: "v1", Kind: "Secret",
+				Metadata: objectMeta{Name: secretName, Namespace: ns, Labels: map[string]string{capiClusterName: c.Name}},
+				Type:     capiSecretType,
+				Data:     map[string]string{"value": base64.StdEncoding.EncodeToString(kubeconfig)},
+			}, true),
+			r.file(fleetDir+"cluster.yaml", &fleetCluster{
+				APIVersion: fleetAPIVersion, Kind: "Cluster",
+				Metadata: objectMeta{Name: c.Name, Namespace: ns, Labels: c.Labels},
+				Spec:     fleetClusterSpec{KubeConfigSecret: secretName},
+			}, false),
+		)
+	case schema.ModeCAPI:
+		res.files = append(res.files, r.file(fleetDir+"cluster.yaml", &fleetCluster{
+			APIVersion: fleetAPIVersion, Kind: "Cluster",
+			Metadata: objectMeta{Name: c.Name, Namespace: ns, Labels: c.Labels},
+			Spec:     fleetClusterSpec{KubeConfigSecret: c.Name + "-kubeconfig"}, // made by cluster-api
+		}, false))
+	case schema.ModeVerrazzano:
+		dir := "manager/verrazzano/" + c.Name + "/"
+		caName := "ca-secret-" + c.Name
+		var ca []byte
+		if c.Registration.CACert != nil {
+			ca = c.Registration.CACert.Data
+		}
+		res.files = append(res.files,
+			r.file(dir+"vmc.yaml", &managedCluster{
+				APIVersion: verrazzanoAPIVersion, Kind: "VerrazzanoManagedCluster",
+				Metadata: objectMeta{Name: c.Name, Namespace: verrazzanoNamespace},
+				Spec:     managedClusterSpec{CASecret: caName},
+			}, false),
+			// A CA certificate is public: this Secret is not a credential.
+			r.file(dir+"ca-secret.yaml", &secret{
+				APIVersion: "v1", Kind: "Secret",
+				Metadata: objectMeta{Name: caName, Namespace: verrazzanoNamespace},
+				Data:     map[string]string{"cacrt": base64.StdEncoding.EncodeToString(ca)},
+			}, false),
+		)
+	default:
+		res.errs = append(res.errs, r.fieldErr(fmt.Sprintf("spec.clusters[%d].registration.mode", i),
+			fmt.Sprintf("unsupported value %q: want agent, manager, capi or verrazzano", c.Registration.Mode)))
+	}
+
+	// The cluster's own Flux entry point.
+	dir := "clusters/" + c.Name + "/"
+	resources := []string{"source.yaml"}
+	res.files = append(res.files, File{Path: dir + "source.yaml", Data: r.sourceDoc})
+	layers := f.SelectedLayers(c)
+	selected := make(map[string]bool, len(layers))
+	for _, ly := range layers {
+		selected[ly.Name] = true
+	}
+	for _, ly := range layers {
+		li := r.layerIndex[ly.Name]
+		expanded := schema.ExpandPath(ly.Path, c)
+		key := cleanPath(expanded)
+		k := r.layerKustomization(ly, c, key)
+		for _, d := range ly.DependsOn {
+			if !selected[d] {
+				res.deps = append(res.deps, depMiss{layer: li, dep: d, cluster: c.Name})
+			}
+		}
+		if img := r.images[key]; img != nil {
+			k.Spec.Images = img.entries
+			if len(img.missing) > 0 || len(img.clash) > 0 {
+				res.uses = append(res.uses, layerUse{layer: li, path: key})
+			}
+		}
+		res.files = append(res.files, r.file(dir+ly.Name+".yaml", k, false))
+		resources = append(resources, ly.Name+".yaml")
+	}
+	sort.Strings(resources)
+	res.files = append(res.files, r.file(dir+"kustomization.yaml", r.kustomizeFile(resources), false))
+	return res
+}
+
+// layerKustomization is the Flux Kustomization of layer ly for cluster c.
+func (r *renderer) layerKustomization(ly *schema.Layer, c *schema.Cluster, key string) *kustomization {
+	subst := make(map[string]string, len(c.Labels)+len(ly.Substitute)+1)
+	// The layer's extras are defaults; the cluster's labels override them and
+	// ${cluster} is always the cluster's name, as in ExpandPath.
+	for k, v := range ly.Substitute {
+		subst[k] = v
+	}
+	for k, v := range c.Labels {
+		// Flux rejects variable names outside [_a-zA-Z][_a-zA-Z0-9]*; a label
+		// such as kubernetes.io/os cannot be a variable, so it is left out.
+		if varName(k) {
+			subst[k] = v
+		}
+	}
+	subst["cluster"] = c.Name
+	k := &kustomization{
+		APIVersion: kustomizeAPIVersion, Kind: "Kustomization",
+		Metadata: objectMeta{Name: ly.Name, Namespace: fluxNamespace},
+		Spec: kustomizationSpec{
+			Interval:   ly.Interval,
+			Path:       "./" + key,
+			Prune:      ly.Prune == nil || *ly.Prune,
+			Wait:       ly.Wait,
+			Timeout:    ly.Timeout,
+			SourceRef:  sourceRef{Kind: r.sourceKind, Name: r.f.Metadata.Name},
+			PostBuild:  &postBuild{Substitute: subst},
+			Decryption: r.decrypt,
+		},
+	}
+	if key == "." {
+		k.Spec.Path = "./"
+	}
+	for _, d := range ly.DependsOn {
+		k.Spec.DependsOn = append(k.Spec.DependsOn, dependency{Name: d})
+	}
+	return k
+}
+
+// varName reports whether Flux accepts k as a postBuild variable name.
+func varName(k string) bool {
+	if k == "" {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// cleanPath is a layer path as Options.LayerImages keys it: cleaned,
+// slash-separated, relative, no leading "./".
+func cleanPath(p string) string {
+	return strings.TrimPrefix(path.Clean("./"+strings.TrimPrefix(p, "/")), "/")
+}
+
+// managerFiles renders what the management cluster applies besides the
+// per-cluster Fleet objects: namespaces, groups, the Verrazzano admin
+// ConfigMap and its own Flux entry point.
+func (r *renderer) managerFiles(results []clusterResult) []File {
+	f := r.f
+	var files []File
+	namespaces := []string{f.Spec.Manager.Namespace}
+	hasVZ := false
+	for _, c := range f.Spec.Clusters {
+		if c.Registration.Mode == schema.ModeVerrazzano {
+			hasVZ = true
+			break
+		}
+	}
+	if hasVZ {
+		if f.Spec.Manager.Namespace != verrazzanoNamespace {
+			namespaces = append(namespaces, verrazzanoNamespace)
+		}
+		files = append(files, r.file("manager/verrazzano/admin-cluster.yaml", &configMap{
+			APIVersion: "v1", Kind: "ConfigMap",
+			Metadata: objectMeta{Name: adminConfigMapName, Namespace: verrazzanoNamespace},
+			Data:     map[string]string{"server": f.Spec.Manager.APIServerURL},
+		}, false))
+	}
+	sort.Strings(namespaces)
+	var ns []byte
+	ns = append(ns, Header...)
+	for i, name := range namespaces {
+		if i > 0 {
+			ns = append(ns, "---\n"...)
+		}
+		ns = encode(ns, &namespace{
+			APIVersion: "v1", Kind: "Namespace",
+			Metadata: objectMeta{Name: name, Annotations: map[string]string{pruneAnnotation: pruneDisabled}},
+		})
+	}
+	files = append(files, File{Path: "manager/namespace.yaml", Data: ns})
+
+	for _, g := range f.Spec.Groups {
+		files = append(files, r.file("manager/fleet/groups/"+g.Name+".yaml", &clusterGroup{
+			APIVersion: fleetAPIVersion, Kind: "ClusterGroup",
+			Metadata: objectMeta{Name: g.Name, Namespace: f.Spec.Manager.Namespace},
+			Spec:     clusterGroupSpec{Selector: labelSelector{MatchLabels: g.Selector}},
+		}, false))
+	}
+
+	dir := "clusters/" + f.Spec.Manager.Name + "/"
+	files = append(files,
+		File{Path: dir + "source.yaml", Data: r.sourceDoc},
+		r.file(dir+"manager.yaml", &kustomization{
+			APIVersion: kustomizeAPIVersion, Kind: "Kustomization",
+			Metadata: objectMeta{Name: managerEntryName, Namespace: fluxNamespace},
+			Spec: kustomizationSpec{
+				Interval:   "10m",
+				Path:       "./" + cleanPath(path.Join(f.Spec.Source.Path, "manager")),
+				Prune:      true,
+				SourceRef:  sourceRef{Kind: r.sourceKind, Name: f.Metadata.Name},
+				Decryption: r.decrypt,
+			},
+		}, false),
+		r.file(dir+"kustomization.yaml", r.kustomizeFile([]string{"manager.yaml", "source.yaml"}), false),
+	)
+	return files
+}
+
+// sourceObject renders the Flux source every cluster reads the tree from.
+func (r *renderer) sourceObject() []byte {
+	s := r.f.Spec.Source
+	meta := objectMeta{Name: r.f.Metadata.Name, Namespace: fluxNamespace}
+	var secretRef *localObjectRef
+	if s.SecretRef != "" {
+		secretRef = &localObjectRef{Name: s.SecretRef}
+	}
+	var obj any
+	if s.Kind == schema.SourceOCI {
+		r.sourceKind = "OCIRepository"
+		obj = &ociRepository{
+			APIVersion: sourceAPIVersion, Kind: r.sourceKind, Metadata: meta,
+			Spec: ociRepositorySpec{Interval: s.Interval, URL: s.URL, Ref: ociRef{Tag: s.Ref}, SecretRef: secretRef, Insecure: s.Insecure},
+		}
+	} else {
+		r.sourceKind = "GitRepository"
+		obj = &gitRepository{
+			APIVersion: sourceAPIVersion, Kind: r.sourceKind, Metadata: meta,
+			Spec: gitRepositorySpec{Interval: s.Interval, URL: s.URL, Ref: gitRef{Branch: s.Ref}, SecretRef: secretRef},
+		}
+	}
+	return encode([]byte(Header), obj)
+}
+
+func (r *renderer) kustomizeFile(resources []string) *kustomizeFile {
+	sort.Strings(resources)
+	return &kustomizeFile{APIVersion: kustomizeConfigAPI, Kind: "Kustomization", Resources: resources}
+}
+
+// file encodes obj under Header.
+func (r *renderer) file(p string, obj any, secret bool) File {
+	buf := make([]byte, 0, 512)
+	buf = append(buf, Header...)
+	return File{Path: p, Data: encode(buf, obj), Secret: secret}
+}
+
+// sortErrors orders errors by field path (document order for equal
+// prefixes, spec.clusters[10] after spec.clusters[9]) and message.
+func sortErrors(errs schema.Errors) {
+	sort.SliceStable(errs, func(i, j int) bool {
+		a, b := pathKey(errs[i].Path), pathKey(errs[j].Path)
+		if a != b {
+			return a < b
+		}
+		return errs[i].Msg < errs[j].Msg
+	})
+}
+
+// pathKey zero-pads indexes so that string order is document order.
+func pathKey(p string) string {
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		if p[i] == '[' {
+			j := strings.IndexByte(p[i:], ']')
+			if j > 0 {
+				fmt.Fprintf(&b, "[%010s]", p[i+1:i+j])
+				i += j
+				continue
+			}
+		}
+		b.WriteByte(p[i])
+	}
+	return b.String()
+}
+
+func dedupe(errs schema.Errors) schema.Errors {
+	out := errs[:0]
+	for i, e := range errs {
+		if i > 0 && e.Path == errs[i-1].Path && e.Msg == errs[i-1].Msg {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
 }
