@@ -285,3 +285,31 @@ func TestRenderDoesNotChangeInput(t *testing.T) {
 		t.Error("Render changed the lock")
 	}
 }
+
+func TestRenderEmptyFleet(t *testing.T) {
+	f := &schema.Fleet{
+		Metadata: schema.Metadata{Name: "empty"},
+		Spec: schema.Spec{
+			Source: schema.Source{Kind: schema.SourceGit, URL: "https://example.com/x.git"},
+		},
+	}
+	schema.Default(f)
+	files, err := generate.Render(f, nil, generate.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, fl := range files {
+		paths = append(paths, fl.Path)
+	}
+	want := []string{
+		"clusters/manager/kustomization.yaml",
+		"clusters/manager/manager.yaml",
+		"clusters/manager/source.yaml",
+		"manager/kustomization.yaml",
+		"manager/namespace.yaml",
+	}
+	if diff := cmp.Diff(want, paths); diff != "" {
+		t.Errorf("paths (-want +got):\n%s", diff)
+	}
+}

@@ -48,6 +48,7 @@ type encoder struct {
 
 type fieldInfo struct {
 	name      string
+	key       []byte // name as a YAML key, quoted when needed
 	index     int
 	omitEmpty bool
 }
@@ -73,7 +74,8 @@ func fields(t reflect.Type) []fieldInfo {
 		if name == "" {
 			name = sf.Name
 		}
-		out = append(out, fieldInfo{name: name, index: i, omitEmpty: strings.Contains(opts, "omitempty")})
+		key := (&encoder{}).appendString(name)
+		out = append(out, fieldInfo{name: name, key: key, index: i, omitEmpty: strings.Contains(opts, "omitempty")})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
 	structCache.Store(t, out)
@@ -127,8 +129,29 @@ func (e *encoder) mapping(v reflect.Value, n int, first bool) {
 				continue
 			}
 			line()
-			e.scalarString(f.name)
+			e.buf = append(e.buf, f.key...)
 			e.value(fv, n)
+		}
+		return
+	}
+	if m, ok := v.Interface().(map[string]string); ok {
+		// The common case (labels, data, substitute) without reflection.
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			line()
+			e.scalarString(k)
+			val := m[k]
+			if strings.IndexByte(val, '\n') >= 0 && literalOK(val) {
+				e.literal(val, n+2)
+				continue
+			}
+			e.buf = append(e.buf, ": "...)
+			e.scalarString(val)
+			e.buf = append(e.buf, '\n')
 		}
 		return
 	}
@@ -237,6 +260,12 @@ func (e *encoder) scalarString(s string) {
 	e.quoted(s)
 }
 
+// appendString returns s as a YAML scalar.
+func (e *encoder) appendString(s string) []byte {
+	e.scalarString(s)
+	return e.buf
+}
+
 func (e *encoder) quoted(s string) {
 	const hex = "0123456789abcdef"
 	e.buf = append(e.buf, '"')
@@ -337,9 +366,12 @@ func plainOK(s string) bool {
 			return false
 		}
 	}
-	switch strings.ToLower(s) {
-	case "y", "n", "yes", "no", "on", "off", "true", "false", "null", "~", ".inf", ".nan":
-		return false
+	if len(s) <= 5 {
+		for _, w := range [...]string{"y", "n", "yes", "no", "on", "off", "true", "false", "null", ".inf", ".nan"} {
+			if strings.EqualFold(s, w) {
+				return false
+			}
+		}
 	}
 	if c >= '0' && c <= '9' {
 		// Numbers, timestamps and sexagesimals all start with a digit; a
