@@ -419,16 +419,22 @@ func cleanPath(p string) string {
 func (r *renderer) managerFiles(results []clusterResult) []File {
 	f := r.f
 	var files []File
-	namespaces := []string{f.Spec.Manager.Namespace}
-	hasVZ := false
+	// Declare the Fleet workspace when Fleet objects go in it (or nothing at
+	// all would), verrazzano-mc when Verrazzano objects do.
+	hasVZ, hasFleet := false, len(f.Spec.Groups) > 0
 	for _, c := range f.Spec.Clusters {
 		if c.Registration.Mode == schema.ModeVerrazzano {
 			hasVZ = true
-			break
+		} else {
+			hasFleet = true
 		}
 	}
+	var namespaces []string
+	if hasFleet || !hasVZ {
+		namespaces = append(namespaces, f.Spec.Manager.Namespace)
+	}
 	if hasVZ {
-		if f.Spec.Manager.Namespace != verrazzanoNamespace {
+		if !hasFleet || f.Spec.Manager.Namespace != verrazzanoNamespace {
 			namespaces = append(namespaces, verrazzanoNamespace)
 		}
 		files = append(files, r.file("manager/verrazzano/admin-cluster.yaml", &configMap{
