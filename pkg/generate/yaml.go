@@ -375,15 +375,23 @@ func plainOK(s string) bool {
 	}
 	if c >= '0' && c <= '9' {
 		// Numbers, timestamps and sexagesimals all start with a digit; a
-		// digit-led string is plain only with a letter, no colon, no space,
-		// and not parseable as a number (1e5, 0x1f, 0o17, 0b1).
+		// digit-led string is plain only with a letter that no number
+		// holds (1e5, 0x1f, 0o17 and 0b1 are numbers), no colon and no
+		// space.
 		if !hasLetter || strings.ContainsAny(s, ": ") {
 			return false
 		}
-		if _, err := strconv.ParseFloat(s, 64); err == nil {
+		if len(s) > 1 && s[0] == '0' && strings.IndexByte("xXoObB", s[1]) >= 0 {
 			return false
 		}
-		if _, err := strconv.ParseInt(s, 0, 64); err == nil {
+		numeric := true
+		for i := 0; i < len(s); i++ {
+			if strings.IndexByte("0123456789._+-eE", s[i]) < 0 {
+				numeric = false
+				break
+			}
+		}
+		if numeric {
 			return false
 		}
 	}

@@ -26,6 +26,7 @@ var trickyStrings = []string{
 	"spaces \nin line\n", "crlf\r\nline\n", "tab\tin\nblock\n", "ünïcödé", "line\u2028sep", "bom\ufeff", "nul\x00",
 	"bad\xffutf8", "=", "<<", "./path", "../x", "/abs", "https://example.com:6443/x?y=1#frag",
 	"ssh://git@github.com/contoso/fleet.git", "repo@sha256:abc", "v0.13.0@sha256:1111",
+	"0123456789abcdef", "1e", "1E10", "0X1F", "12abc", "6e3x", "1e-5", "0b", "1-2", "1.5e+3",
 	"---", "...", "--- a", "a\n---\nb\n", "kustomize.toolkit.fluxcd.io/prune",
 }
 
