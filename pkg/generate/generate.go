@@ -210,6 +210,14 @@ func (r *renderer) render() ([]File, error) {
 	}
 	files = append(files, r.file("manager/kustomization.yaml", r.kustomizeFile(managerRes), false))
 	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
+	// Validate rejects what would collide (duplicate cluster or group names,
+	// a cluster named like the manager); this keeps an unvalidated Fleet
+	// from silently losing files.
+	for i := 1; i < len(files); i++ {
+		if files[i].Path == files[i-1].Path {
+			return nil, schema.Invalid(fmt.Errorf("two objects render to %s: cluster, group and manager names must be unique", files[i].Path))
+		}
+	}
 	return files, nil
 }
 

@@ -329,3 +329,19 @@ func TestRenderEmptyFleet(t *testing.T) {
 		t.Errorf("paths (-want +got):\n%s", diff)
 	}
 }
+
+func TestRenderRejectsCollisions(t *testing.T) {
+	f := &schema.Fleet{
+		Metadata: schema.Metadata{Name: "x"},
+		Spec: schema.Spec{
+			Manager:  schema.Manager{Name: "hub"},
+			Source:   schema.Source{Kind: schema.SourceGit, URL: "https://example.com/x.git"},
+			Clusters: []schema.Cluster{{Name: "hub", Registration: schema.Registration{Mode: schema.ModeCAPI}}},
+		},
+	}
+	schema.Default(f)
+	_, err := generate.Render(f, nil, generate.DefaultOptions())
+	if err == nil || !schema.IsInvalid(err) {
+		t.Fatalf("Render = %v, want an input error", err)
+	}
+}
