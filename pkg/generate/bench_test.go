@@ -25,7 +25,6 @@ func BenchmarkRender(b *testing.B) {
 				size += int64(len(fl.Data))
 			}
 			b.SetBytes(size)
-			b.ReportMetric(float64(len(files)), "files")
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
@@ -33,6 +32,7 @@ func BenchmarkRender(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			b.ReportMetric(float64(len(files)), "files")
 		})
 	}
 }
