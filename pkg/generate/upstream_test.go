@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"fleetgen.dev/fleetgen/internal/crdcheck"
+	"fleetgen.dev/fleetgen/internal/synthetic"
 	"fleetgen.dev/fleetgen/pkg/generate"
 )
 
@@ -202,3 +203,31 @@ func TestManagerEntryPoint(t *testing.T) {
 }
 
 var _ = generate.Header
+
+// TestSyntheticFleetValidates runs the same checks over a synthetic fleet:
+// many clusters of every mode, groups, two layers, image rewrites.
+func TestSyntheticFleetValidates(t *testing.T) {
+	f := synthetic.Fleet(40)
+	files, err := generate.Render(f, synthetic.Lock(f), generate.Options{LayerImages: synthetic.LayerImages(f)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := filesys.MakeFsInMemory()
+	for _, fl := range files {
+		if err := fs.WriteFile("/out/"+fl.Path, fl.Data); err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasPrefix(fl.Path, "agents/") {
+			continue
+		}
+		for _, doc := range crdcheck.SplitDocuments(fl.Data) {
+			checkObject(t, fl.Path, doc)
+		}
+	}
+	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	for _, d := range []string{"manager", "clusters/hub", "clusters/c00000", "clusters/c00005"} {
+		if _, err := k.Run(fs, "/out/"+d); err != nil {
+			t.Errorf("kustomize build %s: %v", d, err)
+		}
+	}
+}
