@@ -159,7 +159,8 @@ func (r *renderer) render() ([]File, error) {
 	if workers > len(order) {
 		workers = len(order)
 	}
-	// Fixed chunks keep the result order independent of scheduling.
+	// Workers take chunks of clusters; each result lands at its cluster's
+	// position, so the output does not depend on scheduling.
 	const chunk = 64
 	var next int
 	var mu sync.Mutex
@@ -202,7 +203,7 @@ func (r *renderer) render() ([]File, error) {
 		return nil, dedupe(errs)
 	}
 
-	files = append(files, r.managerFiles(results)...)
+	files = append(files, r.managerFiles()...)
 	for _, fl := range files {
 		if strings.HasPrefix(fl.Path, "manager/") {
 			managerRes = append(managerRes, strings.TrimPrefix(fl.Path, "manager/"))
@@ -424,7 +425,7 @@ func cleanPath(p string) string {
 // managerFiles renders what the management cluster applies besides the
 // per-cluster Fleet objects: namespaces, groups, the Verrazzano admin
 // ConfigMap and its own Flux entry point.
-func (r *renderer) managerFiles(results []clusterResult) []File {
+func (r *renderer) managerFiles() []File {
 	f := r.f
 	var files []File
 	// Declare the Fleet workspace when Fleet objects go in it (or nothing at
