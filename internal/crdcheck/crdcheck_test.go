@@ -1,0 +1,201 @@
+package crdcheck
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestExamplesValidate(t *testing.T) {
+	files, err := filepath.Glob("crds/examples/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 10 {
+		t.Fatalf("found %d examples, want the upstream set", len(files))
+	}
+	n := 0
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, doc := range SplitDocuments(data) {
+			n++
+			if err := Validate(doc); err != nil {
+				t.Errorf("%s document %d: %v", filepath.Base(f), i, err)
+			}
+		}
+	}
+	if n < 16 {
+		t.Errorf("validated %d documents, want at least 16", n)
+	}
+}
+
+func TestKinds(t *testing.T) {
+	kinds, err := Kinds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{
+		"fleet.cattle.io/v1alpha1/Cluster":                         false,
+		"fleet.cattle.io/v1alpha1/ClusterGroup":                    false,
+		"fleet.cattle.io/v1alpha1/ClusterRegistrationToken":        false,
+		"source.toolkit.fluxcd.io/v1/GitRepository":                false,
+		"source.toolkit.fluxcd.io/v1/OCIRepository":                false,
+		"kustomize.toolkit.fluxcd.io/v1/Kustomization":             false,
+		"clusters.verrazzano.io/v1alpha1/VerrazzanoManagedCluster": false,
+	}
+	for _, k := range kinds {
+		if _, ok := want[k.String()]; ok {
+			want[k.String()] = true
+		}
+	}
+	for k, found := range want {
+		if !found {
+			t.Errorf("kind %s not loaded", k)
+		}
+	}
+}
+
+func TestInvalid(t *testing.T) {
+	tests := map[string]struct {
+		doc  string
+		want string // substring of the error
+	}{
+		"unknown field in spec": {
+			doc: `apiVersion: fleet.cattle.io/v1alpha1
+kind: Cluster
+metadata: {name: a, namespace: clusters}
+spec: {clientID: x, clientId: y}
+`,
+			want: "spec.clientId: unknown field",
+		},
+		"unknown top-level field": {
+			doc: `apiVersion: fleet.cattle.io/v1alpha1
+kind: ClusterRegistrationToken
+metadata: {name: a, namespace: clusters}
+spec: {ttl: 1h}
+extra: 1
+`,
+			want: "extra: unknown field",
+		},
+		"wrong type": {
+			doc: `apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: a, namespace: flux-system}
+spec: {interval: 10m, prune: "yes", sourceRef: {kind: GitRepository, name: x}}
+`,
+			want: "spec.prune",
+		},
+		"bad enum": {
+			doc: `apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: a, namespace: flux-system}
+spec: {interval: 10m, prune: true, sourceRef: {kind: HelmChart, name: x}}
+`,
+			want: "spec.sourceRef.kind",
+		},
+		"bad duration pattern": {
+			doc: `apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata: {name: a, namespace: flux-system}
+spec: {interval: 1d, url: https://example.com/x.git}
+`,
+			want: "spec.interval",
+		},
+		"missing required": {
+			doc: `apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: a, namespace: flux-system}
+spec: {interval: 10m, sourceRef: {kind: GitRepository, name: x}}
+`,
+			want: "spec.prune",
+		},
+		"unknown field in metadata": {
+			doc: `apiVersion: clusters.verrazzano.io/v1alpha1
+kind: VerrazzanoManagedCluster
+metadata: {name: a, namespace: verrazzano-mc, label: {a: b}}
+spec: {caSecret: x}
+`,
+			want: "metadata",
+		},
+		"bad name": {
+			doc: `apiVersion: fleet.cattle.io/v1alpha1
+kind: ClusterGroup
+metadata: {name: Not_Valid, namespace: clusters}
+spec: {selector: {matchLabels: {env: prod}}}
+`,
+			want: "metadata.name",
+		},
+		"secret unknown field": {
+			doc: `apiVersion: v1
+kind: Secret
+metadata: {name: a, namespace: b}
+dat: {value: eA==}
+`,
+			want: "dat",
+		},
+		"secret bad base64": {
+			doc: `apiVersion: v1
+kind: Secret
+metadata: {name: a, namespace: b}
+data: {value: "not base64!"}
+`,
+			want: "illegal base64",
+		},
+		"unknown kind": {
+			doc: `apiVersion: example.com/v1
+kind: Widget
+metadata: {name: a}
+`,
+			want: "no CRD serves",
+		},
+		"served version gone": {
+			doc: `apiVersion: source.toolkit.fluxcd.io/v1beta2
+kind: GitRepository
+metadata: {name: a, namespace: flux-system}
+spec: {interval: 1m, url: https://example.com/x.git}
+`,
+			want: "no CRD serves",
+		},
+		"cel rule": {
+			doc: `apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: a, namespace: flux-system}
+spec:
+  interval: 10m
+  prune: true
+  sourceRef: {kind: GitRepository, name: x}
+  kubeConfig: {}
+`,
+			want: "exactly one of spec.kubeConfig.configMapRef or spec.kubeConfig.secretRef",
+		},
+		"namespace with namespace": {
+			doc: `apiVersion: v1
+kind: Namespace
+metadata: {name: a, namespace: b}
+`,
+			want: "cluster-scoped",
+		},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			err := Validate([]byte(tt.doc))
+			if err == nil {
+				t.Fatalf("Validate: no error, want one containing %q", tt.want)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Validate: %v\nwant it to contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestSplitDocuments(t *testing.T) {
+	docs := SplitDocuments([]byte("# c\n---\na: 1\n---\n# only comment\n---\nb: 2\n"))
+	if len(docs) != 2 || string(docs[0]) != "a: 1\n" || string(docs[1]) != "b: 2\n" {
+		t.Errorf("SplitDocuments = %q", docs)
+	}
+}

@@ -1,0 +1,208 @@
+// Package synthetic makes large, deterministic fleets for benchmarks: n
+// clusters in every registration mode, labels, groups and two layers (one
+// selected by label, with a dependency and image rewrites), plus the lock and
+// layer images that go with them. Nothing here is random.
+package synthetic
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"sigs.k8s.io/yaml"
+
+	"fleetgen.dev/fleetgen/pkg/lock"
+	"fleetgen.dev/fleetgen/pkg/schema"
+)
+
+// Fake credentials and certificates: never real.
+const (
+	kubeconfig = `apiVersion: v1
+kind: Config
+clusters:
+- cluster:
+    server: https://cluster.example.test:6443
+  name: c
+contexts:
+- context:
+    cluster: c
+    user: u
+  name: c
+current-context: c
+users:
+- name: u
+  user:
+    token: fake-token-for-benchmarks-only
+`
+	caPEM = `-----BEGIN CERTIFICATE-----
+MIIBrDCCAVOgAwIBAgIUKL35/lL00KEicagU2dgZDYbKlkkwCgYIKoZIzj0EAwIw
+KzEpMCcGA1UEAwwgZmxlZXRnZW4gdGVzdCBDQSAtIG5vdCBhIHJlYWwgQ0EwIBcN
+MjYxMTIyMDcwNDI1WhgPMjEyNjEwMjkwNzA0MjVaMCsxKTAnBgNVBAMMIGZsZWV0
+Z2VuIHRlc3QgQ0EgLSBub3QgYSByZWFsIENBMFkwEwYHKoZIzj0CAQYIKoZIzj0D
+AQcDQgAEBOX2m2YpDkm3x+vFPIQLmw4PfeaIAjLNveFyX/sHXS5LhcNUU8i6j9wu
+TGpxGfQQLSwdtXupRWEhI5yTB+RP4aNTMFEwHQYDVR0OBBYEFA+H/3HIuv3fYsqP
+LBA0g1M51YxYMB8GA1UdIwQYMBaAFA+H/3HIuv3fYsqPLBA0g1M51YxYMA8GA1Ud
+EwEB/wQFMAMBAf8wCgYIKoZIzj0EAwIDRwAwRAIga0e7K+linmqXtlWsB7Tc8/rv
+3xuefYkAqEH6so7I3H8CIFeHenm0l7nw/CEtYRwZPvZjWLSxAM1Ce9jqBkYpm1LT
+-----END CERTIFICATE-----
+`
+	kubeconfigFile = "kubeconfigs/shared.yaml"
+	caFile         = "certs/ca.pem"
+)
+
+var (
+	envs    = []string{"prod", "staging", "dev"}
+	regions = []string{"eu", "us", "ap"}
+	modes   = []string{
+		schema.ModeAgent, schema.ModeAgent, schema.ModeAgent, schema.ModeAgent,
+		schema.ModeManager, schema.ModeManager,
+		schema.ModeCAPI, schema.ModeCAPI,
+		schema.ModeVerrazzano, schema.ModeVerrazzano,
+	}
+)
+
+// images each layer path uses (as written) and their lock entries.
+var images = map[string]lock.Image{
+	"ghcr.io/kubereboot/kured:1.12.0": {Source: "ghcr.io/kubereboot/kured:1.12.0", Target: "bench.azurecr.io/kubereboot/kured:1.12.0", Digest: "sha256:" + repeat("1")},
+	"nginx:1.25":                      {Source: "docker.io/library/nginx:1.25", Target: "bench.azurecr.io/library/nginx:1.25", Digest: "sha256:" + repeat("2")},
+	"rancher/fleet-agent:v0.13.0":     {Source: "docker.io/rancher/fleet-agent:v0.13.0", Target: "bench.azurecr.io/rancher/fleet-agent:v0.13.0", Digest: "sha256:" + repeat("3")},
+}
+
+func repeat(s string) string {
+	out := ""
+	for len(out) < 64 {
+		out += s
+	}
+	return out
+}
+
+// Fleet returns a loaded, defaulted fleet of n clusters named c00000…:
+// 40% agent, 20% each manager, capi and verrazzano; labels env, region and
+// shard; three groups; layer infrastructure (./infrastructure/${env}, every
+// cluster) and apps (./apps/${region}, env=prod only, depends on
+// infrastructure). Referenced files are filled in as Load would, from
+// kubeconfigs/shared.yaml and certs/ca.pem (see Write).
+func Fleet(n int) *schema.Fleet {
+	t := true
+	f := &schema.Fleet{
+		APIVersion: schema.APIVersion,
+		Kind:       schema.Kind,
+		Metadata:   schema.Metadata{Name: "bench"},
+		Spec: schema.Spec{
+			Manager: schema.Manager{
+				Name:         "hub",
+				Namespace:    "clusters",
+				APIServerURL: "https://fleet.bench.example:6443",
+				APIServerCA:  &schema.FileRef{File: caFile, Data: []byte(caPEM)},
+			},
+			Registry: schema.Registry{Host: "bench.azurecr.io"},
+			Source: schema.Source{
+				Kind:      schema.SourceGit,
+				URL:       "ssh://git@github.com/bench/fleet-gitops.git",
+				Ref:       "main",
+				SecretRef: "flux-system",
+			},
+			Images: []string{"rancher/fleet-agent:v0.13.0"},
+			Layers: []schema.Layer{
+				{Name: "infrastructure", Path: "./infrastructure/${env}", Wait: true, Timeout: "5m", Prune: &t},
+				{Name: "apps", Path: "./apps/${region}", DependsOn: []string{"infrastructure"}, Selector: map[string]string{"env": "prod"}, Substitute: map[string]string{"domain": "bench.example"}},
+			},
+			Groups: []schema.Group{
+				{Name: "production", Selector: map[string]string{"env": "prod"}},
+				{Name: "eu", Selector: map[string]string{"region": "eu"}},
+				{Name: "all"},
+			},
+			Defaults: schema.Defaults{Labels: map[string]string{"org": "bench"}, TokenTTL: "240h"},
+		},
+		File: "fleet.yaml",
+		Dir:  ".",
+	}
+	f.Spec.Clusters = make([]schema.Cluster, n)
+	for i := range f.Spec.Clusters {
+		c := &f.Spec.Clusters[i]
+		c.Name = fmt.Sprintf("c%05d", i)
+		c.Labels = map[string]string{
+			"env":    envs[i%len(envs)],
+			"region": regions[(i/3)%len(regions)],
+			"shard":  fmt.Sprintf("s%d", i%16),
+		}
+		c.Registration.Mode = modes[i%len(modes)]
+		switch c.Registration.Mode {
+		case schema.ModeManager:
+			c.Registration.Kubeconfig = &schema.FileRef{File: kubeconfigFile, Data: []byte(kubeconfig)}
+		case schema.ModeVerrazzano:
+			if i%2 == 0 {
+				c.Registration.CACert = &schema.FileRef{File: caFile, Data: []byte(caPEM)}
+			}
+		}
+	}
+	schema.Default(f)
+	return f
+}
+
+// Lock returns the lock for f: a client ID for every agent cluster and an
+// entry for every image LayerImages and spec.images use.
+func Lock(f *schema.Fleet) *lock.Lock {
+	l := lock.New()
+	var imgs []lock.Image
+	for _, img := range images {
+		imgs = append(imgs, img)
+	}
+	l.SetImages(imgs)
+	for i, c := range f.Spec.Clusters {
+		if c.Registration.Mode == schema.ModeAgent {
+			l.Clients = append(l.Clients, lock.Client{Cluster: c.Name, ClientID: fmt.Sprintf("%032x", i+1)})
+		}
+	}
+	// Clients are already sorted: names are zero-padded indexes.
+	return l
+}
+
+// LayerImages returns generate.Options.LayerImages for f: every expanded
+// infrastructure path uses kured and nginx, every apps path nginx.
+func LayerImages(f *schema.Fleet) map[string][]string {
+	out := map[string][]string{}
+	for _, env := range envs {
+		out["infrastructure/"+env] = []string{"ghcr.io/kubereboot/kured:1.12.0", "nginx:1.25"}
+	}
+	for _, region := range regions {
+		out["apps/"+region] = []string{"nginx:1.25"}
+	}
+	return out
+}
+
+// Write writes fleet.yaml, fleet.lock.yaml and the files they refer to for a
+// fleet of n clusters into dir, plus each layer's folder (a kustomization
+// with one Deployment using the images above), so that the CLI can load,
+// discover images and render it.
+func Write(dir string, n int) error {
+	f := Fleet(n)
+	data, err := yaml.Marshal(f)
+	if err != nil {
+		return fmt.Errorf("marshal fleet: %w", err)
+	}
+	files := map[string][]byte{
+		"fleet.yaml":   data,
+		lock.FileName:  Lock(f).Marshal(),
+		kubeconfigFile: []byte(kubeconfig),
+		caFile:         []byte(caPEM),
+	}
+	for path, imgs := range LayerImages(f) {
+		files[path+"/kustomization.yaml"] = []byte("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- deployment.yaml\n")
+		var containers string
+		for i, img := range imgs {
+			containers += fmt.Sprintf("      - name: c%d\n        image: %s\n", i, img)
+		}
+		files[path+"/deployment.yaml"] = []byte("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: bench\n  namespace: default\nspec:\n  selector:\n    matchLabels: {app: bench}\n  template:\n    metadata:\n      labels: {app: bench}\n    spec:\n      containers:\n" + containers)
+	}
+	for name, b := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
