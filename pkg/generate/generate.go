@@ -122,8 +122,10 @@ func newRenderer(f *schema.Fleet, l *lock.Lock, opts Options) (*renderer, error)
 	return r, nil
 }
 
+// fieldErr locates msg at field path p of fleet.yaml (line and column when the
+// fleet was loaded from a file).
 func (r *renderer) fieldErr(p, msg string) *schema.FieldError {
-	return &schema.FieldError{File: r.f.File, Path: p, Msg: msg}
+	return r.f.Errorf(p, "%s", msg)
 }
 
 // validText reports whether b is text a YAML file can hold unchanged:
