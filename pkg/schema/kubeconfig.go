@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -57,13 +58,19 @@ var yamlLine = regexp.MustCompile(`line (\d+)`)
 // and users, never servers, paths or credentials. Problems are joined one per
 // line; callers add the field path.
 func CheckKubeconfig(data []byte) error {
-	var kc kubeconfig
-	if err := yaml.Unmarshal(data, &kc); err != nil {
+	js, err := yaml.YAMLToJSON(data)
+	if err != nil {
 		msg := "kubeconfig is not valid YAML"
 		if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
 			msg += " (line " + m[1] + ")"
 		}
 		return errors.New(msg)
+	}
+	var kc kubeconfig
+	if err := json.Unmarshal(js, &kc); err != nil {
+		// The decoder's message names a field and a type, never a value;
+		// still, say it in our words.
+		return errors.New("kubeconfig is not a kubeconfig: want clusters, contexts and users as lists of {name, cluster|context|user} and current-context as a string")
 	}
 
 	var errs []error
