@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -158,4 +159,34 @@ func CheckKubeconfig(data []byte) error {
 // already refused above with a clearer message than "no credentials".
 func hasFileCreds(refs ...string) bool {
 	return strings.Join(refs, "") != ""
+}
+
+// minTokenLen is the bearer token length from which CredentialUnguessable
+// trusts a token to be random: Kubernetes service account tokens (JWTs) and
+// Rancher tokens are far longer.
+const minTokenLen = 32
+
+// CredentialUnguessable reports whether a kubeconfig holds, for any user, a
+// credential that no one can guess: embedded private key data or a bearer
+// token of at least 32 characters. pkg/secrets uses it to pick the cost of
+// the plaintext hash it stores (docs/secrets.md); anything it cannot parse
+// counts as guessable.
+func CredentialUnguessable(data []byte) bool {
+	var kc kubeconfig
+	if err := yaml.Unmarshal(data, &kc); err != nil {
+		return false
+	}
+	for _, u := range kc.Users {
+		if u.User == nil {
+			continue
+		}
+		if len(u.User.Token) >= minTokenLen {
+			return true
+		}
+		key, err := base64.StdEncoding.DecodeString(u.User.ClientKeyData)
+		if err == nil && len(key) >= 64 && strings.Contains(string(key), "PRIVATE KEY") {
+			return true
+		}
+	}
+	return false
 }

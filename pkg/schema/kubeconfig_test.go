@@ -110,3 +110,26 @@ func TestCheckKubeconfigMarkersPresent(t *testing.T) {
 		}
 	}
 }
+
+func TestCredentialUnguessable(t *testing.T) {
+	key := b64("-----BEGIN EC PRIVATE KEY-----\n" + strings.Repeat("k", 64) + "\n-----END EC PRIVATE KEY-----\n")
+	tests := map[string]struct {
+		in   string
+		want bool
+	}{
+		"private key":   {kc("ctx", httpsServer, "    client-certificate-data: "+b64(markCert)+"\n    client-key-data: "+key+"\n"), true},
+		"long token":    {kc("ctx", httpsServer, "    token: "+strings.Repeat("x", 32)+"\n"), true},
+		"short token":   {kc("ctx", httpsServer, "    token: "+markToken+"\n"), false},
+		"basic auth":    {kc("ctx", httpsServer, "    username: a\n    password: "+markPass+"\n"), false},
+		"exec":          {kc("ctx", httpsServer, "    exec: {command: x}\n"), false},
+		"key not a key": {kc("ctx", httpsServer, "    client-key-data: "+b64(strings.Repeat("k", 80))+"\n"), false},
+		"not yaml":      {"{{", false},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := CredentialUnguessable([]byte(tc.in)); got != tc.want {
+				t.Errorf("CredentialUnguessable = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

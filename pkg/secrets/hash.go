@@ -12,28 +12,72 @@ import (
 	"golang.org/x/crypto/argon2"
 
 	"fleetgen.dev/fleetgen/pkg/generate"
+	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
 // HashAnnotation is the plaintext annotation each sealed Secret carries: a
 // salted argon2id hash (PHC string format) of the Secret's plaintext file and
 // its sorted age recipients. Seal compares a new render against it to keep the
 // previous ciphertext; it lets nobody decrypt anything, and guessing the
-// plaintext from it costs one argon2id evaluation per guess. SOPS's MAC
+// plaintext from it costs one argon2id evaluation per guess (see paramsFor). SOPS's MAC
 // covers it, so `sops --decrypt` detects an edited hash.
 const HashAnnotation = "fleetgen.dev/plaintext-hash"
 
-// argon2id parameters. A kubeconfig's credential (a token or a private key) is
-// far beyond guessing at any cost; the memory-hard cost is there for the rare
-// guessable one (a username and password), while keeping the check of 10,000
-// unchanged Secrets at a few seconds per core. Changing them re-encrypts each
-// Secret once. See docs/secrets.md.
-const (
-	argonTime    = 1
-	argonMemory  = 8 * 1024 // KiB
-	argonThreads = 1
-	argonKeyLen  = 32
-	saltLen      = 16
+// argonParams are argon2id cost parameters; the PHC string records them.
+type argonParams struct {
+	time    uint32
+	memory  uint32 // KiB
+	threads uint8
+}
+
+// The cost of the hash depends on what it protects. The hash covers the whole
+// plaintext, so guessing any part of it means guessing all of it: when the
+// kubeconfig holds a private key or a long bearer token, no guess succeeds at
+// any cost, and a light setting keeps 10,000 unchanged Secrets cheap to check.
+// Otherwise (a username and password, an exec plugin with secrets in its
+// environment, a short token) each guess costs argon2id at the OWASP password
+// storage setting. Changing either re-encrypts the Secrets concerned once.
+// See docs/secrets.md.
+var (
+	paramsUnguessable = argonParams{time: 1, memory: 64, threads: 1}
+	paramsGuessable   = argonParams{time: 2, memory: 19 * 1024, threads: 1}
 )
+
+const (
+	argonKeyLen = 32
+	saltLen     = 16
+)
+
+// paramsFor picks the cost for a plaintext Secret file: light only when one
+// of its values is a kubeconfig with an unguessable credential.
+func paramsFor(plain []byte) argonParams {
+	var doc struct {
+		Data       map[string]string `yaml:"data"`
+		StringData map[string]string `yaml:"stringData"`
+	}
+	if err := yaml.Unmarshal(plain, &doc); err != nil {
+		return paramsGuessable
+	}
+	for _, v := range doc.Data {
+		if b, err := base64.StdEncoding.DecodeString(v); err == nil && schema.CredentialUnguessable(b) {
+			return paramsUnguessable
+		}
+	}
+	for _, v := range doc.StringData {
+		if schema.CredentialUnguessable([]byte(v)) {
+			return paramsUnguessable
+		}
+	}
+	return paramsGuessable
+}
+
+func (p argonParams) prefix() string {
+	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$", argon2.Version, p.memory, p.time, p.threads)
+}
+
+func (p argonParams) key(msg, salt []byte) []byte {
+	return argon2.IDKey(msg, salt, p.time, p.memory, p.threads, argonKeyLen)
+}
 
 // hashDomain separates this hash from any other use of the same inputs and
 // versions the encoding of the hashed message.
@@ -42,9 +86,9 @@ const hashDomain = "fleetgen.dev/plaintext-hash/v1"
 // hashPlaintext returns the PHC string of argon2id(message, salt), where the
 // message binds the plaintext file, the recipients and the encrypted_regex.
 func hashPlaintext(plain []byte, recipients []string, salt []byte) string {
-	sum := argon2.IDKey(hashMessage(plain, recipients), salt, argonTime, argonMemory, argonThreads, argonKeyLen)
-	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s", argon2.Version, argonMemory, argonTime, argonThreads,
-		base64.RawStdEncoding.EncodeToString(salt), base64.RawStdEncoding.EncodeToString(sum))
+	p := paramsFor(plain)
+	return p.prefix() + base64.RawStdEncoding.EncodeToString(salt) + "$" +
+		base64.RawStdEncoding.EncodeToString(p.key(hashMessage(plain, recipients), salt))
 }
 
 func hashMessage(plain []byte, recipients []string) []byte {
@@ -59,12 +103,12 @@ func hashMessage(plain []byte, recipients []string) []byte {
 	return b.Bytes()
 }
 
-// checkHash reports whether phc is the hash, with today's parameters, of
-// plain for recipients. Other parameters count as a mismatch: the Secret is
-// then re-encrypted once with the new ones.
+// checkHash reports whether phc is the hash, with the parameters plain calls
+// for today, of plain for recipients. Other parameters count as a mismatch:
+// the Secret is then re-encrypted once with the new ones.
 func checkHash(phc string, plain []byte, recipients []string) bool {
-	want := fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$", argon2.Version, argonMemory, argonTime, argonThreads)
-	rest, ok := strings.CutPrefix(phc, want)
+	p := paramsFor(plain)
+	rest, ok := strings.CutPrefix(phc, p.prefix())
 	if !ok {
 		return false
 	}
@@ -80,7 +124,7 @@ func checkHash(phc string, plain []byte, recipients []string) bool {
 	if err != nil || len(sum) != argonKeyLen {
 		return false
 	}
-	got := argon2.IDKey(hashMessage(plain, recipients), salt, argonTime, argonMemory, argonThreads, argonKeyLen)
+	got := p.key(hashMessage(plain, recipients), salt)
 	return subtle.ConstantTimeCompare(got, sum) == 1
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -213,9 +214,9 @@ func TestSealKeepsOnlyValidPrevious(t *testing.T) {
 	const p = "manager/fleet/prod-0/kubeconfig.yaml"
 	prev := byPath(first)[p].Data
 	tests := map[string][]byte{
-		"hash edited":       bytes.Replace(prev, []byte("$argon2id$v=19$m=8192,t=1,p=1$"), []byte("$argon2id$v=19$m=8192,t=1,p=1$AAAA"), 1),
+		"hash edited":       phcRe.ReplaceAll(prev, []byte("${1}AAAA$2")),
 		"annotation gone":   []byte(removeLine(string(prev), HashAnnotation)),
-		"other cost":        bytes.Replace(prev, []byte("m=8192,t=1"), []byte("m=4096,t=1"), 1),
+		"other cost":        bytes.Replace(prev, []byte("m=64,t=1"), []byte("m=32,t=1"), 1),
 		"no header":         bytes.TrimPrefix(prev, []byte(generate.Header)),
 		"recipient removed": bytes.Replace(prev, []byte("recipient: "+testRecipient), []byte("recipient: "+otherRecipient), 1),
 		"plaintext":         byPath(files)[p].Data,
@@ -230,6 +231,35 @@ func TestSealKeepsOnlyValidPrevious(t *testing.T) {
 			}
 			if bytes.Equal(got, prev) {
 				t.Fatal("expected a fresh encryption")
+			}
+		})
+	}
+}
+
+var phcRe = regexp.MustCompile(`(\$argon2id\$v=19\$m=\d+,t=\d+,p=\d+\$)(.*)`)
+
+func TestHashCost(t *testing.T) {
+	basic := []byte(strings.Replace(string(fakeKubeconfig("c", "short", "k")), "    client-key-data:", "    username: admin\n    password: hunter2\n    x-key-data:", 1))
+	tests := map[string]struct {
+		kubeconfig []byte
+		want       string
+	}{
+		"private key":      {kubeconfigFor("c"), "$argon2id$v=19$m=64,t=1,p=1$"},
+		"long token":       {fakeKubeconfig("c", strings.Repeat("t", 40), "k"), "$argon2id$v=19$m=64,t=1,p=1$"},
+		"basic auth":       {basic, "$argon2id$v=19$m=19456,t=2,p=1$"},
+		"not a kubeconfig": {[]byte("{{"), "$argon2id$v=19$m=19456,t=2,p=1$"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			f := kubeconfigSecret(t, "c", tc.kubeconfig)
+			out := mustSeal(t, []generate.File{f}, testSOPS(testRecipient), nil)
+			sealed := byPath(out)[f.Path].Data
+			if !bytes.Contains(sealed, []byte(HashAnnotation+": "+tc.want)) {
+				t.Errorf("hash annotation does not use %s", tc.want)
+			}
+			again := mustSeal(t, []generate.File{f}, testSOPS(testRecipient), previousOf(out))
+			if !bytes.Equal(byPath(again)[f.Path].Data, sealed) {
+				t.Error("unchanged Secret re-encrypted")
 			}
 		})
 	}
