@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 
@@ -36,16 +38,32 @@ func Scan(files []generate.File, allowPlaintext bool) error {
 	if allowPlaintext {
 		return nil
 	}
+	var todo []int
+	for i, f := range files {
+		if f.Secret || mayHoldSecret(f.Data) {
+			todo = append(todo, i)
+		}
+	}
+	// Parsing is the cost (a sealed Secret is a few KiB of YAML): spread it
+	// over the CPUs, keeping results in file order.
+	found := make([][]string, len(todo))
+	errs := make([]error, len(todo))
+	workers := max(1, min(runtime.GOMAXPROCS(0), len(todo)))
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for j := w; j < len(todo); j += workers {
+				found[j], errs[j] = scanFile(files[todo[j]])
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
 	var problems []string
-	for _, f := range files {
-		if !f.Secret && !mayHoldSecret(f.Data) {
-			continue
-		}
-		found, err := scanFile(f)
-		if err != nil {
-			return err
-		}
-		problems = append(problems, found...)
+	for _, f := range found {
+		problems = append(problems, f...)
 	}
 	if len(problems) == 0 {
 		return nil
