@@ -77,13 +77,18 @@ func (s sealer) seal(files []generate.File, enc *schema.SOPS, previous func(path
 		}
 		out = append(out, f)
 	}
-	// Salts are drawn in file order, before the work fans out, so a
-	// deterministic reader gives deterministic salts.
+	// Salts are drawn and previous files read in file order, before the work
+	// fans out: a deterministic reader gives deterministic salts, and
+	// previous need not be safe for concurrent use.
 	salts := make([][]byte, len(jobs))
-	for i := range jobs {
-		salts[i] = make([]byte, saltLen)
-		if _, err := io.ReadFull(s.rand, salts[i]); err != nil {
+	prevs := make([][]byte, len(jobs))
+	for j, i := range jobs {
+		salts[j] = make([]byte, saltLen)
+		if _, err := io.ReadFull(s.rand, salts[j]); err != nil {
 			return nil, fmt.Errorf("seal: read random salt: %w", err)
+		}
+		if prev, ok := previous(out[i].Path); ok {
+			prevs[j] = prev
 		}
 	}
 
@@ -95,11 +100,7 @@ func (s sealer) seal(files []generate.File, enc *schema.SOPS, previous func(path
 		wg.Go(func() {
 			for j := range next {
 				i := jobs[j]
-				prev, ok := previous(out[i].Path)
-				if !ok {
-					prev = nil
-				}
-				data, err := s.sealFile(out[i], recipients, prev, salts[j])
+				data, err := s.sealFile(out[i], recipients, prevs[j], salts[j])
 				if err != nil {
 					errs[j] = err
 					continue
