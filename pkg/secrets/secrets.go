@@ -36,12 +36,15 @@ const ConfigPath = ".sops.yaml"
 
 // Seal returns files with every File.Secret encrypted for enc's age recipients
 // (encrypted_regex ^(data|stringData)$), plus the .sops.yaml creation rules
-// file. previous returns the bytes a path holds on disk now (nil, false when
-// none): when its plaintext and recipients are unchanged, the previous
-// ciphertext is kept byte for byte so that a re-render makes no Git diff. With
-// enc nil (or without recipients), files are returned as they are. The result
-// is sorted by Path; sealed files keep generate.Header as their first line.
-// Seal never logs, and its errors never contain secret content.
+// file (whenever enc has recipients). previous returns the bytes a path holds
+// on disk now (nil, false when none); Seal calls it once per File.Secret, from
+// one goroutine. When that file still seals the same plaintext for the same
+// recipients (HashAnnotation), it is kept byte for byte so that a re-render
+// makes no Git diff. With enc nil (or without recipients), files are returned
+// as they are, for Scan to judge. The result is sorted by Path; sealed files
+// keep File.Secret and generate.Header as their first line. Encryption runs
+// on every CPU. Seal never logs, and its errors never contain secret content;
+// a recipient that does not parse is an input error.
 func Seal(files []generate.File, enc *schema.SOPS, previous func(path string) ([]byte, bool)) ([]generate.File, error) {
 	return sealer{rand: rand.Reader, now: time.Now, workers: runtime.GOMAXPROCS(0)}.seal(files, enc, previous)
 }
