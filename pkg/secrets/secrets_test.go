@@ -113,8 +113,8 @@ func TestSealRoundTripFlux(t *testing.T) {
 	}
 }
 
-// unrelatedKey is a third test identity, recipient of nothing here.
-// TEST KEY — never use for real secrets.
+// unrelatedKey is the identity of examples/fleet-standalone/age.agekey, for
+// which nothing in this test is sealed. TEST KEY — never use for real secrets.
 const unrelatedKey = "AGE-SECRET-KEY-1UF53N5TK3QP929MJW5U6GCPD8XET64MVSH6VXUR5ZY3VUDFKY7MQN037JU"
 
 // TestSealDecryptWithMAC decrypts each sealed file as `sops --decrypt`
