@@ -1,32 +1,166 @@
 // Package secrets seals credential Secrets with SOPS for age recipients, in the
 // format Flux's kustomize-controller decrypts, and scans rendered output for
 // anything left in plaintext.
+//
+// Sealing is randomised (a fresh SOPS data key and age stanza per file), so to
+// keep a re-render free of Git churn each sealed Secret carries the annotation
+// HashAnnotation: a salted argon2id hash of its plaintext and recipients. When
+// the previous render's hash still matches, Seal keeps the previous ciphertext
+// byte for byte. docs/secrets.md explains the choice and its threat model.
 package secrets
 
 import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
 	"fleetgen.dev/fleetgen/pkg/generate"
 	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
+// EncryptedRegex is the SOPS encrypted_regex fleetgen writes: only the values
+// under data and stringData are encrypted, so names, labels and annotations
+// stay readable in Git and reviewable in a diff.
+const EncryptedRegex = "^(data|stringData)$"
+
+// ConfigPath is the SOPS creation rules file Seal adds to the output, so that
+// `sops` run in the output folder edits sealed files with the same settings.
+const ConfigPath = ".sops.yaml"
+
 // Seal returns files with every File.Secret encrypted for enc's age recipients
 // (encrypted_regex ^(data|stringData)$), plus the .sops.yaml creation rules
-// file. previous returns the bytes a path holds on disk now (nil, false when
-// none): when its plaintext and recipients are unchanged, the previous
-// ciphertext is kept byte for byte so that a re-render makes no Git diff. With
-// enc nil, files are returned as they are.
-//
-// SKELETON: secrets owner (issue 4) implements.
+// file (whenever enc has recipients). previous returns the bytes a path holds
+// on disk now (nil, false when none); Seal calls it once per File.Secret, from
+// one goroutine. When that file still seals the same plaintext for the same
+// recipients (HashAnnotation), it is kept byte for byte so that a re-render
+// makes no Git diff. With enc nil (or without recipients), files are returned
+// as they are, for Scan to judge. The result is sorted by Path; sealed files
+// keep File.Secret and generate.Header as their first line. Encryption runs
+// on every CPU. Seal never logs, and its errors never contain secret content;
+// a recipient that does not parse is an input error.
 func Seal(files []generate.File, enc *schema.SOPS, previous func(path string) ([]byte, bool)) ([]generate.File, error) {
-	return files, nil
+	return sealer{rand: rand.Reader, now: time.Now, workers: runtime.GOMAXPROCS(0)}.seal(files, enc, previous)
 }
 
-// Scan checks the output about to be written: any Secret whose data is not
-// SOPS-encrypted is an input error (*schema.InvalidError) that says how to
-// configure age or pass --allow-plaintext-secrets, unless allowPlaintext.
-// Verrazzano CA Secrets hold public certificates and are exempt. The error never
-// contains secret content.
-//
-// SKELETON: secrets owner implements; until then it refuses every File.Secret.
-func Scan(files []generate.File, allowPlaintext bool) error {
-	return nil
+// sealer holds what tests replace: the source of salts and the clock that
+// stamps sops.lastmodified.
+type sealer struct {
+	rand    io.Reader
+	now     func() time.Time
+	workers int
+}
+
+func (s sealer) seal(files []generate.File, enc *schema.SOPS, previous func(path string) ([]byte, bool)) ([]generate.File, error) {
+	if enc == nil || len(enc.AgeRecipients) == 0 {
+		return files, nil
+	}
+	recipients, err := normalizeRecipients(enc.AgeRecipients)
+	if err != nil {
+		return nil, err
+	}
+	if previous == nil {
+		previous = func(string) ([]byte, bool) { return nil, false }
+	}
+
+	out := make([]generate.File, 0, len(files)+1)
+	var jobs []int
+	for _, f := range files {
+		if f.Path == ConfigPath {
+			return nil, fmt.Errorf("seal: %s is already in the output", ConfigPath)
+		}
+		if f.Secret {
+			jobs = append(jobs, len(out))
+		}
+		out = append(out, f)
+	}
+	// Salts are drawn and previous files read in file order, before the work
+	// fans out: a deterministic reader gives deterministic salts, and
+	// previous need not be safe for concurrent use.
+	salts := make([][]byte, len(jobs))
+	prevs := make([][]byte, len(jobs))
+	for j, i := range jobs {
+		salts[j] = make([]byte, saltLen)
+		if _, err := io.ReadFull(s.rand, salts[j]); err != nil {
+			return nil, fmt.Errorf("seal: read random salt: %w", err)
+		}
+		if prev, ok := previous(out[i].Path); ok {
+			prevs[j] = prev
+		}
+	}
+
+	errs := make([]error, len(jobs))
+	workers := max(1, min(s.workers, len(jobs)))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for j := range next {
+				i := jobs[j]
+				data, err := s.sealFile(out[i], recipients, prevs[j], salts[j])
+				if err != nil {
+					errs[j] = err
+					continue
+				}
+				out[i].Data = data
+				out[i].Secret = true
+			}
+		})
+	}
+	for j := range jobs {
+		next <- j
+	}
+	close(next)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+
+	sealed := make([]string, len(jobs))
+	for j, i := range jobs {
+		sealed[j] = out[i].Path
+	}
+	cfg, err := creationRules(recipients, sealed)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, generate.File{Path: ConfigPath, Data: cfg})
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out, nil
+}
+
+// sealFile returns prev when it still seals f's plaintext for recipients,
+// and a fresh encryption otherwise.
+func (s sealer) sealFile(f generate.File, recipients []string, prev, salt []byte) ([]byte, error) {
+	if prev != nil && unchanged(prev, f.Data, recipients) {
+		return prev, nil
+	}
+	data, err := encrypt(f.Data, recipients, hashPlaintext(f.Data, recipients, salt), s.now())
+	if err != nil {
+		return nil, fmt.Errorf("seal %s: %w", f.Path, err)
+	}
+	return data, nil
+}
+
+// normalizeRecipients trims, sorts and de-duplicates the recipients, so that
+// their order in fleet.yaml does not matter, and checks each one parses.
+// A recipient is public: naming its index is enough, though printing it would
+// be harmless.
+func normalizeRecipients(in []string) ([]string, error) {
+	out := make([]string, 0, len(in))
+	for i, r := range in {
+		r = strings.TrimSpace(r)
+		if err := checkRecipient(r); err != nil {
+			return nil, schema.Invalid(fmt.Errorf("spec.encryption.sops.ageRecipients[%d]: %w", i, err))
+		}
+		out = append(out, r)
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
 }

@@ -1,0 +1,135 @@
+package schema
+
+import (
+	"encoding/base64"
+	"strings"
+	"testing"
+)
+
+// Markers planted in the kubeconfigs below; no error may contain any of them.
+const (
+	markToken  = "MARKTOKENz8Kq"
+	markKey    = "MARKKEYr4Tn"
+	markCert   = "MARKCERTp2Lw"
+	markPass   = "MARKPASSv6Hd"
+	markServer = "MARKSERVERj5Ry"
+	markPath   = "MARKPATHc1Fs"
+)
+
+var allMarks = []string{markToken, markKey, markCert, markPass, markServer, markPath}
+
+func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+// kc builds a kubeconfig from a cluster block and a user block.
+func kc(current, cluster, user string) string {
+	return `apiVersion: v1
+kind: Config
+current-context: ` + current + `
+clusters:
+- name: c1
+  cluster:
+` + cluster + `
+contexts:
+- name: ctx
+  context:
+    cluster: c1
+    user: u1
+users:
+- name: u1
+  user:
+` + user
+}
+
+const httpsServer = "    server: https://" + markServer + ".example.invalid:6443\n    certificate-authority-data: " + "Q0E=\n"
+
+func TestCheckKubeconfig(t *testing.T) {
+	tests := map[string]struct {
+		in      string
+		wantErr []string // substrings; nil: valid
+	}{
+		"token":             {in: kc("ctx", httpsServer, "    token: "+markToken+"\n")},
+		"client cert":       {in: kc("ctx", httpsServer, "    client-certificate-data: "+b64(markCert)+"\n    client-key-data: "+b64(markKey)+"\n")},
+		"exec":              {in: kc("ctx", httpsServer, "    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: kubelogin\n")},
+		"auth provider":     {in: kc("ctx", httpsServer, "    auth-provider:\n      name: oidc\n      config: {id-token: "+markToken+"}\n")},
+		"basic auth":        {in: kc("ctx", httpsServer, "    username: admin\n    password: "+markPass+"\n")},
+		"no current":        {in: kc("", httpsServer, "    token: "+markToken+"\n"), wantErr: []string{"no current-context"}},
+		"unknown context":   {in: kc("nope", httpsServer, "    token: "+markToken+"\n"), wantErr: []string{`current-context "nope" names no context`}},
+		"http server":       {in: kc("ctx", "    server: http://admin:"+markPass+"@"+markServer+":8080\n", "    token: "+markToken+"\n"), wantErr: []string{`cluster "c1": server must be an https:// URL`}},
+		"no server":         {in: kc("ctx", "    insecure-skip-tls-verify: true\n", "    token: "+markToken+"\n"), wantErr: []string{"server must be an https:// URL"}},
+		"bad server":        {in: kc("ctx", "    server: \"https://"+markServer+"%zz\"\n", "    token: "+markToken+"\n"), wantErr: []string{"server must be an https:// URL"}},
+		"cert without key":  {in: kc("ctx", httpsServer, "    client-certificate-data: "+b64(markCert)+"\n"), wantErr: []string{`user "u1" has no credentials`}},
+		"no credentials":    {in: kc("ctx", httpsServer, "    {}\n"), wantErr: []string{`user "u1" has no credentials`}},
+		"ca file":           {in: kc("ctx", "    server: https://x:6443\n    certificate-authority: /etc/"+markPath+"/ca.pem\n", "    token: "+markToken+"\n"), wantErr: []string{`cluster "c1": certificate-authority refers to a file; embed it as certificate-authority-data`}},
+		"client cert files": {in: kc("ctx", httpsServer, "    client-certificate: /"+markPath+"/c.pem\n    client-key: /"+markPath+"/k.pem\n"), wantErr: []string{`user "u1": client-certificate refers to a file`, `user "u1": client-key refers to a file; embed it as client-key-data`}},
+		"token file":        {in: kc("ctx", httpsServer, "    tokenFile: /var/run/"+markPath+"\n"), wantErr: []string{`user "u1": tokenFile refers to a file; embed it as token`}},
+		"missing cluster":   {in: strings.Replace(kc("ctx", httpsServer, "    token: "+markToken+"\n"), "cluster: c1", "cluster: c2", 1), wantErr: []string{`context "ctx": cluster "c2" is not in clusters`}},
+		"missing user":      {in: strings.Replace(kc("ctx", httpsServer, "    token: "+markToken+"\n"), "user: u1", "user: u2", 1), wantErr: []string{`context "ctx": user "u2" is not in users`}},
+		"file ref on an unused user": {
+			in:      kc("ctx", httpsServer, "    token: "+markToken+"\n- name: other\n  user:\n    client-key: /"+markPath+"\n"),
+			wantErr: []string{`user "other": client-key refers to a file`},
+		},
+		"not yaml":       {in: "clusters: [\n  token: " + markToken + " : : {", wantErr: []string{"kubeconfig is not valid YAML"}},
+		"wrong type":     {in: "users: " + markToken + "\n", wantErr: []string{"kubeconfig is not a kubeconfig"}},
+		"tab in yaml":    {in: "current-context: ctx\n\ttoken: " + markToken + "\n", wantErr: []string{"kubeconfig is not valid YAML"}},
+		"empty document": {in: "", wantErr: []string{"no current-context"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			err := CheckKubeconfig([]byte(tc.in))
+			if tc.wantErr == nil {
+				if err != nil {
+					t.Fatalf("CheckKubeconfig = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("CheckKubeconfig = nil, want an error")
+			}
+			msg := err.Error()
+			for _, w := range tc.wantErr {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error lacks %q:\n%s", w, msg)
+				}
+			}
+			for _, m := range allMarks {
+				if strings.Contains(msg, m) || strings.Contains(msg, b64(m)) {
+					t.Errorf("error leaks a planted marker (%d chars): the message must not quote the kubeconfig", len(m))
+				}
+			}
+		})
+	}
+}
+
+// TestCheckKubeconfigMarkersPresent keeps the leak checks honest: every
+// marker is in some input above.
+func TestCheckKubeconfigMarkersPresent(t *testing.T) {
+	in := kc("ctx", httpsServer, "    token: "+markToken+"\n    client-key-data: "+b64(markKey)+"\n    client-certificate-data: "+b64(markCert)+"\n    password: "+markPass+"\n    tokenFile: "+markPath+"\n")
+	for _, m := range allMarks {
+		if !strings.Contains(in, m) && !strings.Contains(in, b64(m)) {
+			t.Errorf("marker %d chars not planted", len(m))
+		}
+	}
+}
+
+func TestCredentialUnguessable(t *testing.T) {
+	key := b64("-----BEGIN EC PRIVATE KEY-----\n" + strings.Repeat("k", 64) + "\n-----END EC PRIVATE KEY-----\n")
+	tests := map[string]struct {
+		in   string
+		want bool
+	}{
+		"private key":   {kc("ctx", httpsServer, "    client-certificate-data: "+b64(markCert)+"\n    client-key-data: "+key+"\n"), true},
+		"long token":    {kc("ctx", httpsServer, "    token: "+strings.Repeat("x", 32)+"\n"), true},
+		"short token":   {kc("ctx", httpsServer, "    token: "+markToken+"\n"), false},
+		"basic auth":    {kc("ctx", httpsServer, "    username: a\n    password: "+markPass+"\n"), false},
+		"exec":          {kc("ctx", httpsServer, "    exec: {command: x}\n"), false},
+		"key not a key": {kc("ctx", httpsServer, "    client-key-data: "+b64(strings.Repeat("k", 80))+"\n"), false},
+		"not yaml":      {"{{", false},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := CredentialUnguessable([]byte(tc.in)); got != tc.want {
+				t.Errorf("CredentialUnguessable = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,145 @@
+package secrets
+
+import (
+	"bytes"
+	"encoding/base64"
+	"strings"
+	"testing"
+
+	"fleetgen.dev/fleetgen/pkg/generate"
+	"fleetgen.dev/fleetgen/pkg/schema"
+)
+
+func rawFile(path string, secret bool, body string) generate.File {
+	return generate.File{Path: path, Data: []byte(generate.Header + body), Secret: secret}
+}
+
+func TestScan(t *testing.T) {
+	sealed := mustSeal(t, fleetFiles(t, 1, kubeconfigFor), testSOPS(testRecipient), nil)
+	plain := fleetFiles(t, 1, kubeconfigFor)
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+	tests := map[string]struct {
+		files          []generate.File
+		allowPlaintext bool
+		wantErr        []string // substrings; nil: no error
+	}{
+		"sealed output passes": {files: sealed},
+		"plaintext kubeconfig refused": {
+			files:   plain,
+			wantErr: []string{"manager/fleet/prod-0/kubeconfig.yaml: Secret fleet-default/prod-0-kubeconfig holds unencrypted data", "spec.encryption.sops.ageRecipients", "--allow-plaintext-secrets"},
+		},
+		"allow plaintext passes": {files: plain, allowPlaintext: true},
+		"verrazzano CA exempt":   {files: []generate.File{verrazzanoCAFile(t, "m1", testCAPEM)}},
+		"verrazzano CA without data exempt": {files: []generate.File{rawFile("manager/verrazzano/m1/ca.yaml", false,
+			"apiVersion: v1\nkind: Secret\nmetadata:\n  name: ca-secret-m1\n  namespace: verrazzano-mc\n")}},
+		"verrazzano CA holding a private key refused": {
+			files:   []generate.File{verrazzanoCAFile(t, "m1", testCAPEM+"-----BEGIN RSA PRIVATE KEY-----\nx\n-----END RSA PRIVATE KEY-----\n")},
+			wantErr: []string{"Secret verrazzano-mc/ca-secret-m1"},
+		},
+		"verrazzano CA with another key refused": {
+			files: []generate.File{rawFile("manager/verrazzano/m1/ca.yaml", false,
+				"apiVersion: v1\nkind: Secret\nmetadata:\n  name: ca-secret-m1\n  namespace: verrazzano-mc\ndata:\n  cacrt: "+b64(testCAPEM)+"\n  token: "+b64("x")+"\n")},
+			wantErr: []string{"ca-secret-m1"},
+		},
+		"CA name in another namespace refused": {
+			files: []generate.File{rawFile("manager/x.yaml", false,
+				"apiVersion: v1\nkind: Secret\nmetadata:\n  name: ca-secret-m1\n  namespace: default\ndata:\n  cacrt: "+b64(testCAPEM)+"\n")},
+			wantErr: []string{"default/ca-secret-m1"},
+		},
+		"secret in a non-secret file caught": {
+			files: []generate.File{rawFile("manager/extra.yaml", false,
+				"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  a: b\n---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: sneaky\n  namespace: ns\nstringData:\n  password: hunter2\n")},
+			wantErr: []string{"manager/extra.yaml: Secret ns/sneaky"},
+		},
+		"json spelling caught": {
+			files:   []generate.File{rawFile("x.json", false, `{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "j"}, "data": {"k": "dg=="}}`+"\n")},
+			wantErr: []string{"x.json: Secret j"},
+		},
+		"tagged kind caught": {
+			files:   []generate.File{rawFile("t.yaml", false, "kind: !!str Secret\nmetadata: {name: t}\ndata: {k: dg==}\n")},
+			wantErr: []string{"t.yaml: Secret t"},
+		},
+		"secret inside a List caught": {
+			files:   []generate.File{rawFile("l.yaml", false, "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Secret\n  metadata: {name: inlist}\n  data: {k: dg==}\n")},
+			wantErr: []string{"l.yaml: Secret inlist"},
+		},
+		"secret without data passes": {
+			files: []generate.File{rawFile("e.yaml", false, "apiVersion: v1\nkind: Secret\nmetadata: {name: e}\ntype: Opaque\n")},
+		},
+		"partly encrypted refused": {
+			files: []generate.File{rawFile("p.yaml", false,
+				"apiVersion: v1\nkind: Secret\nmetadata: {name: p}\ndata:\n  a: ENC[AES256_GCM,data:abc,iv:x,tag:y,type:str]\n  b: dg==\nsops:\n  mac: ENC[AES256_GCM,data:abc,iv:x,tag:y,type:str]\n")},
+			wantErr: []string{"p.yaml: Secret p"},
+		},
+		"envelopes without sops metadata refused": {
+			files:   []generate.File{rawFile("m.yaml", false, "apiVersion: v1\nkind: Secret\nmetadata: {name: m}\ndata:\n  a: ENC[AES256_GCM,data:abc,iv:x,tag:y,type:str]\n")},
+			wantErr: []string{"m.yaml: Secret m"},
+		},
+		"unsealed secret file without a Secret refused": {
+			files:   []generate.File{rawFile("manager/fleet/c/kubeconfig.yaml", true, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n")},
+			wantErr: []string{"manager/fleet/c/kubeconfig.yaml: credential file is not SOPS-encrypted"},
+		},
+		"flagged file with a plaintext CA-like Secret refused": {
+			files:   []generate.File{rawFile("manager/fleet/c/kubeconfig.yaml", true, "apiVersion: v1\nkind: Secret\nmetadata: {name: ca-secret-c, namespace: verrazzano-mc}\ndata: {cacrt: "+b64(testCAPEM)+"}\n")},
+			wantErr: []string{"verrazzano-mc/ca-secret-c holds unencrypted data"},
+		},
+		"kubeConfigSecret mention is not a Secret": {
+			files: []generate.File{clusterFile(t, "prod-0")},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			err := Scan(tc.files, tc.allowPlaintext)
+			if tc.wantErr == nil {
+				if err != nil {
+					t.Fatalf("Scan = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("Scan = nil, want an error")
+			}
+			if !schema.IsInvalid(err) {
+				t.Errorf("Scan error is not an input error: %v", err)
+			}
+			for _, w := range tc.wantErr {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Scan error lacks %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+}
+
+func TestScanListsAtMostSome(t *testing.T) {
+	err := Scan(fleetFiles(t, maxListed+5, kubeconfigFor), false)
+	if err == nil || !strings.Contains(err.Error(), "… and 5 more") {
+		t.Fatalf("Scan = %v, want a bounded list", err)
+	}
+}
+
+func TestMayHoldSecret(t *testing.T) {
+	tests := map[string]bool{
+		"kind: Secret\n":                     true,
+		"kind:   'Secret'\n":                 true,
+		`{"kind":"Secret"}`:                  true,
+		"kind: Secret":                       true,
+		"- {kind: Secret, data: {}}\n":       true,
+		"kind: SecretStore\n":                false,
+		"spec:\n  kubeConfigSecret: x\n":     false,
+		"kind: Cluster\n":                    false,
+		"kind: ConfigMap\nx: !!str Secret\n": true, // tags force a parse
+	}
+	for in, want := range tests {
+		if got := mayHoldSecret([]byte(in)); got != want {
+			t.Errorf("mayHoldSecret(%q) = %v, want %v", in, got, want)
+		}
+	}
+	// Every Secret the kustomize build would see must pass the filter.
+	for _, f := range fleetFiles(t, 1, kubeconfigFor) {
+		if bytes.Contains(f.Data, []byte("kind: Secret")) && !mayHoldSecret(f.Data) {
+			t.Errorf("%s: filter misses a Secret", f.Path)
+		}
+	}
+}
