@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"io"
+	"log"
 	"math/rand"
 	"net"
 	"net/http"
@@ -49,7 +50,7 @@ func NewProxy(target string, o ProxyOptions) (*Proxy, error) {
 		faults: o.Faults,
 		rng:    rand.New(rand.NewSource(o.Seed)),
 	}
-	p.rp.ErrorLog = nil
+	p.rp.ErrorLog = log.New(io.Discard, "", 0)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"sort"
 	"strings"
@@ -145,6 +146,10 @@ func transient(err error) bool {
 	if errors.As(err, &ne) && ne.Timeout() {
 		return true
 	}
+	var oe *net.OpError
+	if errors.As(err, &oe) || errors.Is(err, net.ErrClosed) {
+		return true // connection refused, reset or closed under us
+	}
 	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
 		errors.Is(err, syscall.ECONNREFUSED) || strings.Contains(err.Error(), "connection reset")
@@ -204,7 +209,7 @@ func Run(ctx context.Context, pairs []Pair, opts ...Option) ([]lock.Image, Stats
 	ropts := []remote.Option{
 		remote.WithContext(ctx),
 		remote.WithAuthFromKeychain(keychain),
-		remote.WithTransport(o.transport),
+		remote.WithTransport(&pingCache{next: o.transport}),
 		remote.WithJobs(o.jobs),
 		remote.WithRetryBackoff(o.backoff),
 		remote.WithRetryStatusCodes(retryCodes...),
@@ -324,26 +329,37 @@ func (r *runner) copyPair(ctx context.Context, p Pair, pushed *atomic.Int64) (st
 	if err != nil {
 		return "", false, err
 	}
-	var want v1.Hash
+	// Resolve the source and ask the target at once: on a warm run these two
+	// HEADs are all the work there is.
+	var (
+		want   v1.Hash
+		srcErr error
+		have   *v1.Descriptor
+		dstErr error
+		wg     sync.WaitGroup
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		have, dstErr = r.puller.Head(ctx, dst)
+	}()
 	if d, ok := src.(name.Digest); ok {
-		if want, err = v1.NewHash(d.DigestStr()); err != nil {
-			return "", false, err
-		}
+		want, srcErr = v1.NewHash(d.DigestStr())
+	} else if desc, err := r.puller.Head(ctx, src); err != nil {
+		srcErr = fmt.Errorf("resolve source: %w", err)
 	} else {
-		desc, err := r.puller.Head(ctx, src)
-		if err != nil {
-			return "", false, fmt.Errorf("resolve source: %w", err)
-		}
 		want = desc.Digest
 	}
-	// A source written repo:tag@digest parses as a digest; keep its tag on the
-	// target (Plan put it there).
-	dstRepo := dst.Context()
-	if got, err := r.puller.Head(ctx, dst); err == nil && got.Digest == want {
-		return want.String(), true, nil
-	} else if err != nil && !isNotFound(err) {
-		return "", false, fmt.Errorf("check target: %w", err)
+	wg.Wait()
+	if srcErr != nil {
+		return "", false, srcErr
 	}
+	if dstErr == nil && have.Digest == want {
+		return want.String(), true, nil
+	} else if dstErr != nil && !isNotFound(dstErr) {
+		return "", false, fmt.Errorf("check target: %w", dstErr)
+	}
+	dstRepo := dst.Context()
 
 	srcRepo := src.Context()
 	desc, err := r.puller.Get(ctx, srcRepo.Digest(want.String()))

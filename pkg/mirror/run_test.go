@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log"
 	"math/rand"
 	"net/http/httptest"
 	"strings"
@@ -30,7 +31,7 @@ var fastBackoff = remote.Backoff{Duration: time.Millisecond, Factor: 2, Steps: 3
 // host:port.
 func inProcess(t testing.TB) string {
 	t.Helper()
-	s := httptest.NewServer(registry.New())
+	s := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	t.Cleanup(s.Close)
 	return strings.TrimPrefix(s.URL, "http://")
 }
