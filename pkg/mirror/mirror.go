@@ -130,7 +130,12 @@ var retryCodes = []int{
 
 // transient reports whether err is worth retrying. A digest mismatch never is.
 func transient(err error) bool {
-	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrDigestMismatch) {
+		return false
+	}
+	// go-containerregistry's checksum errors (internal/verify), even when they
+	// surface through a network error while streaming an upload.
+	if strings.Contains(err.Error(), "error verifying ") {
 		return false
 	}
 	var te *transport.Error

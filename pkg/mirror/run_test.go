@@ -6,8 +6,10 @@ import (
 	"io"
 	"log"
 	"math/rand"
+	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -289,5 +291,69 @@ func TestRunCancelled(t *testing.T) {
 	_, _, err = mirror.Run(ctx, pairs, mirror.WithKeychain(authn.NewMultiKeychain()))
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("Run with a cancelled context: %v, want context.Canceled", err)
+	}
+}
+
+// corrupting serves the registry h but flips a byte in every blob it returns
+// whose digest is bad, and counts those GETs.
+type corrupting struct {
+	h    http.Handler
+	bad  string
+	gets atomic.Int64
+}
+
+func (c *corrupting) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet || !strings.HasSuffix(r.URL.Path, "/blobs/"+c.bad) {
+		c.h.ServeHTTP(w, r)
+		return
+	}
+	c.gets.Add(1)
+	rec := httptest.NewRecorder()
+	c.h.ServeHTTP(rec, r)
+	body := rec.Body.Bytes()
+	if len(body) > 0 {
+		body[len(body)/2] ^= 0xff
+	}
+	for k, v := range rec.Header() {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(rec.Code)
+	w.Write(body)
+}
+
+func TestRunDigestMismatchNotRetried(t *testing.T) {
+	rng := rand.New(rand.NewSource(5))
+	img, err := testenv.Image(rng, nil, 1, 8192)
+	if err != nil {
+		t.Fatal(err)
+	}
+	layers, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad, err := layers[0].Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &corrupting{h: registry.New(registry.Logger(log.New(io.Discard, "", 0))), bad: bad.String()}
+	s := httptest.NewServer(h)
+	t.Cleanup(s.Close)
+	src := strings.TrimPrefix(s.URL, "http://")
+	push(t, src+"/team/app:1", img)
+	h.gets.Store(0)
+
+	pairs, err := mirror.Plan(schema.Registry{Host: inProcess(t)}, []string{src + "/team/app:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = mirror.Run(context.Background(), pairs, mirror.WithKeychain(authn.NewMultiKeychain()), mirror.WithBackoff(fastBackoff))
+	if err == nil {
+		t.Fatal("Run copied a corrupted blob")
+	}
+	if !strings.Contains(err.Error(), bad.String()) {
+		t.Errorf("error does not name the blob %s: %v", bad, err)
+	}
+	if n := h.gets.Load(); n != 1 {
+		t.Errorf("the corrupted blob was read %d times, want 1 (a digest mismatch is not retried)", n)
 	}
 }
