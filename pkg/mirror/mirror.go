@@ -74,8 +74,9 @@ func WithProgress(fn func(Event)) Option {
 	return func(o *options) error { o.progress = fn; return nil }
 }
 
-// WithJobs bounds concurrency (default 8): at most n images are copied at once,
-// and at most n blobs are uploaded at once across all of them.
+// WithJobs bounds concurrency (default 8): at most n blobs are uploaded at once
+// across all images, and at most 4n images are in flight (resolving, checking,
+// waiting on a shared blob or putting manifests).
 func WithJobs(n int) Option {
 	return func(o *options) error {
 		if n < 0 {
@@ -88,7 +89,9 @@ func WithJobs(n int) Option {
 	}
 }
 
-// WithInsecure talks plain HTTP to the target (and source) registries.
+// WithInsecure talks plain HTTP to the target registry (spec.registry.insecure,
+// for local registries only). Sources on loopback are reached over plain HTTP
+// anyway; every other source over HTTPS.
 func WithInsecure(b bool) Option { return func(o *options) error { o.insecure = b; return nil } }
 
 // WithKeychain resolves credentials for every registry (default
@@ -246,7 +249,9 @@ func Run(ctx context.Context, pairs []Pair, opts ...Option) ([]lock.Image, Stats
 	)
 	work := make(chan Pair)
 	var wg sync.WaitGroup
-	for i := 0; i < min(o.jobs, max(len(pairs), 1)); i++ {
+	// Images in flight wait on each other's shared blobs and on manifest round
+	// trips, so more of them than upload slots keep the uploads busy.
+	for i := 0; i < min(imagesPerJob*o.jobs, max(len(pairs), 1)); i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -284,7 +289,7 @@ func Run(ctx context.Context, pairs []Pair, opts ...Option) ([]lock.Image, Stats
 			}
 		}()
 	}
-	for _, p := range pairs {
+	for _, p := range interleave(pairs) {
 		work <- p
 	}
 	close(work)
@@ -299,9 +304,37 @@ func Run(ctx context.Context, pairs []Pair, opts ...Option) ([]lock.Image, Stats
 	return entries, stats, nil
 }
 
+// imagesPerJob is how many images are in flight per upload slot (WithJobs).
+const imagesPerJob = 4
+
+// interleave orders pairs round-robin across target repositories (first tag
+// of each, then the second, …), so that the tags of one repository, which
+// share most blobs, do not all wait on the same upload while others could run.
+func interleave(pairs []Pair) []Pair {
+	var repos []string
+	byRepo := map[string][]Pair{}
+	for _, p := range pairs {
+		repo := parseRef(p.Target)
+		key := repo.host + "/" + repo.path
+		if _, ok := byRepo[key]; !ok {
+			repos = append(repos, key)
+		}
+		byRepo[key] = append(byRepo[key], p)
+	}
+	out := make([]Pair, 0, len(pairs))
+	for round := 0; len(out) < len(pairs); round++ {
+		for _, r := range repos {
+			if round < len(byRepo[r]) {
+				out = append(out, byRepo[r][round])
+			}
+		}
+	}
+	return out
+}
+
 type runner struct {
 	o        *options
-	nameOpts []name.Option
+	nameOpts []name.Option // for targets
 	puller   *remote.Puller
 	pusher   *remote.Pusher
 	blobSem  chan struct{}
@@ -326,7 +359,7 @@ var ErrDigestMismatch = errors.New("digest mismatch")
 
 // copyPair copies one pair and returns the digest and whether the target had it.
 func (r *runner) copyPair(ctx context.Context, p Pair, pushed *atomic.Int64) (string, bool, error) {
-	src, err := name.ParseReference(p.Source, r.nameOpts...)
+	src, err := name.ParseReference(p.Source)
 	if err != nil {
 		return "", false, err
 	}
