@@ -29,6 +29,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/logs"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -49,7 +50,11 @@ func main() {
 	seed := flag.Int64("seed", 1, "random seed of the data set")
 	jobs := flag.Int("jobs", 8, "fleetgen mirror --jobs, and the floor's concurrency")
 	noCrane := flag.Bool("no-crane", false, "skip the crane loop")
+	verbose := flag.Bool("v", false, "print go-containerregistry's warnings (retries) to stderr")
 	flag.Parse()
+	if *verbose {
+		logs.Warn.SetOutput(os.Stderr)
+	}
 	if err := run(context.Background(), *scale, *seed, *jobs, !*noCrane); err != nil {
 		fmt.Fprintln(os.Stderr, "benchmirror:", err)
 		os.Exit(1)
