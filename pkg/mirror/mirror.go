@@ -340,7 +340,7 @@ type runner struct {
 	blobSem  chan struct{}
 
 	mu sync.Mutex
-	// blobs maps a blob digest to where it has been uploaded in this run.
+	// blobs maps target registry/blob digest to the blob's upload in this run.
 	blobs map[string]*blobState
 }
 
@@ -397,9 +397,7 @@ func (r *runner) copyPair(ctx context.Context, p Pair, pushed *atomic.Int64) (st
 	} else if dstErr != nil && !isNotFound(dstErr) {
 		return "", false, fmt.Errorf("check target: %w", dstErr)
 	}
-	dstRepo := dst.Context()
-
-	srcRepo := src.Context()
+	srcRepo, dstRepo := src.Context(), dst.Context()
 	desc, err := r.puller.Get(ctx, srcRepo.Digest(want.String()))
 	if err != nil {
 		return "", false, fmt.Errorf("get source manifest %s: %w", want, err)
@@ -426,15 +424,12 @@ func (r *runner) copyPair(ctx context.Context, p Pair, pushed *atomic.Int64) (st
 func (r *runner) copyManifest(ctx context.Context, srcRepo, dstRepo name.Repository, mt types.MediaType, raw []byte, d v1.Hash, pushed *atomic.Int64, put bool) error {
 	switch {
 	case mt.IsIndex():
-		idx, err := v1.ParseIndexManifest(bytesReader(raw))
+		idx, err := v1.ParseIndexManifest(bytes.NewReader(raw))
 		if err != nil {
 			return fmt.Errorf("parse index %s: %w", d, err)
 		}
 		g, gctx := errgroup.WithContext(ctx)
 		for _, child := range idx.Manifests {
-			if !child.MediaType.IsIndex() && !child.MediaType.IsImage() && !isManifestType(child.MediaType) {
-				continue // not something a registry stores as a manifest
-			}
 			g.Go(func() error {
 				if _, err := r.puller.Head(gctx, dstRepo.Digest(child.Digest.String())); err == nil {
 					return nil
@@ -454,7 +449,7 @@ func (r *runner) copyManifest(ctx context.Context, srcRepo, dstRepo name.Reposit
 	case mt.IsSchema1():
 		return fmt.Errorf("manifest %s: schema 1 manifests are not supported", d)
 	default:
-		m, err := v1.ParseManifest(bytesReader(raw))
+		m, err := v1.ParseManifest(bytes.NewReader(raw))
 		if err != nil {
 			return fmt.Errorf("parse manifest %s: %w", d, err)
 		}
@@ -479,10 +474,6 @@ func (r *runner) copyManifest(ctx context.Context, srcRepo, dstRepo name.Reposit
 		return fmt.Errorf("put manifest %s: %w", d, err)
 	}
 	return nil
-}
-
-func isManifestType(mt types.MediaType) bool {
-	return strings.HasSuffix(string(mt), "manifest.v1+json") || strings.HasSuffix(string(mt), "manifest.v2+json")
 }
 
 // blob makes sure dst has blob b: uploaded from the source the first time this
@@ -612,5 +603,3 @@ func isNotFound(err error) bool {
 	var te *transport.Error
 	return errors.As(err, &te) && te.StatusCode == http.StatusNotFound
 }
-
-func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }
