@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -191,12 +192,17 @@ func TestRunInProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var events []mirror.Event
+	var (
+		mu     sync.Mutex
+		events []mirror.Event
+	)
 	ctx := context.Background()
 	entries, stats, err := mirror.Run(ctx, pairs, mirror.WithJobs(4), mirror.WithKeychain(authn.NewMultiKeychain()),
 		mirror.WithProgress(func(e mirror.Event) {
 			if e.Done {
-				events = append(events, e) // jobs=4 but the test reads after Run returns
+				mu.Lock()
+				events = append(events, e)
+				mu.Unlock()
 			}
 		}))
 	if err != nil {
@@ -272,9 +278,14 @@ func TestRunTargetCredentials(t *testing.T) {
 	}
 }
 
-type recordingKeychain struct{ asked []string }
+type recordingKeychain struct {
+	mu    sync.Mutex
+	asked []string
+}
 
 func (k *recordingKeychain) Resolve(r authn.Resource) (authn.Authenticator, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
 	k.asked = append(k.asked, r.RegistryStr())
 	return authn.Anonymous, nil
 }
