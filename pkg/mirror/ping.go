@@ -19,7 +19,10 @@ type pingCache struct {
 	seen map[string]*pingAnswer
 }
 
+// pingAnswer is one registry's ping answer; ready is closed once it is known.
 type pingAnswer struct {
+	ready  chan struct{}
+	keep   bool // false: transient, ask again
 	status int
 	header http.Header
 	err    error
@@ -30,30 +33,57 @@ func (p *pingCache) RoundTrip(req *http.Request) (*http.Response, error) {
 		return p.next.RoundTrip(req)
 	}
 	key := req.URL.Scheme + "://" + req.URL.Host
-	p.mu.Lock()
-	a := p.seen[key]
-	p.mu.Unlock()
-	if a == nil {
-		resp, err := p.next.RoundTrip(req)
-		switch {
-		case err != nil && wrongScheme(err):
-			// A plain-HTTP registry asked over HTTPS stays plain HTTP.
-			a = &pingAnswer{err: err}
-		case err != nil:
-			return nil, err
-		case resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests:
-			return resp, nil // transient: not for keeping
-		default:
-			resp.Body.Close()
-			a = &pingAnswer{status: resp.StatusCode, header: resp.Header.Clone()}
-		}
+	for {
 		p.mu.Lock()
 		if p.seen == nil {
 			p.seen = map[string]*pingAnswer{}
 		}
-		p.seen[key] = a
+		a, ok := p.seen[key]
+		if !ok {
+			a = &pingAnswer{ready: make(chan struct{})}
+			p.seen[key] = a
+		}
+		p.mu.Unlock()
+		if !ok {
+			return p.ask(req, key, a)
+		}
+		select {
+		case <-a.ready:
+		case <-req.Context().Done():
+			return nil, req.Context().Err()
+		}
+		if a.keep {
+			return a.response(req)
+		}
+		// The first ping failed for a passing reason: ask again ourselves.
+		p.mu.Lock()
+		if p.seen[key] == a {
+			delete(p.seen, key)
+		}
 		p.mu.Unlock()
 	}
+}
+
+// ask pings the registry for everyone waiting on a.
+func (p *pingCache) ask(req *http.Request, key string, a *pingAnswer) (*http.Response, error) {
+	defer close(a.ready)
+	resp, err := p.next.RoundTrip(req)
+	switch {
+	case err != nil && wrongScheme(err):
+		// A plain-HTTP registry asked over HTTPS stays plain HTTP.
+		a.keep, a.err = true, err
+		return nil, err
+	case err != nil:
+		return nil, err
+	case resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests:
+		return resp, nil
+	}
+	resp.Body.Close()
+	a.keep, a.status, a.header = true, resp.StatusCode, resp.Header.Clone()
+	return a.response(req)
+}
+
+func (a *pingAnswer) response(req *http.Request) (*http.Response, error) {
 	if a.err != nil {
 		return nil, a.err
 	}
