@@ -25,6 +25,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"sync"
 	"time"
@@ -45,12 +46,16 @@ import (
 
 const mib = 1 << 20
 
+// warmProfile is where to write a CPU profile of the warm re-runs ("": none).
+var warmProfile string
+
 func main() {
 	scale := flag.Float64("scale", 1, "blob size factor: 1 is about 700 MiB of unique blobs")
 	seed := flag.Int64("seed", 1, "random seed of the data set")
 	jobs := flag.Int("jobs", 8, "fleetgen mirror --jobs, and the floor's concurrency")
 	noCrane := flag.Bool("no-crane", false, "skip the crane loop")
 	verbose := flag.Bool("v", false, "print go-containerregistry's warnings (retries) to stderr")
+	flag.StringVar(&warmProfile, "warm-cpuprofile", "", "write a CPU profile of the warm re-runs to this file")
 	flag.Parse()
 	if *verbose {
 		logs.Warn.SetOutput(os.Stderr)
@@ -350,6 +355,18 @@ func run(ctx context.Context, scale float64, seed int64, jobs int, withCrane boo
 		// The warm re-run, best of three (the machine is shared).
 		p.Reset()
 		var best time.Duration
+		if warmProfile != "" {
+			f, err := os.Create(warmProfile)
+			if err != nil {
+				stop()
+				return err
+			}
+			defer f.Close()
+			if err := pprof.StartCPUProfile(f); err != nil {
+				stop()
+				return err
+			}
+		}
 		for i := 0; i < 3; i++ {
 			_, stats, err = mirror.Run(ctx, pairs, mirror.WithJobs(jobs))
 			if err != nil {
@@ -363,6 +380,9 @@ func run(ctx context.Context, scale float64, seed int64, jobs int, withCrane boo
 			if i == 0 || stats.Elapsed < best {
 				best = stats.Elapsed
 			}
+		}
+		if warmProfile != "" {
+			pprof.StopCPUProfile()
 		}
 		results = append(results, result{"fleetgen mirror, warm", best, p.BlobBytes()})
 		stop()
