@@ -2,8 +2,10 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -96,7 +98,7 @@ func Mirror(ctx context.Context, cfg Config, w io.Writer, dryRun bool) error {
 		return err
 	}
 	lockPath := filepath.Join(f.Dir, lock.FileName)
-	l, err := lock.Load(lockPath)
+	l, err := mirrorLoadLock(lockPath)
 	if err != nil {
 		return err
 	}
@@ -126,6 +128,23 @@ func Mirror(ctx context.Context, cfg Config, w io.Writer, dryRun bool) error {
 		len(pairs), f.Spec.Registry.Host, stats.Copied, stats.Present, mirrorBytes(stats.BytesPushed), stats.Elapsed.Round(10*time.Millisecond)),
 		"copied", stats.Copied, "present", stats.Present, "bytes", stats.BytesPushed, "elapsed", stats.Elapsed)
 	return nil
+}
+
+// mirrorLoadLock reads the lock at path before anything is copied: a missing
+// lock is empty, one that does not parse (edited by hand) an input error.
+func mirrorLoadLock(path string) (*lock.Lock, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return lock.New(), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	l, err := lock.Parse(data)
+	if err != nil {
+		return nil, schema.Invalid(fmt.Errorf("%s: %w", path, err))
+	}
+	return l, nil
 }
 
 // mirrorProgress writes one line per finished image: "[3/126] copied src -> dst (12.0 MiB)".

@@ -311,3 +311,23 @@ func mustRef(t testing.TB, s string) name.Reference {
 	}
 	return r
 }
+
+func TestMirrorBrokenLockIsInputError(t *testing.T) {
+	src, dst := testenv.Registry(t), testenv.Registry(t)
+	pushKured(t, src)
+	file := aksFleet(t, src, dst)
+	lockPath := filepath.Join(filepath.Dir(file), lock.FileName)
+	if err := os.WriteFile(lockPath, []byte("apiVersion: fleetgen.dev/v1alpha1\nkind: Lock\nimages: {oops: 1}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := pipeline.Mirror(context.Background(), pipeline.Config{File: file}, &bytes.Buffer{}, false)
+	if err == nil || !schema.IsInvalid(err) {
+		t.Fatalf("mirror with a broken lock: %v, want an input error", err)
+	}
+	if !strings.Contains(err.Error(), lockPath) {
+		t.Errorf("error %q does not name %s", err, lockPath)
+	}
+	if _, err := remote.Head(mustRef(t, dst+"/kubereboot/kured:1.12.0")); err == nil {
+		t.Error("mirror copied before reading the lock")
+	}
+}
