@@ -33,12 +33,20 @@ func need(t testing.TB, path, pkg string) {
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := freePort()
 	if err != nil {
 		t.Fatal(err)
 	}
+	return p
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
 	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // Registry starts a real distribution registry on 127.0.0.1 with throwaway
@@ -46,14 +54,29 @@ func FreePort(t testing.TB) int {
 func Registry(t testing.TB) string {
 	t.Helper()
 	need(t, RegistryBinary, "docker-registry")
-	dir := t.TempDir()
+	host, stop, err := StartRegistry(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return host
+}
+
+// StartRegistry starts a real distribution registry on a free port of
+// 127.0.0.1, storing under dir, and returns its host:port (plain HTTP) and a
+// function that stops it. For programs (the mirror benchmark); tests use
+// Registry.
+func StartRegistry(dir string) (host string, stop func(), err error) {
 	var (
 		cmd  *exec.Cmd
-		host string
 		logs bytes.Buffer
 	)
 	for attempt := 0; attempt < 3; attempt++ {
-		host = fmt.Sprintf("127.0.0.1:%d", FreePort(t))
+		port, err := freePort()
+		if err != nil {
+			return "", nil, err
+		}
+		host = fmt.Sprintf("127.0.0.1:%d", port)
 		cfg := fmt.Sprintf(`version: 0.1
 log:
   level: error
@@ -69,26 +92,25 @@ http:
 `, filepath.Join(dir, "storage"), host)
 		cfgPath := filepath.Join(dir, "config.yml")
 		if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
-			t.Fatal(err)
+			return "", nil, err
 		}
 		logs.Reset()
 		cmd = exec.Command(RegistryBinary, "serve", cfgPath)
 		cmd.Stdout, cmd.Stderr = &logs, &logs
 		if err := cmd.Start(); err != nil {
-			t.Fatalf("start registry: %v", err)
+			return "", nil, fmt.Errorf("start registry: %w", err)
 		}
 		if waitHTTP("http://"+host+"/v2/", 10*time.Second) {
-			t.Cleanup(func() {
-				_ = cmd.Process.Kill()
-				_, _ = cmd.Process.Wait()
-			})
-			return host
+			p := cmd.Process
+			return host, func() {
+				_ = p.Kill()
+				_, _ = p.Wait()
+			}, nil
 		}
 		_ = cmd.Process.Kill()
 		_, _ = cmd.Process.Wait()
 	}
-	t.Fatalf("registry did not start on %s: %s", host, logs.String())
-	return ""
+	return "", nil, fmt.Errorf("registry did not start on %s: %s", host, logs.String())
 }
 
 func waitHTTP(url string, timeout time.Duration) bool {

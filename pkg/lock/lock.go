@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"sigs.k8s.io/yaml"
 )
@@ -51,19 +52,20 @@ type Image struct {
 
 // Pinned returns the target repository pinned by digest: repo@sha256:….
 func (i Image) Pinned() string {
-	repo := i.Target
-	if j := lastTagColon(repo); j >= 0 {
-		repo = repo[:j]
-	}
-	return repo + "@" + i.Digest
+	return i.Repository() + "@" + i.Digest
 }
 
-// Repository returns Target without tag.
+// Repository returns Target without tag or digest (Target may be repo:tag,
+// repo@sha256:… for a source given by digest only, or repo:tag@sha256:…).
 func (i Image) Repository() string {
-	if j := lastTagColon(i.Target); j >= 0 {
-		return i.Target[:j]
+	repo := i.Target
+	if j := strings.IndexByte(repo, '@'); j >= 0 {
+		repo = repo[:j]
 	}
-	return i.Target
+	if j := lastTagColon(repo); j >= 0 {
+		return repo[:j]
+	}
+	return repo
 }
 
 // lastTagColon returns the index of the colon that starts the tag, or -1.

@@ -3,49 +3,64 @@
 package mirror
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"io"
 	"log/slog"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	"golang.org/x/sync/errgroup"
+
 	"fleetgen.dev/fleetgen/pkg/lock"
-	"fleetgen.dev/fleetgen/pkg/schema"
 )
-
-// Pair is one copy: a normalised source reference and its mirror target.
-type Pair struct {
-	Source string // e.g. ghcr.io/kubereboot/kured:1.12.0
-	Target string // e.g. contoso.azurecr.io/kubereboot/kured:1.12.0
-}
-
-// Plan maps refs (normalised or not) to targets in reg per its layout and
-// prefix, deduplicated and sorted by Source. Two sources that land on one target
-// repository are an input error.
-//
-// SKELETON: mirror owner implements.
-func Plan(reg schema.Registry, refs []string) ([]Pair, error) {
-	return nil, nil
-}
 
 // Stats summarises a Run.
 type Stats struct {
+	// Copied counts pairs whose target lacked the manifest; Present those the
+	// target already had at the source's digest.
 	Copied, Present int
-	BytesPushed     int64
-	Elapsed         time.Duration
+	// BytesPushed counts blob bytes uploaded to the target (mounted and
+	// already-present blobs cost nothing; a retried upload counts twice).
+	BytesPushed int64
+	Elapsed     time.Duration
 }
 
-// Event is one progress report.
+// Event is one progress report: one when a pair starts (Done false) and one
+// when it ends (Done true, with Err, Bytes pushed for it and Present when the
+// target already had it).
 type Event struct {
-	Pair  Pair
-	Done  bool
-	Bytes int64
-	Err   error
+	Pair    Pair
+	Done    bool
+	Present bool
+	Bytes   int64
+	Err     error
 }
 
 type options struct {
-	logger   *slog.Logger
-	progress func(Event)
-	jobs     int
-	insecure bool
+	logger    *slog.Logger
+	progress  func(Event)
+	jobs      int
+	insecure  bool
+	keychain  authn.Keychain
+	user      string
+	password  string
+	transport http.RoundTripper
+	backoff   remote.Backoff
 }
 
 // Option configures Run.
@@ -55,20 +70,536 @@ type Option func(*options) error
 func WithLogger(l *slog.Logger) Option { return func(o *options) error { o.logger = l; return nil } }
 
 // WithProgress calls fn for each progress event, from any goroutine.
-func WithProgress(fn func(Event)) Option { return func(o *options) error { o.progress = fn; return nil } }
+func WithProgress(fn func(Event)) Option {
+	return func(o *options) error { o.progress = fn; return nil }
+}
 
-// WithJobs bounds concurrency (default 8).
-func WithJobs(n int) Option { return func(o *options) error { o.jobs = n; return nil } }
+// WithJobs bounds concurrency (default 8): at most n blobs are uploaded at once
+// across all images, and at most 4n images are in flight (resolving, checking,
+// waiting on a shared blob or putting manifests).
+func WithJobs(n int) Option {
+	return func(o *options) error {
+		if n < 0 {
+			return fmt.Errorf("jobs: %d: want a positive number", n)
+		}
+		if n > 0 {
+			o.jobs = n
+		}
+		return nil
+	}
+}
 
-// WithInsecure talks plain HTTP to the target (and source) registries.
+// WithInsecure talks plain HTTP to the target registry (spec.registry.insecure,
+// for local registries only). Sources on loopback are reached over plain HTTP
+// anyway; every other source over HTTPS.
 func WithInsecure(b bool) Option { return func(o *options) error { o.insecure = b; return nil } }
+
+// WithKeychain resolves credentials for every registry (default
+// authn.DefaultKeychain: the Docker config and its credential helpers, so that
+// `az acr login` works).
+func WithKeychain(k authn.Keychain) Option {
+	return func(o *options) error { o.keychain = k; return nil }
+}
+
+// WithTargetCredentials uses user and password (basic auth, or an ACR token)
+// for the target registries of the pairs, ahead of the keychain; empty user
+// leaves the keychain alone. The CLI passes FLEETGEN_REGISTRY_USERNAME and
+// FLEETGEN_REGISTRY_PASSWORD.
+func WithTargetCredentials(user, password string) Option {
+	return func(o *options) error { o.user, o.password = user, password; return nil }
+}
+
+// WithTransport sends every request through t (default remote.DefaultTransport).
+func WithTransport(t http.RoundTripper) Option {
+	return func(o *options) error { o.transport = t; return nil }
+}
+
+// WithBackoff sets the retry backoff for transient failures (timeouts,
+// connection resets, 429, 5xx). The default waits 100ms, doubling, 6 tries.
+func WithBackoff(b remote.Backoff) Option {
+	return func(o *options) error { o.backoff = b; return nil }
+}
+
+// DefaultBackoff is the retry schedule Run uses unless told otherwise: about
+// 3 s in all before a transient failure is reported.
+var DefaultBackoff = remote.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 6}
+
+// retryCodes are the statuses retried: timeouts, rate limits, server errors.
+var retryCodes = []int{
+	http.StatusRequestTimeout, http.StatusTooManyRequests,
+	http.StatusInternalServerError, http.StatusBadGateway,
+	http.StatusServiceUnavailable, http.StatusGatewayTimeout,
+}
+
+// transient reports whether err is worth retrying. A digest mismatch never is.
+func transient(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrDigestMismatch) {
+		return false
+	}
+	// go-containerregistry's checksum errors (internal/verify), even when they
+	// surface through a network error while streaming an upload.
+	if strings.Contains(err.Error(), "error verifying ") {
+		return false
+	}
+	var te *transport.Error
+	if errors.As(err, &te) {
+		for _, c := range retryCodes {
+			if te.StatusCode == c {
+				return true
+			}
+		}
+		return te.Temporary()
+	}
+	var ne interface{ Timeout() bool }
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) || errors.Is(err, net.ErrClosed) {
+		return true // connection refused, reset or closed under us
+	}
+	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, syscall.ECONNREFUSED) || strings.Contains(err.Error(), "connection reset")
+}
+
+// targetKeychain answers with fixed credentials for the target registries and
+// defers to the next keychain for everything else.
+type targetKeychain struct {
+	hosts          map[string]bool
+	user, password string
+	next           authn.Keychain
+}
+
+func (k targetKeychain) Resolve(r authn.Resource) (authn.Authenticator, error) {
+	if k.hosts[r.RegistryStr()] {
+		return authn.FromConfig(authn.AuthConfig{Username: k.user, Password: k.password}), nil
+	}
+	return k.next.Resolve(r)
+}
 
 // Run copies every pair (all platforms of an index, by digest, skipping what the
 // target has), verifies digests, and returns one lock entry per pair, sorted by
 // Source. All failures are collected and returned sorted; on any failure the
 // returned entries must not be written to the lock.
 //
-// SKELETON: mirror owner implements.
+// For each pair Run resolves the source tag to a digest (HEAD) and asks the
+// target for the tag (HEAD): the same digest means present, nothing is pulled.
+// Otherwise it copies child manifests, then blobs, then the manifest itself,
+// always by digest, and tags it last. A blob already uploaded to another
+// repository of the target registry during this run is mounted from there
+// instead of being uploaded again.
 func Run(ctx context.Context, pairs []Pair, opts ...Option) ([]lock.Image, Stats, error) {
-	return nil, Stats{}, nil
+	start := time.Now()
+	o := &options{jobs: 8, keychain: authn.DefaultKeychain, transport: remote.DefaultTransport, backoff: DefaultBackoff}
+	for _, opt := range opts {
+		if err := opt(o); err != nil {
+			return nil, Stats{}, err
+		}
+	}
+	if o.logger == nil {
+		o.logger = slog.New(slog.DiscardHandler)
+	}
+	var nameOpts []name.Option
+	if o.insecure {
+		nameOpts = append(nameOpts, name.Insecure)
+	}
+	keychain := o.keychain
+	if o.user != "" {
+		hosts := map[string]bool{}
+		for _, p := range pairs {
+			if r, err := name.ParseReference(p.Target, nameOpts...); err == nil {
+				hosts[r.Context().RegistryStr()] = true
+			}
+		}
+		keychain = targetKeychain{hosts: hosts, user: o.user, password: o.password, next: keychain}
+	}
+	ropts := []remote.Option{
+		remote.WithContext(ctx),
+		remote.WithAuthFromKeychain(keychain),
+		remote.WithTransport(&pingCache{next: o.transport}),
+		remote.WithJobs(o.jobs),
+		remote.WithRetryBackoff(o.backoff),
+		remote.WithRetryStatusCodes(retryCodes...),
+		remote.WithRetryPredicate(transient),
+		remote.WithUserAgent("fleetgen"),
+	}
+	puller, err := remote.NewPuller(ropts...)
+	if err != nil {
+		return nil, Stats{}, err
+	}
+	pusher, err := remote.NewPusher(ropts...)
+	if err != nil {
+		return nil, Stats{}, err
+	}
+	r := &runner{
+		o:        o,
+		nameOpts: nameOpts,
+		puller:   puller,
+		pusher:   pusher,
+		blobSem:  make(chan struct{}, o.jobs),
+		blobs:    map[string]*blobState{},
+	}
+
+	var (
+		mu      sync.Mutex
+		entries []lock.Image
+		errs    []error
+		stats   Stats
+	)
+	work := make(chan Pair)
+	var wg sync.WaitGroup
+	// Images in flight wait on each other's shared blobs and on manifest round
+	// trips, so more of them than upload slots keep the uploads busy.
+	for i := 0; i < min(imagesPerJob*o.jobs, max(len(pairs), 1)); i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for p := range work {
+				if o.progress != nil {
+					o.progress(Event{Pair: p})
+				}
+				var pushed atomic.Int64
+				digest, present, err := r.copyPair(ctx, p, &pushed)
+				if err != nil {
+					err = fmt.Errorf("mirror %s -> %s: %w", p.Source, p.Target, err)
+				}
+				mu.Lock()
+				stats.BytesPushed += pushed.Load()
+				switch {
+				case err != nil:
+					errs = append(errs, err)
+				case present:
+					stats.Present++
+				default:
+					stats.Copied++
+				}
+				if err == nil {
+					entries = append(entries, lock.Image{Source: p.Source, Target: p.Target, Digest: digest})
+				}
+				mu.Unlock()
+				if err != nil {
+					o.logger.Error("mirror", "source", p.Source, "target", p.Target, "err", err)
+				} else {
+					o.logger.Debug("mirror", "source", p.Source, "target", p.Target, "digest", digest, "present", present, "bytes", pushed.Load())
+				}
+				if o.progress != nil {
+					o.progress(Event{Pair: p, Done: true, Present: present, Bytes: pushed.Load(), Err: err})
+				}
+			}
+		}()
+	}
+	for _, p := range interleave(pairs) {
+		work <- p
+	}
+	close(work)
+	wg.Wait()
+
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Source < entries[j].Source })
+	stats.Elapsed = time.Since(start)
+	if len(errs) > 0 {
+		sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
+		return entries, stats, errors.Join(errs...)
+	}
+	return entries, stats, nil
+}
+
+// imagesPerJob is how many images are in flight per upload slot (WithJobs).
+const imagesPerJob = 4
+
+// interleave orders pairs round-robin across target repositories (first tag
+// of each, then the second, …), so that the tags of one repository, which
+// share most blobs, do not all wait on the same upload while others could run.
+func interleave(pairs []Pair) []Pair {
+	var repos []string
+	byRepo := map[string][]Pair{}
+	for _, p := range pairs {
+		repo := parseRef(p.Target)
+		key := repo.host + "/" + repo.path
+		if _, ok := byRepo[key]; !ok {
+			repos = append(repos, key)
+		}
+		byRepo[key] = append(byRepo[key], p)
+	}
+	out := make([]Pair, 0, len(pairs))
+	for round := 0; len(out) < len(pairs); round++ {
+		for _, r := range repos {
+			if round < len(byRepo[r]) {
+				out = append(out, byRepo[r][round])
+			}
+		}
+	}
+	return out
+}
+
+type runner struct {
+	o        *options
+	nameOpts []name.Option // for targets
+	puller   *remote.Puller
+	pusher   *remote.Pusher
+	blobSem  chan struct{}
+
+	mu sync.Mutex
+	// blobs maps target registry/blob digest to the blob's upload in this run.
+	blobs map[string]*blobState
+}
+
+// blobState is one blob's upload: the first image to need it uploads it; the
+// others wait and mount it from the repository it landed in.
+type blobState struct {
+	done  chan struct{}
+	repo  name.Repository // where it landed, when err is nil
+	err   error
+	repos map[string]bool // target repositories known to have it
+}
+
+// ErrDigestMismatch is returned (wrapped) when the target does not hold what was
+// copied. It is never retried.
+var ErrDigestMismatch = errors.New("digest mismatch")
+
+// copyPair copies one pair and returns the digest and whether the target had it.
+func (r *runner) copyPair(ctx context.Context, p Pair, pushed *atomic.Int64) (string, bool, error) {
+	src, err := name.ParseReference(p.Source)
+	if err != nil {
+		return "", false, err
+	}
+	dst, err := name.ParseReference(p.Target, r.nameOpts...)
+	if err != nil {
+		return "", false, err
+	}
+	// Resolve the source and ask the target at once: on a warm run these two
+	// HEADs are all the work there is.
+	var (
+		want   v1.Hash
+		srcErr error
+		have   *v1.Descriptor
+		dstErr error
+		wg     sync.WaitGroup
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		have, dstErr = r.puller.Head(ctx, dst)
+	}()
+	if d, ok := src.(name.Digest); ok {
+		want, srcErr = v1.NewHash(d.DigestStr())
+	} else if desc, err := r.puller.Head(ctx, src); err != nil {
+		srcErr = fmt.Errorf("resolve source: %w", err)
+	} else {
+		want = desc.Digest
+	}
+	wg.Wait()
+	if srcErr != nil {
+		return "", false, srcErr
+	}
+	if dstErr == nil && have.Digest == want {
+		return want.String(), true, nil
+	} else if dstErr != nil && !isNotFound(dstErr) {
+		return "", false, fmt.Errorf("check target: %w", dstErr)
+	}
+	srcRepo, dstRepo := src.Context(), dst.Context()
+	desc, err := r.puller.Get(ctx, srcRepo.Digest(want.String()))
+	if err != nil {
+		return "", false, fmt.Errorf("get source manifest %s: %w", want, err)
+	}
+	if err := r.copyManifest(ctx, srcRepo, dstRepo, desc.MediaType, desc.Manifest, want, pushed, false); err != nil {
+		return "", false, err
+	}
+	if err := r.pusher.Put(ctx, dst, rawManifest{desc.Manifest, desc.MediaType}); err != nil {
+		return "", false, fmt.Errorf("put manifest: %w", err)
+	}
+	got, err := r.puller.Head(ctx, dst)
+	if err != nil {
+		return "", false, fmt.Errorf("verify: %w", err)
+	}
+	if got.Digest != want {
+		return "", false, fmt.Errorf("verify: %w: source %s, target %s", ErrDigestMismatch, want, got.Digest)
+	}
+	return want.String(), false, nil
+}
+
+// copyManifest copies what manifest raw (digest d) refers to into dst, and, when
+// put, the manifest itself by digest. Children of an index are copied
+// concurrently; each is skipped when dst already has it.
+func (r *runner) copyManifest(ctx context.Context, srcRepo, dstRepo name.Repository, mt types.MediaType, raw []byte, d v1.Hash, pushed *atomic.Int64, put bool) error {
+	switch {
+	case mt.IsIndex():
+		idx, err := v1.ParseIndexManifest(bytes.NewReader(raw))
+		if err != nil {
+			return fmt.Errorf("parse index %s: %w", d, err)
+		}
+		g, gctx := errgroup.WithContext(ctx)
+		for _, child := range idx.Manifests {
+			g.Go(func() error {
+				if _, err := r.puller.Head(gctx, dstRepo.Digest(child.Digest.String())); err == nil {
+					return nil
+				} else if !isNotFound(err) {
+					return fmt.Errorf("check target %s: %w", child.Digest, err)
+				}
+				cd, err := r.puller.Get(gctx, srcRepo.Digest(child.Digest.String()))
+				if err != nil {
+					return fmt.Errorf("get source manifest %s: %w", child.Digest, err)
+				}
+				return r.copyManifest(gctx, srcRepo, dstRepo, cd.MediaType, cd.Manifest, child.Digest, pushed, true)
+			})
+		}
+		if err := g.Wait(); err != nil {
+			return err
+		}
+	case mt.IsSchema1():
+		return fmt.Errorf("manifest %s: schema 1 manifests are not supported", d)
+	default:
+		m, err := v1.ParseManifest(bytes.NewReader(raw))
+		if err != nil {
+			return fmt.Errorf("parse manifest %s: %w", d, err)
+		}
+		descs := append([]v1.Descriptor{m.Config}, m.Layers...)
+		g, gctx := errgroup.WithContext(ctx)
+		seen := map[v1.Hash]bool{}
+		for _, b := range descs {
+			if seen[b.Digest] || len(b.URLs) > 0 || !b.MediaType.IsDistributable() {
+				continue // foreign layers stay where their URLs say
+			}
+			seen[b.Digest] = true
+			g.Go(func() error { return r.blob(gctx, srcRepo, dstRepo, b, pushed) })
+		}
+		if err := g.Wait(); err != nil {
+			return err
+		}
+	}
+	if !put {
+		return nil
+	}
+	if err := r.pusher.Put(ctx, dstRepo.Digest(d.String()), rawManifest{raw, mt}); err != nil {
+		return fmt.Errorf("put manifest %s: %w", d, err)
+	}
+	return nil
+}
+
+// blob makes sure dst has blob b: uploaded from the source the first time this
+// run needs it, mounted from the repository it went to ever after.
+func (r *runner) blob(ctx context.Context, srcRepo, dstRepo name.Repository, b v1.Descriptor, pushed *atomic.Int64) error {
+	key := dstRepo.RegistryStr() + "/" + b.Digest.String()
+	r.mu.Lock()
+	st, ok := r.blobs[key]
+	if !ok {
+		st = &blobState{done: make(chan struct{}), repos: map[string]bool{}}
+		r.blobs[key] = st
+	}
+	r.mu.Unlock()
+
+	layer := &sourceBlob{ctx: ctx, desc: b, repo: srcRepo, puller: r.puller, pushed: pushed}
+	if !ok {
+		err := r.upload(ctx, dstRepo, layer)
+		r.mu.Lock()
+		st.err = err
+		if err == nil {
+			st.repo = dstRepo
+			st.repos[dstRepo.String()] = true
+		}
+		r.mu.Unlock()
+		close(st.done)
+		if err != nil {
+			return fmt.Errorf("blob %s: %w", b.Digest, err)
+		}
+		return nil
+	}
+	select {
+	case <-st.done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	r.mu.Lock()
+	have, from, ownerErr := st.repos[dstRepo.String()], st.repo, st.err
+	r.mu.Unlock()
+	if have {
+		return nil
+	}
+	var l v1.Layer = layer
+	if ownerErr == nil {
+		l = &remote.MountableLayer{Layer: layer, Reference: from.Digest(b.Digest.String())}
+	}
+	if err := r.upload(ctx, dstRepo, l); err != nil {
+		return fmt.Errorf("blob %s: %w", b.Digest, err)
+	}
+	r.mu.Lock()
+	st.repos[dstRepo.String()] = true
+	if ownerErr != nil && st.err != nil {
+		st.err, st.repo = nil, dstRepo
+	}
+	r.mu.Unlock()
+	return nil
+}
+
+// upload pushes (or mounts) l into dst, at most jobs at a time. go-containerregistry
+// checks whether dst has it first and retries transient failures.
+func (r *runner) upload(ctx context.Context, dst name.Repository, l v1.Layer) error {
+	select {
+	case r.blobSem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-r.blobSem }()
+	return r.pusher.Upload(ctx, dst, l)
+}
+
+// sourceBlob is a blob of the source repository as a v1.Layer whose digest,
+// size and media type come from the manifest, so that nothing is asked of the
+// source until the bytes are needed. Compressed verifies the digest as it reads
+// and counts the bytes read into pushed.
+type sourceBlob struct {
+	ctx    context.Context
+	desc   v1.Descriptor
+	repo   name.Repository
+	puller *remote.Puller
+	pushed *atomic.Int64
+}
+
+func (b *sourceBlob) Digest() (v1.Hash, error) { return b.desc.Digest, nil }
+func (b *sourceBlob) DiffID() (v1.Hash, error) {
+	return v1.Hash{}, errors.New("diff ID of a copied blob is not known")
+}
+func (b *sourceBlob) Size() (int64, error)                { return b.desc.Size, nil }
+func (b *sourceBlob) MediaType() (types.MediaType, error) { return b.desc.MediaType, nil }
+func (b *sourceBlob) Uncompressed() (io.ReadCloser, error) {
+	return nil, errors.New("a copied blob is never uncompressed")
+}
+
+func (b *sourceBlob) Compressed() (io.ReadCloser, error) {
+	l, err := b.puller.Layer(b.ctx, b.repo.Digest(b.desc.Digest.String()))
+	if err != nil {
+		return nil, err
+	}
+	rc, err := l.Compressed()
+	if err != nil {
+		return nil, err
+	}
+	return &countingReader{rc: rc, n: b.pushed}, nil
+}
+
+type countingReader struct {
+	rc io.ReadCloser
+	n  *atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.rc.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+func (c *countingReader) Close() error { return c.rc.Close() }
+
+// rawManifest is manifest bytes with their media type, as remote.Put wants them.
+type rawManifest struct {
+	raw []byte
+	mt  types.MediaType
+}
+
+func (m rawManifest) RawManifest() ([]byte, error)        { return m.raw, nil }
+func (m rawManifest) MediaType() (types.MediaType, error) { return m.mt, nil }
+
+func isNotFound(err error) bool {
+	var te *transport.Error
+	return errors.As(err, &te) && te.StatusCode == http.StatusNotFound
 }

@@ -1,0 +1,486 @@
+// Command benchmirror measures fleetgen's mirror against a sequential `crane
+// copy` loop and against the floor (every unique blob pushed once, 8 at a
+// time), on real distribution registries on loopback.
+//
+// It builds a reproducible data set shaped like a real fleet's (126 references
+// over 30 repositories, 12 two-platform indexes, 2 OCI Helm charts, base layers
+// shared between repositories, about 700 MiB of unique blobs; -scale shrinks
+// the blobs), pushes it to a source registry and prints, in one run: fleetgen's
+// cold mirror, its warm re-run (best of three), the crane loop and the floor, each with the
+// blob bytes that reached its (fresh) target registry, and their ratios.
+//
+//	go run ./internal/cmd/benchmirror            # full size, about a minute
+//	go run ./internal/cmd/benchmirror -scale 0.05
+//
+// It needs /usr/bin/docker-registry (Debian package docker-registry) and builds
+// crane from the module cache with `go build`.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/pprof"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/logs"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"fleetgen.dev/fleetgen/internal/testenv"
+	"fleetgen.dev/fleetgen/pkg/mirror"
+	"fleetgen.dev/fleetgen/pkg/schema"
+)
+
+const mib = 1 << 20
+
+// warmProfile is where to write a CPU profile of the warm re-runs ("": none).
+var warmProfile string
+
+func main() {
+	scale := flag.Float64("scale", 1, "blob size factor: 1 is about 700 MiB of unique blobs")
+	seed := flag.Int64("seed", 1, "random seed of the data set")
+	jobs := flag.Int("jobs", 8, "fleetgen mirror --jobs, and the floor's concurrency")
+	noCrane := flag.Bool("no-crane", false, "skip the crane loop")
+	verbose := flag.Bool("v", false, "print go-containerregistry's warnings (retries) to stderr")
+	flag.StringVar(&warmProfile, "warm-cpuprofile", "", "write a CPU profile of the warm re-runs to this file")
+	flag.Parse()
+	if *verbose {
+		logs.Warn.SetOutput(os.Stderr)
+	}
+	if err := run(context.Background(), *scale, *seed, *jobs, !*noCrane); err != nil {
+		fmt.Fprintln(os.Stderr, "benchmirror:", err)
+		os.Exit(1)
+	}
+}
+
+// item is one reference of the data set.
+type item struct {
+	repo, tag string
+	img       v1.Image      // or
+	idx       v1.ImageIndex // a two-platform index
+}
+
+// dataset returns the data set's references, shaped like a fleet's.
+func dataset(rng *rand.Rand, scale float64) ([]item, error) {
+	size := func(n float64) int { return max(int(n*scale*mib), 1024) }
+	blob := func(n int) v1.Layer {
+		b := make([]byte, n)
+		rng.Read(b)
+		return static.NewLayer(b, types.DockerLayer)
+	}
+	image := func(layers ...v1.Layer) (v1.Image, error) {
+		return mutate.AppendLayers(empty.Image, layers...)
+	}
+	var amdBase, armBase []v1.Layer
+	for i := 0; i < 4; i++ {
+		amdBase = append(amdBase, blob(size(40)))
+	}
+	for i := 0; i < 2; i++ {
+		armBase = append(armBase, blob(size(40)))
+	}
+	orgs := []string{"platform", "apps", "infra", "data"}
+	var items []item
+	indexes := 0
+	for r := 0; r < 28; r++ {
+		repo := fmt.Sprintf("%s/svc-%02d", orgs[r%len(orgs)], r)
+		repoLayer := blob(size(6))
+		tags := 4
+		if r < 12 {
+			tags = 5
+		}
+		for tg := 0; tg < tags; tg++ {
+			it := item{repo: repo, tag: fmt.Sprintf("1.%d.0", tg)}
+			amd, err := image(amdBase[r%len(amdBase)], repoLayer, blob(size(2)))
+			if err != nil {
+				return nil, err
+			}
+			if tg == 0 && indexes < 12 {
+				indexes++
+				arm, err := image(armBase[r%len(armBase)], blob(size(2)))
+				if err != nil {
+					return nil, err
+				}
+				it.idx = mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex),
+					mutate.IndexAddendum{Add: amd, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: "amd64"}}},
+					mutate.IndexAddendum{Add: arm, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: "arm64"}}},
+				)
+			} else {
+				it.img = amd
+			}
+			items = append(items, it)
+		}
+	}
+	for _, c := range []string{"charts/podinfo", "charts/cert-manager"} {
+		b := make([]byte, 20<<10)
+		rng.Read(b)
+		chart := static.NewLayer(b, "application/vnd.cncf.helm.chart.content.v1.tar+gzip")
+		img, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.OCIManifestSchema1), chart)
+		if err != nil {
+			return nil, err
+		}
+		img = mutate.ConfigMediaType(img, "application/vnd.cncf.helm.config.v1+json")
+		items = append(items, item{repo: c, tag: "1.0.0", img: img})
+	}
+	return items, nil
+}
+
+// blobsOf returns every blob (configs and layers) of the data set by digest,
+// with its size and a repository of the source that holds it.
+func blobsOf(items []item) (map[v1.Hash]int64, map[v1.Hash]string, error) {
+	sizes, where := map[v1.Hash]int64{}, map[v1.Hash]string{}
+	addImage := func(repo string, img v1.Image) error {
+		m, err := img.Manifest()
+		if err != nil {
+			return err
+		}
+		for _, d := range append([]v1.Descriptor{m.Config}, m.Layers...) {
+			sizes[d.Digest] = d.Size
+			where[d.Digest] = repo
+		}
+		return nil
+	}
+	for _, it := range items {
+		if it.img != nil {
+			if err := addImage(it.repo, it.img); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
+		im, err := it.idx.IndexManifest()
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, c := range im.Manifests {
+			img, err := it.idx.Image(c.Digest)
+			if err != nil {
+				return nil, nil, err
+			}
+			if err := addImage(it.repo, img); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	return sizes, where, nil
+}
+
+// registry starts a fresh distribution registry under tmp with a counting
+// proxy in front of it.
+func registry(tmp, label string) (*testenv.Proxy, func(), error) {
+	dir, err := os.MkdirTemp(tmp, label+"-")
+	if err != nil {
+		return nil, nil, err
+	}
+	host, stop, err := testenv.StartRegistry(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := testenv.NewProxy(host, testenv.ProxyOptions{})
+	if err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return p, func() { p.Close(); stop() }, nil
+}
+
+type result struct {
+	name    string
+	elapsed time.Duration
+	bytes   int64
+}
+
+func run(ctx context.Context, scale float64, seed int64, jobs int, withCrane bool) error {
+	if _, err := os.Stat(testenv.RegistryBinary); err != nil {
+		return fmt.Errorf("%s not found: apt-get install docker-registry", testenv.RegistryBinary)
+	}
+	tmp, err := os.MkdirTemp("", "benchmirror-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	logf := func(format string, args ...any) { fmt.Fprintf(os.Stderr, "# "+format+"\n", args...) }
+
+	crane := filepath.Join(tmp, "crane")
+	if withCrane {
+		logf("building crane")
+		cmd := exec.Command("go", "build", "-o", crane, "github.com/google/go-containerregistry/cmd/crane")
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("build crane: %w", err)
+		}
+	}
+
+	logf("generating the data set (seed %d, scale %g)", seed, scale)
+	items, err := dataset(rand.New(rand.NewSource(seed)), scale)
+	if err != nil {
+		return err
+	}
+	sizes, where, err := blobsOf(items)
+	if err != nil {
+		return err
+	}
+	var unique int64
+	for _, s := range sizes {
+		unique += s
+	}
+	repos := map[string]bool{}
+	indexes, charts := 0, 0
+	for _, it := range items {
+		repos[it.repo] = true
+		if it.idx != nil {
+			indexes++
+		}
+		if it.img != nil {
+			if m, _ := it.img.Manifest(); m != nil && m.Config.MediaType == "application/vnd.cncf.helm.config.v1+json" {
+				charts++
+			}
+		}
+	}
+
+	srcDir, err := os.MkdirTemp(tmp, "source-")
+	if err != nil {
+		return err
+	}
+	src, stopSrc, err := testenv.StartRegistry(srcDir)
+	if err != nil {
+		return err
+	}
+	defer stopSrc()
+	logf("pushing %d references to the source registry %s", len(items), src)
+	pusher, err := remote.NewPusher(remote.WithJobs(8))
+	if err != nil {
+		return err
+	}
+	var refs []string
+	for _, it := range items {
+		refs = append(refs, src+"/"+it.repo+":"+it.tag)
+	}
+	if err := parallel(4, len(items), func(i int) error {
+		ref, err := name.ParseReference(refs[i])
+		if err != nil {
+			return err
+		}
+		if items[i].idx != nil {
+			return pusher.Push(ctx, ref, items[i].idx)
+		}
+		return pusher.Push(ctx, ref, items[i].img)
+	}); err != nil {
+		return fmt.Errorf("push data set: %w", err)
+	}
+	items = nil // let the blobs go
+
+	var results []result
+
+	// The floor: every unique blob pushed once, jobs at a time, to a fresh
+	// registry, read from the source as a copy does.
+	{
+		p, stop, err := registry(tmp, "floor")
+		if err != nil {
+			return err
+		}
+		puller, err := remote.NewPuller()
+		if err != nil {
+			stop()
+			return err
+		}
+		floorPusher, err := remote.NewPusher(remote.WithJobs(jobs))
+		if err != nil {
+			stop()
+			return err
+		}
+		digests := make([]v1.Hash, 0, len(sizes))
+		for d := range sizes {
+			digests = append(digests, d)
+		}
+		sort.Slice(digests, func(i, j int) bool { return digests[i].String() < digests[j].String() })
+		dst, err := name.NewRepository(p.Host + "/floor/blobs")
+		if err != nil {
+			stop()
+			return err
+		}
+		logf("floor: %d unique blobs, %d at a time", len(digests), jobs)
+		start := time.Now()
+		err = parallel(jobs, len(digests), func(i int) error {
+			d := digests[i]
+			ref, err := name.NewDigest(src + "/" + where[d] + "@" + d.String())
+			if err != nil {
+				return err
+			}
+			l, err := puller.Layer(ctx, ref)
+			if err != nil {
+				return err
+			}
+			if ml, ok := l.(*remote.MountableLayer); ok {
+				l = ml.Layer // nothing to mount from in the target
+			}
+			return floorPusher.Upload(ctx, dst, sized{Layer: l, size: sizes[d]})
+		})
+		results = append(results, result{"floor (unique blobs once)", time.Since(start), p.BlobBytes()})
+		stop()
+		if err != nil {
+			return fmt.Errorf("floor: %w", err)
+		}
+	}
+
+	// fleetgen: cold, then warm.
+	{
+		p, stop, err := registry(tmp, "fleetgen")
+		if err != nil {
+			return err
+		}
+		pairs, err := mirror.Plan(schema.Registry{Host: p.Host}, refs)
+		if err != nil {
+			stop()
+			return err
+		}
+		logf("fleetgen mirror: %d pairs, jobs %d", len(pairs), jobs)
+		_, stats, err := mirror.Run(ctx, pairs, mirror.WithJobs(jobs))
+		if err != nil {
+			stop()
+			return fmt.Errorf("fleetgen cold: %w", err)
+		}
+		results = append(results, result{"fleetgen mirror, cold", stats.Elapsed, p.BlobBytes()})
+		// The warm re-run, best of three (the machine is shared).
+		p.Reset()
+		var best time.Duration
+		if warmProfile != "" {
+			f, err := os.Create(warmProfile)
+			if err != nil {
+				stop()
+				return err
+			}
+			defer f.Close()
+			if err := pprof.StartCPUProfile(f); err != nil {
+				stop()
+				return err
+			}
+		}
+		for i := 0; i < 3; i++ {
+			_, stats, err = mirror.Run(ctx, pairs, mirror.WithJobs(jobs))
+			if err != nil {
+				stop()
+				return fmt.Errorf("fleetgen warm: %w", err)
+			}
+			if stats.Present != len(pairs) {
+				stop()
+				return fmt.Errorf("fleetgen warm: %d of %d present", stats.Present, len(pairs))
+			}
+			if i == 0 || stats.Elapsed < best {
+				best = stats.Elapsed
+			}
+		}
+		if warmProfile != "" {
+			pprof.StopCPUProfile()
+		}
+		results = append(results, result{"fleetgen mirror, warm", best, p.BlobBytes()})
+		stop()
+	}
+
+	// A sequential crane copy loop.
+	if withCrane {
+		p, stop, err := registry(tmp, "crane")
+		if err != nil {
+			return err
+		}
+		pairs, err := mirror.Plan(schema.Registry{Host: p.Host}, refs)
+		if err != nil {
+			stop()
+			return err
+		}
+		logf("crane copy loop: %d references", len(pairs))
+		start := time.Now()
+		for _, pr := range pairs {
+			cmd := exec.CommandContext(ctx, crane, "copy", pr.Source, pr.Target)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				stop()
+				return fmt.Errorf("crane copy %s %s: %w: %s", pr.Source, pr.Target, err, out)
+			}
+		}
+		results = append(results, result{"crane copy loop", time.Since(start), p.BlobBytes()})
+		stop()
+	}
+
+	fmt.Printf("data set: %d references, %d repositories, %d indexes, %d OCI charts, %s of unique blobs (seed %d, scale %g)\n",
+		len(refs), len(repos), indexes, charts, human(unique), seed, scale)
+	by := map[string]result{}
+	for _, r := range results {
+		by[r.name] = r
+		fmt.Printf("%-28s %8.2f s   %10s pushed\n", r.name, r.elapsed.Seconds(), human(r.bytes))
+	}
+	cold, warm, floor := by["fleetgen mirror, cold"], by["fleetgen mirror, warm"], by["floor (unique blobs once)"]
+	check := func(ok bool) string {
+		if ok {
+			return "ok"
+		}
+		return "MISSED"
+	}
+	coldFloor := cold.elapsed.Seconds() / floor.elapsed.Seconds()
+	byteRatio := float64(cold.bytes) / float64(unique)
+	fmt.Printf("cold / floor            %6.2f   (target <= 1.5)  %s\n", coldFloor, check(coldFloor <= 1.5))
+	if c, ok := by["crane copy loop"]; ok {
+		speedup := c.elapsed.Seconds() / cold.elapsed.Seconds()
+		fmt.Printf("crane loop / cold       %6.2f   (target >= 1.5)  %s\n", speedup, check(speedup >= 1.5))
+		fmt.Printf("crane bytes / unique    %6.2f\n", float64(c.bytes)/float64(unique))
+	}
+	fmt.Printf("cold bytes / unique     %6.3f   (target <= 1.05) %s\n", byteRatio, check(byteRatio <= 1.05))
+	fmt.Printf("warm re-run             %6.3f s (target < 0.5 s) %s\n", warm.elapsed.Seconds(), check(warm.elapsed < 500*time.Millisecond))
+	return nil
+}
+
+// sized is a layer whose size is known, so that uploading it asks the source
+// nothing but the bytes.
+type sized struct {
+	v1.Layer
+	size int64
+}
+
+func (s sized) Size() (int64, error) { return s.size, nil }
+
+// parallel runs fn(0..n-1), at most jobs at a time, and returns every error.
+func parallel(jobs, n int, fn func(int) error) error {
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+	)
+	sem := make(chan struct{}, jobs)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := fn(i); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func human(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

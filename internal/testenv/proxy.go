@@ -1,0 +1,153 @@
+package testenv
+
+import (
+	"io"
+	"log"
+	"math/rand"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// Proxy is a reverse proxy in front of a registry that counts the blob bytes
+// sent to it and, when told to, injects faults.
+type Proxy struct {
+	// Host is the proxy's host:port on 127.0.0.1 (plain HTTP).
+	Host string
+
+	rp       *httputil.ReverseProxy
+	faults   float64
+	mu       sync.Mutex
+	rng      *rand.Rand
+	bytes    atomic.Int64
+	requests atomic.Int64
+	injected atomic.Int64
+	down     atomic.Bool
+	srv      *http.Server
+	ln       net.Listener
+}
+
+// ProxyOptions tunes a Proxy.
+type ProxyOptions struct {
+	// Faults is the fraction of requests (0..1) answered with a fault instead of
+	// being forwarded: a connection reset, 429 or 500, in equal parts.
+	Faults float64
+	// Seed makes the faults reproducible.
+	Seed int64
+}
+
+// NewProxy starts a proxy on 127.0.0.1 in front of the registry at target
+// (host:port, plain HTTP). Close stops it.
+func NewProxy(target string, o ProxyOptions) (*Proxy, error) {
+	u := &url.URL{Scheme: "http", Host: target}
+	p := &Proxy{
+		rp:     httputil.NewSingleHostReverseProxy(u),
+		faults: o.Faults,
+		rng:    rand.New(rand.NewSource(o.Seed)),
+	}
+	p.rp.ErrorLog = log.New(io.Discard, "", 0)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	p.ln = ln
+	p.Host = ln.Addr().String()
+	p.srv = &http.Server{Handler: p}
+	go p.srv.Serve(ln)
+	return p, nil
+}
+
+// StartProxy is NewProxy for tests: it fails t on error and closes the proxy
+// when the test ends.
+func StartProxy(t testing.TB, target string, o ProxyOptions) *Proxy {
+	t.Helper()
+	p, err := NewProxy(target, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// Close stops the proxy.
+func (p *Proxy) Close() error { return p.srv.Close() }
+
+// BlobBytes returns how many request body bytes were sent to blob endpoints
+// (uploads) and forwarded.
+func (p *Proxy) BlobBytes() int64 { return p.bytes.Load() }
+
+// Requests returns how many requests reached the proxy.
+func (p *Proxy) Requests() int64 { return p.requests.Load() }
+
+// Injected returns how many faults were injected.
+func (p *Proxy) Injected() int64 { return p.injected.Load() }
+
+// Reset zeroes the counters.
+func (p *Proxy) Reset() {
+	p.bytes.Store(0)
+	p.requests.Store(0)
+	p.injected.Store(0)
+}
+
+// SetDown makes every request fail with 503 (a permanently failing registry).
+func (p *Proxy) SetDown(down bool) { p.down.Store(down) }
+
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.requests.Add(1)
+	if p.down.Load() {
+		http.Error(w, "down", http.StatusServiceUnavailable)
+		return
+	}
+	fault := -1
+	if p.faults > 0 && r.URL.Path != "/v2/" {
+		p.mu.Lock()
+		if p.rng.Float64() < p.faults {
+			fault = p.rng.Intn(3)
+		}
+		p.mu.Unlock()
+	}
+	switch fault {
+	case 0:
+		p.injected.Add(1)
+		if hj, ok := w.(http.Hijacker); ok {
+			if conn, _, err := hj.Hijack(); err == nil {
+				if tc, ok := conn.(*net.TCPConn); ok {
+					_ = tc.SetLinger(0) // RST, not FIN
+				}
+				conn.Close()
+				return
+			}
+		}
+		http.Error(w, "reset", http.StatusBadGateway)
+		return
+	case 1:
+		p.injected.Add(1)
+		w.Header().Set("Retry-After", "0")
+		http.Error(w, `{"errors":[{"code":"TOOMANYREQUESTS","message":"slow down"}]}`, http.StatusTooManyRequests)
+		return
+	case 2:
+		p.injected.Add(1)
+		http.Error(w, "injected", http.StatusInternalServerError)
+		return
+	}
+	if r.Body != nil && strings.Contains(r.URL.Path, "/blobs/") && (r.Method == http.MethodPatch || r.Method == http.MethodPut || r.Method == http.MethodPost) {
+		r.Body = &countBody{ReadCloser: r.Body, n: &p.bytes}
+	}
+	p.rp.ServeHTTP(w, r)
+}
+
+type countBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (c *countBody) Read(b []byte) (int, error) {
+	n, err := c.ReadCloser.Read(b)
+	c.n.Add(int64(n))
+	return n, err
+}

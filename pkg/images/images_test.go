@@ -1,0 +1,300 @@
+package images_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"fleetgen.dev/fleetgen/pkg/images"
+	"fleetgen.dev/fleetgen/pkg/schema"
+)
+
+// writeTree writes files (slash paths relative to dir) and returns dir.
+func writeTree(t testing.TB, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for p, content := range files {
+		full := filepath.Join(dir, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func fleet(dir string, layers []schema.Layer, images ...string) *schema.Fleet {
+	f := &schema.Fleet{
+		APIVersion: schema.APIVersion, Kind: schema.Kind,
+		Metadata: schema.Metadata{Name: "contoso"},
+		Dir:      dir,
+		Spec: schema.Spec{
+			Registry: schema.Registry{Host: "contoso.azurecr.io"},
+			Images:   images,
+			Layers:   layers,
+			Clusters: []schema.Cluster{
+				{Name: "prod-eu-1", Labels: map[string]string{"env": "prod"}},
+				{Name: "prod-us-1", Labels: map[string]string{"env": "prod"}},
+				{Name: "dev-1", Labels: map[string]string{"env": "dev"}},
+			},
+		},
+	}
+	schema.Default(f)
+	return f
+}
+
+var workloads = map[string]string{
+	"infrastructure/base/kustomization.yaml": `apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources: [workloads.yaml, helm.yaml]
+`,
+	"infrastructure/base/workloads.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  template:
+    spec:
+      initContainers: [{name: init, image: busybox:1.36}]
+      containers: [{name: web, image: nginx}]
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: kured, namespace: kube-system}
+spec:
+  template:
+    spec:
+      containers: [{name: kured, image: ghcr.io/kubereboot/kured:1.12.0}]
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db}
+spec:
+  template:
+    spec:
+      containers: [{name: db, image: "index.docker.io/library/postgres:16"}]
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: migrate}
+spec:
+  template:
+    spec:
+      containers: [{name: m, image: "quay.io/acme/migrate@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: debug}
+spec:
+  containers: [{name: c, image: "registry.k8s.io/pause:3.9"}]
+  ephemeralContainers: [{name: e, image: "busybox:1.36"}]
+---
+apiVersion: example.com/v1
+kind: Rollout
+metadata: {name: custom}
+spec:
+  template:
+    spec:
+      containers: [{name: c, image: "ghcr.io/acme/rollout:2"}]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: not-a-workload}
+data: {image: "ghcr.io/acme/ignored:1"}
+`,
+	"infrastructure/base/helm.yaml": `apiVersion: source.toolkit.fluxcd.io/v1
+kind: HelmRepository
+metadata: {name: podinfo, namespace: flux-system}
+spec: {type: oci, url: "oci://ghcr.io/stefanprodan/charts", interval: 10m}
+---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: HelmRepository
+metadata: {name: bitnami, namespace: flux-system}
+spec: {url: "https://charts.bitnami.com/bitnami", interval: 10m}
+---
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: podinfo, namespace: flux-system}
+spec:
+  interval: 10m
+  chart:
+    spec:
+      chart: podinfo
+      version: 6.7.1
+      sourceRef: {kind: HelmRepository, name: podinfo}
+---
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: redis, namespace: flux-system}
+spec:
+  interval: 10m
+  chart:
+    spec:
+      chart: redis
+      version: "*"
+      sourceRef: {kind: HelmRepository, name: bitnami}
+---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: OCIRepository
+metadata: {name: cert-manager, namespace: flux-system}
+spec:
+  url: oci://quay.io/jetstack/charts/cert-manager
+  ref: {tag: v1.15.0}
+  interval: 10m
+---
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: cert-manager, namespace: flux-system}
+spec:
+  interval: 10m
+  chartRef: {kind: OCIRepository, name: cert-manager}
+`,
+	"infrastructure/prod/kustomization.yaml": `apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources: [../base]
+images:
+  - name: nginx
+    newTag: "1.27"
+`,
+	"infrastructure/dev/kustomization.yaml": `apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources: [../base]
+`,
+	// A plain folder: Flux generates the kustomization.
+	"apps/cron.yaml": `apiVersion: batch/v1
+kind: CronJob
+metadata: {name: report}
+spec:
+  schedule: "@daily"
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          containers: [{name: r, image: "ghcr.io/acme/report:3.1"}]
+`,
+	"apps/nested/rc.yaml": `apiVersion: v1
+kind: ReplicationController
+metadata: {name: legacy}
+spec:
+  template:
+    spec:
+      containers: [{name: l, image: "ghcr.io/acme/legacy:0.9"}]
+`,
+	"apps/README.yaml": "not: a manifest\n",
+}
+
+func TestDiscover(t *testing.T) {
+	dir := writeTree(t, workloads)
+	f := fleet(dir, []schema.Layer{
+		{Name: "infrastructure", Path: "./infrastructure/${env}"},
+		{Name: "apps", Path: "apps", Selector: map[string]string{"env": "prod"}},
+		{Name: "apps-again", Path: "./apps/", Selector: map[string]string{"env": "prod"}},
+	}, "ghcr.io/kubereboot/kured:1.12.0", "docker.io/rancher/fleet-agent:v0.13.0")
+
+	got, err := images.Discover(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	infra := func(env string) string { return "layer infrastructure (infrastructure/" + env + ")" }
+	apps := []string{"layer apps (apps)", "layer apps-again (apps)"}
+	want := &images.Result{
+		Images: []images.Use{
+			{Ref: "docker.io/library/busybox:1.36", Why: []string{infra("dev"), infra("prod")}},
+			{Ref: "docker.io/library/nginx:1.27", Why: []string{infra("prod")}},
+			{Ref: "docker.io/library/nginx:latest", Why: []string{infra("dev")}},
+			{Ref: "docker.io/library/postgres:16", Why: []string{infra("dev"), infra("prod")}},
+			{Ref: "docker.io/rancher/fleet-agent:v0.13.0", Why: []string{"spec.images[1]"}},
+			{Ref: "ghcr.io/acme/legacy:0.9", Why: apps},
+			{Ref: "ghcr.io/acme/report:3.1", Why: apps},
+			{Ref: "ghcr.io/acme/rollout:2", Why: []string{infra("dev"), infra("prod")}},
+			{Ref: "ghcr.io/kubereboot/kured:1.12.0", Why: []string{infra("dev"), infra("prod"), "spec.images[0]"}},
+			{Ref: "ghcr.io/stefanprodan/charts/podinfo:6.7.1", Why: []string{infra("dev"), infra("prod")}},
+			{Ref: "quay.io/acme/migrate@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", Why: []string{infra("dev"), infra("prod")}},
+			{Ref: "quay.io/jetstack/charts/cert-manager:v1.15.0", Why: []string{infra("dev"), infra("prod")}},
+			{Ref: "registry.k8s.io/pause:3.9", Why: []string{infra("dev"), infra("prod")}},
+		},
+		LayerImages: map[string][]string{
+			"apps": {"ghcr.io/acme/legacy:0.9", "ghcr.io/acme/report:3.1"},
+			"infrastructure/dev": {
+				"busybox:1.36", "ghcr.io/acme/rollout:2", "ghcr.io/kubereboot/kured:1.12.0",
+				"index.docker.io/library/postgres:16", "nginx",
+				"quay.io/acme/migrate@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+				"registry.k8s.io/pause:3.9",
+			},
+			"infrastructure/prod": {
+				"busybox:1.36", "ghcr.io/acme/rollout:2", "ghcr.io/kubereboot/kured:1.12.0",
+				"index.docker.io/library/postgres:16", "nginx:1.27",
+				"quay.io/acme/migrate@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+				"registry.k8s.io/pause:3.9",
+			},
+		},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("Discover (-want +got):\n%s", d)
+	}
+}
+
+func TestDiscoverErrors(t *testing.T) {
+	tests := map[string]struct {
+		files  map[string]string
+		layers []schema.Layer
+		images []string
+		want   []string
+	}{
+		"layer does not build": {
+			files: map[string]string{
+				"broken/kustomization.yaml": "resources: [missing.yaml]\n",
+			},
+			layers: []schema.Layer{{Name: "broken", Path: "./broken"}},
+			want:   []string{"layer broken: path broken: kustomize build:", "missing.yaml"},
+		},
+		"layer path missing": {
+			layers: []schema.Layer{{Name: "gone", Path: "./nowhere"}},
+			want:   []string{"layer gone: path nowhere: kustomize build: no such folder"},
+		},
+		"invalid spec.images entry": {
+			images: []string{"UPPER/Case:1"},
+			want:   []string{`spec.images[0]: image "UPPER/Case:1": invalid reference`},
+		},
+		"chart version range": {
+			files: map[string]string{
+				"helm/kustomization.yaml": "resources: [hr.yaml]\n",
+				"helm/hr.yaml": `apiVersion: source.toolkit.fluxcd.io/v1
+kind: HelmRepository
+metadata: {name: charts}
+spec: {type: oci, url: "oci://ghcr.io/acme/charts"}
+---
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: app}
+spec:
+  chart:
+    spec: {chart: app, version: ">=1.0.0", sourceRef: {kind: HelmRepository, name: charts}}
+`,
+			},
+			layers: []schema.Layer{{Name: "helm", Path: "helm"}},
+			want:   []string{"layer helm: path helm: HelmRelease /app: chart app version \">=1.0.0\" is not an exact version"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			dir := writeTree(t, tc.files)
+			_, err := images.Discover(fleet(dir, tc.layers, tc.images...))
+			if err == nil {
+				t.Fatal("Discover succeeded")
+			}
+			if !schema.IsInvalid(err) {
+				t.Errorf("error %v is not an input error", err)
+			}
+			for _, s := range tc.want {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q does not contain %q", err, s)
+				}
+			}
+		})
+	}
+}
