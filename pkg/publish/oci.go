@@ -138,7 +138,7 @@ func artifact(c *content, annotations map[string]string) (v1.Image, error) {
 // sorted, fixed times, owners and modes.
 func tarGz(c *content) ([]byte, error) {
 	var buf bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	zw, err := gzip.NewWriterLevel(&buf, gzip.DefaultCompression)
 	if err != nil {
 		return nil, err
 	}
