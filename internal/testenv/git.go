@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/cgi"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -135,4 +138,31 @@ func waitTCP(addr string, exited <-chan struct{}, timeout time.Duration) bool {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return false
+}
+
+// GitHTTP serves the bare repository at repo over smart HTTP (git
+// http-backend behind net/http/cgi, push enabled) on 127.0.0.1, requiring
+// basic auth user:password, and returns its URL,
+// http://127.0.0.1:PORT/git/<base name of repo>. It stops when the test ends.
+func GitHTTP(t testing.TB, repo, user, password string) string {
+	t.Helper()
+	need(t, GitBinary, "git")
+	Git(t, repo, "config", "http.receivepack", "true")
+	backend := &cgi.Handler{
+		Path: GitBinary,
+		Args: []string{"http-backend"},
+		Root: "/git",
+		Env:  append(gitEnv(), "GIT_PROJECT_ROOT="+filepath.Dir(repo), "GIT_HTTP_EXPORT_ALL=1"),
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u, p, ok := r.BasicAuth()
+		if !ok || u != user || p != password {
+			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		backend.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/git/" + filepath.Base(repo)
 }

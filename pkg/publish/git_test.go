@@ -252,3 +252,27 @@ func TestGitRacingPublishers(t *testing.T) {
 		}
 	}
 }
+
+func TestGitHTTPSToken(t *testing.T) {
+	ctx := context.Background()
+	bare := testenv.BareRepo(t, "fleet.git")
+	url := testenv.GitHTTP(t, bare, "x-access-token", "fake-token")
+	fx := newFixture(t, "git", clusterURL, "", "")
+
+	if _, err := Git(ctx, fx.f, fx.l, fx.outDir, WithPushURL(url), WithLookupEnv(env(nil))); err == nil || !strings.Contains(err.Error(), "authentication required") {
+		t.Fatalf("without a token: err = %v, want authentication required", err)
+	}
+	res, err := Git(ctx, fx.f, fx.l, fx.outDir, WithPushURL(url),
+		WithLookupEnv(env(map[string]string{EnvGitToken: "fake-token"})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := testenv.Git(t, bare, "rev-parse", "main"); got != res.Revision {
+		t.Errorf("main = %s, want %s", got, res.Revision)
+	}
+	// A token in the URL never shows in errors.
+	_, err = Git(ctx, fx.f, fx.l, fx.outDir, WithPushURL("http://user:fake-secret@127.0.0.1:1/x.git"))
+	if err == nil || strings.Contains(err.Error(), "fake-secret") {
+		t.Errorf("err = %v, want an error without the credential", err)
+	}
+}
