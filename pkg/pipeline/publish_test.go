@@ -129,6 +129,42 @@ func TestPublishGit(t *testing.T) {
 	}
 }
 
+func TestPublishOCI(t *testing.T) {
+	cfg, bare, host := pubSetup(t, false)
+	fleet, err := os.ReadFile(cfg.File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oci := strings.Replace(string(fleet), "    kind: git\n    url: ssh://git@github.com/contoso/fleet-gitops.git\n    ref: main\n",
+		"    kind: oci\n    url: oci://"+host+"/contoso/manifests\n    ref: latest\n    insecure: true\n", 1)
+	if oci == string(fleet) {
+		t.Fatal("fixture did not change")
+	}
+	pubWrite(t, filepath.Dir(cfg.File), map[string]string{"fleet.yaml": oci})
+	cfg.PushURL = ""
+	if err := Render(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := Publish(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	ref, _ := name.NewTag(host+"/contoso/manifests:latest", name.Insecure)
+	img, err := remote.Image(ref)
+	if err != nil {
+		t.Fatalf("artifact not pushed: %v", err)
+	}
+	m, err := img.Manifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Config.MediaType != "application/vnd.cncf.flux.config.v1+json" {
+		t.Errorf("config media type %s", m.Config.MediaType)
+	}
+	if refs := testenv.Git(t, bare, "for-each-ref"); refs != "" {
+		t.Errorf("an OCI fleet pushed to Git: %s", refs)
+	}
+}
+
 func TestPublishRefuses(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
