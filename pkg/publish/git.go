@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -117,7 +118,9 @@ func Git(ctx context.Context, f *schema.Fleet, l *lock.Lock, outDir string, opts
 	var lastErr error
 	for attempt := 1; attempt <= attempts; attempt++ {
 		if attempt > 1 {
+			// Exponential backoff with jitter, so racing publishers spread out.
 			wait := time.Duration(50<<min(attempt-2, 5)) * time.Millisecond
+			wait += rand.N(wait)
 			o.logger.Info("branch moved while pushing; retrying on the new head", "url", shown, "branch", branch, "attempt", attempt, "wait", wait)
 			select {
 			case <-ctx.Done():
