@@ -1,14 +1,57 @@
 // Package publish delivers a rendered tree to where Flux reads it: a Git branch
 // (go-git) or an OCI artifact in the layout `flux push artifact` makes.
+//
+// Both deliveries publish the same tree: the rendered output at
+// spec.source.path plus the top-level folder of every layer path, copied from
+// the source root (the folder of fleet.yaml), so that every Kustomization path
+// resolves in what Flux fetches.
 package publish
 
 import (
-	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
 
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/schema"
+	"sigs.k8s.io/yaml"
 )
+
+// Environment variables publishing reads. Their values are credentials (except
+// the author) and never appear in logs or errors.
+const (
+	// EnvGitAuthor is the commit author, "Name <email>".
+	EnvGitAuthor = "FLEETGEN_GIT_AUTHOR"
+	// EnvGitToken is the HTTPS token (basic auth password) for Git pushes.
+	EnvGitToken = "FLEETGEN_GIT_TOKEN"
+	// EnvGitUsername is the HTTPS basic auth user sent with EnvGitToken;
+	// default "x-access-token" (GitHub, GitLab and Gitea accept any name with a
+	// token; Bitbucket wants "x-token-auth").
+	EnvGitUsername = "FLEETGEN_GIT_USERNAME"
+	// EnvGitSSHKey is a private key file for ssh:// pushes; without it the SSH
+	// agent (SSH_AUTH_SOCK) is used, else ~/.ssh/id_ed25519, id_ecdsa, id_rsa.
+	EnvGitSSHKey = "FLEETGEN_GIT_SSH_KEY"
+	// EnvGitSSHPassphrase unlocks EnvGitSSHKey.
+	EnvGitSSHPassphrase = "FLEETGEN_GIT_SSH_PASSPHRASE"
+	// EnvRegistryUsername and EnvRegistryPassword authenticate to registries
+	// in CI, before the Docker config and credential helpers.
+	EnvRegistryUsername = "FLEETGEN_REGISTRY_USERNAME"
+	EnvRegistryPassword = "FLEETGEN_REGISTRY_PASSWORD"
+)
+
+// DefaultAuthor commits when FLEETGEN_GIT_AUTHOR is unset.
+const DefaultAuthor = "fleetgen <fleetgen@localhost>"
+
+// DefaultRetries is how many times Git redoes its commit on a moved branch.
+const DefaultRetries = 5
+
+// DefaultJobs bounds Verify's parallel requests.
+const DefaultJobs = 8
 
 // Result says what a publish did.
 type Result struct {
@@ -16,14 +59,23 @@ type Result struct {
 	Changed bool
 	// Revision is the commit hash (git) or manifest digest (oci).
 	Revision string
+	// Files is how many files the published tree holds.
+	Files int
+	// Attempts is how many times Git built and pushed a commit (1 without a race).
+	Attempts int
 }
 
 type options struct {
-	logger   *slog.Logger
-	pushURL  string
-	author   string
-	retries  int
-	insecure bool
+	logger     *slog.Logger
+	pushURL    string
+	author     string
+	retries    int
+	insecure   bool
+	jobs       int
+	source     string
+	lookupEnv  func(string) (string, bool)
+	now        func() time.Time
+	beforePush func(attempt int) // tests: runs between building a commit and pushing it
 }
 
 // Option configures Git, OCI and Verify.
@@ -32,29 +84,121 @@ type Option func(*options) error
 // WithLogger logs to l (default: discard).
 func WithLogger(l *slog.Logger) Option { return func(o *options) error { o.logger = l; return nil } }
 
-// WithPushURL pushes to url instead of spec.source.url.
+// WithPushURL pushes to url instead of spec.source.url: a Git URL (https://,
+// ssh://, git://, file:// or a local path) or, for OCI, oci://host/repo.
 func WithPushURL(url string) Option { return func(o *options) error { o.pushURL = url; return nil } }
 
-// Verify checks that every image is present in the registry at its digest (HEAD
-// requests, in parallel) and returns an error naming every missing one.
-//
-// SKELETON: publish owner (issue 5) implements.
-func Verify(ctx context.Context, reg schema.Registry, images []lock.Image, opts ...Option) error {
-	return nil
+// WithAuthor sets the commit author, "Name <email>" (default
+// FLEETGEN_GIT_AUTHOR, else DefaultAuthor).
+func WithAuthor(author string) Option {
+	return func(o *options) error {
+		if _, _, err := parseAuthor(author); err != nil {
+			return err
+		}
+		o.author = author
+		return nil
+	}
 }
 
-// Git commits the rendered tree in outDir at spec.source.path, plus every layer
-// folder of the source root at its own path, to spec.source's branch and pushes
-// without force, retrying on a moved head a bounded number of times.
-//
-// SKELETON: publish owner implements.
-func Git(ctx context.Context, f *schema.Fleet, l *lock.Lock, outDir string, opts ...Option) (Result, error) {
-	return Result{}, nil
+// WithRetries bounds how many times Git redoes its commit on top of a branch
+// that moved while it pushed (default DefaultRetries; at least 1 attempt).
+func WithRetries(n int) Option {
+	return func(o *options) error {
+		if n < 0 {
+			return fmt.Errorf("retries %d: want 0 or more", n)
+		}
+		o.retries = n
+		return nil
+	}
 }
 
-// OCI pushes the same tree as Git as a Flux artifact tagged spec.source.ref.
-//
-// SKELETON: publish owner implements.
-func OCI(ctx context.Context, f *schema.Fleet, l *lock.Lock, outDir string, opts ...Option) (Result, error) {
-	return Result{}, nil
+// WithInsecure talks plain HTTP to registries (Verify and OCI), in addition to
+// spec.registry.insecure and spec.source.insecure.
+func WithInsecure(b bool) Option { return func(o *options) error { o.insecure = b; return nil } }
+
+// WithJobs bounds Verify's parallel requests (default DefaultJobs).
+func WithJobs(n int) Option {
+	return func(o *options) error {
+		if n < 1 {
+			return fmt.Errorf("jobs %d: want 1 or more", n)
+		}
+		o.jobs = n
+		return nil
+	}
+}
+
+// WithSource sets the OCI artifact's org.opencontainers.image.source
+// annotation (default spec.source.url), e.g. the URL of the repository that
+// holds fleet.yaml.
+func WithSource(s string) Option { return func(o *options) error { o.source = s; return nil } }
+
+// WithLookupEnv resolves the FLEETGEN_* variables (default os.LookupEnv).
+func WithLookupEnv(fn func(string) (string, bool)) Option {
+	return func(o *options) error { o.lookupEnv = fn; return nil }
+}
+
+// withBeforePush runs fn before every push attempt (tests use it to move the
+// branch under a publisher).
+func withBeforePush(fn func(attempt int)) Option {
+	return func(o *options) error { o.beforePush = fn; return nil }
+}
+
+func newOptions(opts []Option) (*options, error) {
+	o := &options{
+		logger:    slog.New(slog.DiscardHandler),
+		retries:   DefaultRetries,
+		jobs:      DefaultJobs,
+		lookupEnv: os.LookupEnv,
+		now:       time.Now,
+	}
+	for _, opt := range opts {
+		if err := opt(o); err != nil {
+			return nil, err
+		}
+	}
+	if o.logger == nil {
+		o.logger = slog.New(slog.DiscardHandler)
+	}
+	if o.lookupEnv == nil {
+		o.lookupEnv = os.LookupEnv
+	}
+	return o, nil
+}
+
+func (o *options) env(key string) string {
+	v, _ := o.lookupEnv(key)
+	return v
+}
+
+// InputDigest is the sha256 of fleet.yaml's bytes followed by the lock's
+// (`cat fleet.yaml fleet.lock.yaml | sha256sum`), as "sha256:<hex>". A missing
+// lock file counts as empty. For a Fleet built in Go (no File) it hashes the
+// fleet's YAML encoding and the lock's canonical bytes.
+func InputDigest(f *schema.Fleet, l *lock.Lock) (string, error) {
+	h := sha256.New()
+	if f.File != "" {
+		b, err := os.ReadFile(f.File)
+		if err != nil {
+			return "", fmt.Errorf("input digest: %w", err)
+		}
+		h.Write(b)
+		b, err = os.ReadFile(filepath.Join(f.Dir, lock.FileName))
+		switch {
+		case err == nil:
+			h.Write(b)
+		case errors.Is(err, os.ErrNotExist):
+		default:
+			return "", fmt.Errorf("input digest: %w", err)
+		}
+	} else {
+		b, err := yaml.Marshal(f)
+		if err != nil {
+			return "", fmt.Errorf("input digest: %w", err)
+		}
+		h.Write(b)
+		if l != nil {
+			h.Write(l.Marshal())
+		}
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
 }

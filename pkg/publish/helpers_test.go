@@ -1,0 +1,171 @@
+package publish
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"fleetgen.dev/fleetgen/pkg/generate"
+	"fleetgen.dev/fleetgen/pkg/lock"
+	"fleetgen.dev/fleetgen/pkg/schema"
+)
+
+// fixture is a source root with fleet.yaml, its lock, layer folders, and a
+// hand-made rendered tree.
+type fixture struct {
+	f      *schema.Fleet
+	l      *lock.Lock
+	outDir string
+	// want is the published tree relative to the target root.
+	want map[string]string
+}
+
+const fleetYAML = `apiVersion: fleetgen.dev/v1alpha1
+kind: Fleet
+metadata:
+  name: contoso
+spec:
+  registry:
+    host: contoso.azurecr.io
+  source:
+    kind: %KIND%
+    url: %URL%
+    ref: %REF%
+    path: "%PATH%"
+  layers:
+    - name: infrastructure
+      path: ./infrastructure/${env}
+    - name: apps
+      path: ./apps/prod
+      selector: {env: prod}
+  clusters:
+    - name: prod-1
+      labels: {env: prod}
+      registration: {mode: capi}
+    - name: dev-1
+      labels: {env: dev}
+      registration: {mode: capi}
+`
+
+// sourceFiles are the source root's files besides fleet.yaml. Only the layer
+// folders (infrastructure/, apps/) are published.
+var sourceFiles = map[string]string{
+	"infrastructure/base/namespace.yaml":     "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: infra\n",
+	"infrastructure/base/kustomization.yaml": "resources: [namespace.yaml]\n",
+	"infrastructure/prod/kustomization.yaml": "resources: [../base]\n",
+	"infrastructure/dev/kustomization.yaml":  "resources: [../base]\n",
+	"apps/base/kustomization.yaml":           "resources: []\n",
+	"apps/prod/kustomization.yaml":           "resources: [../base]\n",
+	"kubeconfigs/prod-1.yaml":                "not published\n",
+	"README.md":                              "not published\n",
+}
+
+// rendered is a hand-made output tree (pkg/generate is another engineer's).
+func rendered(variant string) map[string]string {
+	h := generate.Header
+	return map[string]string{
+		"manager/kustomization.yaml":             h + "resources: [fleet]\n",
+		"manager/fleet/prod-1/cluster.yaml":      h + "kind: Cluster\n" + variant,
+		"clusters/prod-1/kustomization.yaml":     h + "resources: [source.yaml, infrastructure.yaml, apps.yaml]\n",
+		"clusters/prod-1/infrastructure.yaml":    h + "path: ./infrastructure/prod\n",
+		"clusters/manager/manager.yaml":          h + "path: ./manager\n",
+		"agents/edge-1/values.yaml":              h + "clientID: x\n",
+		"clusters/dev-1/infrastructure.yaml":     h + "path: ./infrastructure/dev\n",
+		"clusters/dev-1/kustomization.yaml":      h + "resources: [infrastructure.yaml]\n",
+		"clusters/prod-1/source.yaml":            h + "kind: GitRepository\n",
+		"manager/fleet/dev-1/cluster.yaml":       h + "kind: Cluster\n",
+		"manager/namespace.yaml":                 h + "kind: Namespace\n",
+		"clusters/manager/kustomization.yaml":    h + "resources: [manager.yaml]\n",
+		"manager/fleet/groups/production.yaml":   h + "kind: ClusterGroup\n",
+		"clusters/prod-1/apps.yaml":              h + "path: ./apps/prod\n",
+		"manager/fleet/prod-1/kubeconfig.yaml":   h + "kind: Secret\n",
+		"clusters/manager/source.yaml":           h + "kind: GitRepository\n",
+		"manager/verrazzano/admin-cluster.yaml":  h + "kind: ConfigMap\n",
+		"clusters/dev-1/source.yaml":             h + "kind: GitRepository\n",
+		"manager/fleet/dev-1/registration.yaml":  h + "kind: ClusterRegistrationToken\n",
+		"manager/fleet/prod-1/registration.yaml": h + "kind: ClusterRegistrationToken\n",
+	}
+}
+
+// newFixture writes a source root for kind (git or oci) with spec.source.url
+// url and path, and a rendered tree (variant changes one file).
+func newFixture(t testing.TB, kind, url, srcPath, variant string) *fixture {
+	t.Helper()
+	root := t.TempDir()
+	ref := "main"
+	if kind == schema.SourceOCI {
+		ref = "v1"
+	}
+	y := strings.NewReplacer("%KIND%", kind, "%URL%", url, "%REF%", ref, "%PATH%", srcPath).Replace(fleetYAML)
+	writeFiles(t, root, map[string]string{"fleet.yaml": y})
+	writeFiles(t, root, sourceFiles)
+	f, err := schema.Load(filepath.Join(root, "fleet.yaml"), schema.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := lock.Load(filepath.Join(root, lock.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	r := rendered(variant)
+	writeFiles(t, out, r)
+	want := map[string]string{}
+	for p, d := range r {
+		want[filepath.ToSlash(filepath.Join(srcPath, p))] = d
+	}
+	for p, d := range sourceFiles {
+		if strings.HasPrefix(p, "infrastructure/") || strings.HasPrefix(p, "apps/") {
+			want[p] = d
+		}
+	}
+	return &fixture{f: f, l: l, outDir: out, want: want}
+}
+
+func writeFiles(t testing.TB, dir string, files map[string]string) {
+	t.Helper()
+	for p, d := range files {
+		full := filepath.Join(dir, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(d), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// readDir returns every file under dir (skipping .git) by slash path.
+func readDir(t testing.TB, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if d.Name() == ".git" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		out[filepath.ToSlash(rel)] = string(b)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// env is a LookupEnv over a fixed map.
+func env(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}

@@ -1,0 +1,122 @@
+package publish
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+
+	"fleetgen.dev/fleetgen/pkg/lock"
+	"fleetgen.dev/fleetgen/pkg/schema"
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+)
+
+// MissingError lists locked images the registry lacks at their digest.
+type MissingError struct {
+	// Images are pinned references (repo@sha256:…), sorted.
+	Images []string
+}
+
+func (e *MissingError) Error() string {
+	return fmt.Sprintf("the registry lacks %d locked image(s) at their digest (run `fleetgen mirror`):\n  %s",
+		len(e.Images), strings.Join(e.Images, "\n  "))
+}
+
+// Verify checks that every image is present in the registry at its digest (HEAD
+// requests, in parallel) and returns an error naming every missing one.
+//
+// Each image is looked up at its lock Target repository pinned by Digest; a
+// 404 makes it missing (*MissingError); other failures (auth, network) are
+// reported too, all sorted. reg.Insecure (or WithInsecure) talks plain HTTP.
+// Credentials come from FLEETGEN_REGISTRY_USERNAME/PASSWORD, then the Docker
+// config and credential helpers.
+func Verify(ctx context.Context, reg schema.Registry, images []lock.Image, opts ...Option) error {
+	o, err := newOptions(opts)
+	if err != nil {
+		return err
+	}
+	insecure := reg.Insecure || o.insecure
+	type result struct {
+		ref     string
+		missing bool
+		err     error
+	}
+	results := make([]result, len(images))
+	sem := make(chan struct{}, o.jobs)
+	var wg sync.WaitGroup
+	for i, img := range images {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			pinned := img.Pinned()
+			results[i].ref = pinned
+			var nopts []name.Option
+			if insecure {
+				nopts = append(nopts, name.Insecure)
+			}
+			d, err := name.NewDigest(pinned, nopts...)
+			if err != nil {
+				results[i].err = fmt.Errorf("lock entry %s: %w", img.Source, err)
+				return
+			}
+			desc, err := remote.Head(d, remote.WithContext(ctx), remote.WithAuthFromKeychain(o.keychain()))
+			var terr *transport.Error
+			switch {
+			case errors.As(err, &terr) && terr.StatusCode == http.StatusNotFound:
+				results[i].missing = true
+			case err != nil:
+				results[i].err = fmt.Errorf("head %s: %w", pinned, err)
+			case desc.Digest.String() != img.Digest:
+				results[i].err = fmt.Errorf("head %s: registry answered digest %s", pinned, desc.Digest)
+			default:
+				o.logger.Debug("image present", "image", pinned)
+			}
+		}()
+	}
+	wg.Wait()
+
+	var missing []string
+	var errs []error
+	for _, r := range results {
+		switch {
+		case r.missing:
+			missing = append(missing, r.ref)
+		case r.err != nil:
+			errs = append(errs, r.err)
+		}
+	}
+	sort.Strings(missing)
+	sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
+	if len(missing) > 0 {
+		errs = append([]error{&MissingError{Images: missing}}, errs...)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("verify registry %s: %w", reg.Host, errors.Join(errs...))
+	}
+	o.logger.Info("verified images in registry", "registry", reg.Host, "images", len(images))
+	return nil
+}
+
+// keychain is FLEETGEN_REGISTRY_USERNAME/PASSWORD (when both are set), then
+// the Docker config and its credential helpers (so `az acr login` works).
+func (o *options) keychain() authn.Keychain {
+	return authn.NewMultiKeychain(envKeychain{o}, authn.DefaultKeychain)
+}
+
+type envKeychain struct{ o *options }
+
+func (k envKeychain) Resolve(authn.Resource) (authn.Authenticator, error) {
+	user, pass := k.o.env(EnvRegistryUsername), k.o.env(EnvRegistryPassword)
+	if user == "" || pass == "" {
+		return authn.Anonymous, nil
+	}
+	return &authn.Basic{Username: user, Password: pass}, nil
+}
