@@ -50,6 +50,9 @@ func Write(dir string, files []generate.File) (Stats, error) {
 	for _, f := range files {
 		want[f.Path] = true
 	}
+	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		return writeFresh(dir, files)
+	}
 	existing, err := scan(dir)
 	if err != nil {
 		return st, err
@@ -135,40 +138,24 @@ func Write(dir string, files []generate.File) (Stats, error) {
 	}
 	removeEmptyParents(dir, stale)
 
-	dirs := map[string]bool{}
 	var idx []int
-	for i, f := range files {
+	for i := range files {
 		if !todo[i] {
 			st.Unchanged++
 			continue
 		}
 		idx = append(idx, i)
-		dirs[path.Dir(f.Path)] = true
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return st, fmt.Errorf("create %s: %w", dir, err)
 	}
-	made := map[string]bool{".": true}
-	dirList := make([]string, 0, len(dirs))
-	for d := range dirs {
-		dirList = append(dirList, d)
-	}
-	sort.Strings(dirList)
-	for _, d := range dirList {
-		if made[d] {
-			continue
-		}
-		if err := os.MkdirAll(filepath.Join(dir, filepath.FromSlash(d)), 0o755); err != nil {
-			return st, fmt.Errorf("create %s: %w", d, err)
-		}
-		for x := d; x != "."; x = path.Dir(x) {
-			made[x] = true
-		}
+	if err := makeDirs(dir, files, idx); err != nil {
+		return st, err
 	}
 	var written atomic.Int64
 	err = parallel(len(idx), func(j int) error {
 		f := files[idx[j]]
-		if err := writeFile(dir, f.Path, f.Data); err != nil {
+		if err := writeFile(dir, f.Path, f.Data, false); err != nil {
 			return err
 		}
 		written.Add(1)
@@ -178,10 +165,93 @@ func Write(dir string, files []generate.File) (Stats, error) {
 	return st, err
 }
 
+// writeFresh writes files into a new folder beside dir and renames it to dir
+// at the end: the whole tree appears at once, or not at all, and each file
+// costs no rename of its own.
+func writeFresh(dir string, files []generate.File) (Stats, error) {
+	var st Stats
+	parent := filepath.Dir(dir)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return st, fmt.Errorf("create %s: %w", parent, err)
+	}
+	stage, err := os.MkdirTemp(parent, tmpPrefix+filepath.Base(dir)+"-")
+	if err != nil {
+		return st, fmt.Errorf("create %s: %w", dir, err)
+	}
+	fail := func(err error) (Stats, error) {
+		os.RemoveAll(stage)
+		return Stats{}, err
+	}
+	if err := os.Chmod(stage, 0o755); err != nil {
+		return fail(fmt.Errorf("create %s: %w", dir, err))
+	}
+	if err := makeDirs(stage, files, nil); err != nil {
+		return fail(err)
+	}
+	err = parallel(len(files), func(i int) error {
+		return writeFile(stage, files[i].Path, files[i].Data, true)
+	})
+	if err != nil {
+		return fail(err)
+	}
+	if err := os.Rename(stage, dir); err != nil {
+		return fail(fmt.Errorf("create %s: %w", dir, err))
+	}
+	st.Written = len(files)
+	return st, nil
+}
+
+// makeDirs creates the folders of files (those of idx, or all when idx is nil)
+// below root, each once.
+func makeDirs(root string, files []generate.File, idx []int) error {
+	dirs := map[string]bool{}
+	if idx == nil {
+		for _, f := range files {
+			dirs[path.Dir(f.Path)] = true
+		}
+	} else {
+		for _, i := range idx {
+			dirs[path.Dir(files[i].Path)] = true
+		}
+	}
+	list := make([]string, 0, len(dirs))
+	for d := range dirs {
+		list = append(list, d)
+	}
+	sort.Strings(list)
+	made := map[string]bool{".": true}
+	for _, d := range list {
+		if made[d] {
+			continue
+		}
+		if err := os.MkdirAll(filepath.Join(root, filepath.FromSlash(d)), 0o755); err != nil {
+			return fmt.Errorf("create %s: %w", d, err)
+		}
+		for x := d; x != "."; x = path.Dir(x) {
+			made[x] = true
+		}
+	}
+	return nil
+}
+
 // writeFile writes data to dir/p through a temporary file in the same folder and
-// a rename, so a reader sees the old or the new file, never a part.
-func writeFile(dir, p string, data []byte) error {
+// a rename, so a reader sees the old or the new file, never a part. direct
+// writes dir/p itself, for a folder no reader sees yet.
+func writeFile(dir, p string, data []byte, direct bool) error {
 	target := filepath.Join(dir, filepath.FromSlash(p))
+	if direct {
+		fh, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err == nil {
+			_, err = fh.Write(data)
+			if cerr := fh.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("write %s: %w", p, err)
+		}
+		return nil
+	}
 	tmp := filepath.Join(filepath.Dir(target), tmpPrefix+strconv.Itoa(os.Getpid())+"-"+filepath.Base(target))
 	fh, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {

@@ -288,3 +288,15 @@ func TestDiffMissingDir(t *testing.T) {
 		t.Errorf("Diff = %q, want a creation of a.yaml", got)
 	}
 }
+
+func TestWriteFreshFailureLeavesNothing(t *testing.T) {
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "out")
+	long := strings.Repeat("x", 300) + ".yaml"
+	if _, err := Write(dir, []generate.File{file("a.yaml", "a\n"), file(long, "x\n")}); err == nil {
+		t.Fatal("Write: got no error")
+	}
+	if diff := cmp.Diff(map[string]string{}, read(t, parent)); diff != "" {
+		t.Errorf("parent of dir (-want +got):\n%s", diff)
+	}
+}
