@@ -54,6 +54,14 @@ func Render(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	// The lock goes first: the tree names the new client IDs, and a tree that
+	// names IDs the lock lost would make the next render mint different ones.
+	if r.lockChanged {
+		if err := lock.Write(r.lockPath, r.lock); err != nil {
+			return err
+		}
+		cfg.logger().Info("lock updated", "file", r.lockPath, "newClientIDs", r.newClientIDs)
+	}
 	start := time.Now()
 	st, err := tree.Write(cfg.OutDir, r.files)
 	if err != nil {
@@ -61,12 +69,6 @@ func Render(ctx context.Context, cfg Config) error {
 	}
 	cfg.logger().Info("wrote", "dir", cfg.OutDir, "written", st.Written,
 		"unchanged", st.Unchanged, "removed", st.Removed, "duration", time.Since(start).Round(time.Millisecond))
-	if r.lockChanged {
-		if err := lock.Write(r.lockPath, r.lock); err != nil {
-			return err
-		}
-		cfg.logger().Info("lock updated", "file", r.lockPath, "newClientIDs", r.newClientIDs)
-	}
 	return nil
 }
 
