@@ -1,0 +1,288 @@
+package examples_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"flag"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"fleetgen.dev/fleetgen/pkg/generate"
+	"fleetgen.dev/fleetgen/pkg/images"
+	"fleetgen.dev/fleetgen/pkg/lock"
+	"fleetgen.dev/fleetgen/pkg/pipeline"
+	"fleetgen.dev/fleetgen/pkg/schema"
+)
+
+var update = flag.Bool("update", false, "rewrite each example's fleet.lock.yaml with placeholder digests")
+
+// examples returns the folders holding a fleet.yaml, sorted.
+func examples(t testing.TB) []string {
+	t.Helper()
+	matches, err := filepath.Glob("*/fleet.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, m := range matches {
+		out = append(out, filepath.Dir(m))
+	}
+	sort.Strings(out)
+	if len(out) < 5 {
+		t.Fatalf("found %d examples, want at least 5", len(out))
+	}
+	return out
+}
+
+// TestExamples loads, validates and renders every example with the real
+// pipeline (in a copy, so the example stays as committed), without
+// --allow-plaintext-secrets, and checks that the committed lock is complete and
+// the render byte-stable.
+func TestExamples(t *testing.T) {
+	if *update {
+		for _, name := range examples(t) {
+			updateLock(t, name)
+		}
+	}
+	for _, name := range examples(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			dir := copyDir(t, name)
+			cfg := pipeline.Config{File: filepath.Join(dir, "fleet.yaml"), OutDir: filepath.Join(dir, "out")}
+			lockPath := filepath.Join(dir, lock.FileName)
+			lockBefore, err := os.ReadFile(lockPath)
+			if err != nil {
+				t.Fatalf("every example commits its lock: %v", err)
+			}
+
+			if err := pipeline.Validate(ctx, cfg); err != nil {
+				t.Fatalf("validate: %v", err)
+			}
+			f, err := schema.Load(cfg.File, schema.LoadOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := lock.Parse(lockBefore)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, img := range wantImages(t, f) {
+				if _, ok := l.Image(img); !ok {
+					t.Errorf("%s is not in %s (go test ./examples -update)", img, lock.FileName)
+				}
+			}
+
+			diff, err := pipeline.Check(ctx, cfg)
+			if err != nil {
+				t.Fatalf("check: %v", err)
+			}
+			if strings.Contains(diff, lock.FileName) {
+				t.Errorf("the committed lock lacks client IDs:\n%s", diff)
+			}
+			if err := pipeline.Render(ctx, cfg); err != nil {
+				t.Fatalf("render: %v", err)
+			}
+			if generateImplemented() {
+				if _, err := os.Stat(filepath.Join(cfg.OutDir, "clusters", f.Spec.Manager.Name, "kustomization.yaml")); err != nil {
+					t.Errorf("no entry point for the manager: %v", err)
+				}
+			}
+			first := readTree(t, cfg.OutDir)
+			// A re-render and --check see nothing to do.
+			if err := pipeline.Render(ctx, cfg); err != nil {
+				t.Fatalf("second render: %v", err)
+			}
+			if diff := cmp.Diff(first, readTree(t, cfg.OutDir)); diff != "" {
+				t.Errorf("second render changed the tree (-first +second):\n%s", diff)
+			}
+			if diff, err := pipeline.Check(ctx, cfg); err != nil || diff != "" {
+				t.Errorf("check after render: %v\n%s", err, diff)
+			}
+			lockAfter, err := os.ReadFile(lockPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(lockBefore, lockAfter) {
+				t.Errorf("render changed the committed lock:\n%s", cmp.Diff(string(lockBefore), string(lockAfter)))
+			}
+		})
+	}
+}
+
+// wantImages is every image the example needs: spec.images and what its layers
+// use.
+func wantImages(t testing.TB, f *schema.Fleet) []string {
+	t.Helper()
+	found, err := images.Discover(f)
+	if err != nil {
+		t.Fatalf("discover images: %v", err)
+	}
+	set := map[string]bool{}
+	for _, u := range found.Images {
+		set[u.Ref] = true
+	}
+	for _, ref := range f.Spec.Images {
+		n, err := lock.Normalize(ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		set[n] = true
+	}
+	out := make([]string, 0, len(set))
+	for r := range set {
+		out = append(out, r)
+	}
+	sort.Strings(out)
+	return out
+}
+
+var imageLine = regexp.MustCompile(`(?m)^\s*(?:-\s+)?image:\s*["']?([^"'\s#]+)`)
+
+// updateLock rewrites name/fleet.lock.yaml: every image the example uses
+// (found by images.Discover and by a plain scan of its manifests) with a
+// placeholder digest, sha256 of the normalised source reference, since digests
+// cannot be fetched offline; and a client ID for every agent cluster with
+// clientID auto, kept when the lock has one.
+func updateLock(t testing.TB, name string) {
+	t.Helper()
+	f, err := schema.Load(filepath.Join(name, "fleet.yaml"), schema.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := lock.Load(filepath.Join(name, lock.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs := map[string]bool{}
+	for _, r := range wantImages(t, f) {
+		refs[r] = true
+	}
+	err = filepath.WalkDir(name, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".yaml") {
+			return err
+		}
+		if base := filepath.Base(p); base == "fleet.yaml" || base == lock.FileName || strings.Contains(p, "kubeconfigs") {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for _, m := range imageLine.FindAllSubmatch(b, -1) {
+			n, err := lock.Normalize(string(m[1]))
+			if err != nil {
+				return err
+			}
+			refs[n] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var imgs []lock.Image
+	for ref := range refs {
+		sum := sha256.Sum256([]byte(ref))
+		imgs = append(imgs, lock.Image{Source: ref, Target: target(f.Spec.Registry, ref), Digest: "sha256:" + hex.EncodeToString(sum[:])})
+	}
+	l.SetImages(imgs)
+	var auto []string
+	for _, c := range f.Spec.Clusters {
+		if c.Registration.Mode == schema.ModeAgent && (c.Registration.ClientID == "" || c.Registration.ClientID == "auto") {
+			auto = append(auto, c.Name)
+		}
+	}
+	// Deterministic bytes for the examples; a real render reads crypto/rand.
+	seed := sha256.Sum256([]byte("fleetgen example client IDs " + f.Metadata.Name))
+	if _, err := l.AssignClientIDs(auto, bytes.NewReader(bytes.Repeat(seed[:], 64))); err != nil {
+		t.Fatal(err)
+	}
+	if err := lock.Write(filepath.Join(name, lock.FileName), l); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// target is where mirror puts ref (SPEC §4): strip-host drops the source
+// registry, preserve-host keeps it as the first path element.
+func target(reg schema.Registry, ref string) string {
+	host, rest, _ := strings.Cut(ref, "/")
+	if reg.Layout == schema.LayoutPreserveHost {
+		rest = host + "/" + rest
+	}
+	if reg.Prefix != "" {
+		rest = strings.Trim(reg.Prefix, "/") + "/" + rest
+	}
+	return reg.Host + "/" + rest
+}
+
+func generateImplemented() bool {
+	f := &schema.Fleet{
+		APIVersion: schema.APIVersion, Kind: schema.Kind,
+		Metadata: schema.Metadata{Name: "probe"},
+		Spec: schema.Spec{
+			Registry: schema.Registry{Host: "registry.example"},
+			Source:   schema.Source{Kind: schema.SourceGit, URL: "https://git.example/fleet.git"},
+			Clusters: []schema.Cluster{{Name: "c1", Registration: schema.Registration{Mode: schema.ModeCAPI}}},
+		},
+	}
+	schema.Default(f)
+	files, err := generate.Render(f, lock.New(), generate.DefaultOptions())
+	return err == nil && len(files) > 0
+}
+
+// copyDir copies the example folder into a temporary one.
+func copyDir(t testing.TB, src string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), filepath.Base(src))
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			if rel == "testdata" || rel == "out" {
+				return filepath.SkipDir
+			}
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+func readTree(t testing.TB, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if os.IsNotExist(err) {
+			return nil
+		}
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(dir, p)
+		out[filepath.ToSlash(rel)] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}

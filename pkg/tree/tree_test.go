@@ -1,0 +1,302 @@
+package tree
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"fleetgen.dev/fleetgen/pkg/generate"
+	"fleetgen.dev/fleetgen/pkg/schema"
+)
+
+const h = generate.Header
+
+func file(p, body string) generate.File {
+	return generate.File{Path: p, Data: []byte(h + body)}
+}
+
+// put creates files (path → content) under dir.
+func put(t testing.TB, dir string, files map[string]string) {
+	t.Helper()
+	for p, c := range files {
+		full := filepath.Join(dir, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// read returns every file under dir (path → content) and every folder as
+// path + "/".
+func read(t testing.TB, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		rel = filepath.ToSlash(rel)
+		if rel == "." {
+			return nil
+		}
+		if d.IsDir() {
+			out[rel+"/"] = ""
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		out[rel] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestWrite(t *testing.T) {
+	tests := map[string]struct {
+		before  map[string]string
+		files   []generate.File
+		want    map[string]string
+		stats   Stats
+		invalid bool // the error is an input error and dir is unchanged
+	}{
+		"fresh": {
+			files: []generate.File{file("a/b.yaml", "b\n"), file("c.yaml", "c\n")},
+			want:  map[string]string{"a/": "", "a/b.yaml": h + "b\n", "c.yaml": h + "c\n"},
+			stats: Stats{Written: 2},
+		},
+		"overwrite changed, keep identical": {
+			before: map[string]string{"a.yaml": h + "old\n", "b.yaml": h + "same\n"},
+			files:  []generate.File{file("a.yaml", "new\n"), file("b.yaml", "same\n")},
+			want:   map[string]string{"a.yaml": h + "new\n", "b.yaml": h + "same\n"},
+			stats:  Stats{Written: 1, Unchanged: 1},
+		},
+		"prune stale owned files and emptied folders": {
+			before: map[string]string{
+				"clusters/old/source.yaml": h + "x\n",
+				"clusters/old/notes.txt":   "mine\n",
+				"agents/gone/values.yaml":  h + "x\n",
+				"keep.yaml":                h + "k\n",
+			},
+			files: []generate.File{file("keep.yaml", "k\n")},
+			want: map[string]string{
+				"clusters/":              "",
+				"clusters/old/":          "",
+				"clusters/old/notes.txt": "mine\n",
+				"keep.yaml":              h + "k\n",
+			},
+			stats: Stats{Unchanged: 1, Removed: 2},
+		},
+		"foreign files untouched": {
+			before: map[string]string{"README.md": "hello\n", "manager/extra.yaml": "kind: ConfigMap\n"},
+			files:  []generate.File{file("manager/kustomization.yaml", "k\n")},
+			want: map[string]string{
+				"README.md":                  "hello\n",
+				"manager/":                   "",
+				"manager/extra.yaml":         "kind: ConfigMap\n",
+				"manager/kustomization.yaml": h + "k\n",
+			},
+			stats: Stats{Written: 1},
+		},
+		"foreign file in the way": {
+			before:  map[string]string{"a.yaml": "user\n", "b.yaml": h + "old\n"},
+			files:   []generate.File{file("a.yaml", "x\n"), file("b.yaml", "new\n")},
+			invalid: true,
+		},
+		"foreign file where a folder must go": {
+			before:  map[string]string{"a": "user\n"},
+			files:   []generate.File{file("a/b.yaml", "x\n")},
+			invalid: true,
+		},
+		"stale owned file where a folder must go": {
+			before: map[string]string{"a": h + "old\n"},
+			files:  []generate.File{file("a/b.yaml", "x\n")},
+			want:   map[string]string{"a/": "", "a/b.yaml": h + "x\n"},
+			stats:  Stats{Written: 1, Removed: 1},
+		},
+		"escape with ..": {
+			before:  map[string]string{"a.yaml": h + "old\n"},
+			files:   []generate.File{file("../x.yaml", "x\n"), file("a.yaml", "new\n")},
+			invalid: true,
+		},
+		"escape inside path": {
+			files:   []generate.File{file("a/../../x.yaml", "x\n")},
+			invalid: true,
+		},
+		"absolute path": {
+			files:   []generate.File{file("/etc/x.yaml", "x\n")},
+			invalid: true,
+		},
+		"empty path": {
+			files:   []generate.File{file("", "x\n")},
+			invalid: true,
+		},
+		"duplicate path": {
+			files:   []generate.File{file("a.yaml", "x\n"), file("a.yaml", "y\n")},
+			invalid: true,
+		},
+		"file and folder": {
+			files:   []generate.File{file("a", "x\n"), file("a/b", "y\n")},
+			invalid: true,
+		},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			put(t, dir, tt.before)
+			before := read(t, dir)
+			st, err := Write(dir, tt.files)
+			if tt.invalid {
+				if err == nil || !schema.IsInvalid(err) {
+					t.Fatalf("Write: got %v, want an input error", err)
+				}
+				if diff := cmp.Diff(before, read(t, dir)); diff != "" {
+					t.Errorf("dir changed (-before +after):\n%s", diff)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, read(t, dir)); diff != "" {
+				t.Errorf("tree (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.stats, st); diff != "" {
+				t.Errorf("stats (-want +got):\n%s", diff)
+			}
+			// A second Write of the same files changes nothing.
+			st, err = Write(dir, tt.files)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Written != 0 || st.Removed != 0 {
+				t.Errorf("second Write: %+v, want nothing written or removed", st)
+			}
+			if d, err := Diff(dir, tt.files); err != nil || d != "" {
+				t.Errorf("Diff after Write = %q, %v; want no diff", d, err)
+			}
+		})
+	}
+}
+
+func TestWriteCreatesMissingDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "x", "out")
+	if _, err := Write(dir, []generate.File{file("a.yaml", "a\n")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "a.yaml")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestWriteOutputIsAFile(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	put(t, dir, map[string]string{"out": "x"})
+	if _, err := Write(out, []generate.File{file("a.yaml", "a\n")}); err == nil {
+		t.Fatal("Write to a file: got no error")
+	}
+}
+
+func TestWriteFailure(t *testing.T) {
+	// A name the file system rejects (too long once the temporary prefix is
+	// added) makes the write itself fail, as a full disk would.
+	dir := t.TempDir()
+	put(t, dir, map[string]string{"a.yaml": h + "old\n"})
+	long := strings.Repeat("x", 250) + ".yaml"
+	_, err := Write(dir, []generate.File{file("a.yaml", "old\n"), file(long, "x\n")})
+	if err == nil || schema.IsInvalid(err) {
+		t.Fatalf("Write: got %v, want an environment error", err)
+	}
+	got := read(t, dir)
+	if diff := cmp.Diff(map[string]string{"a.yaml": h + "old\n"}, got); diff != "" {
+		t.Errorf("dir (-want +got):\n%s", diff)
+	}
+}
+
+func TestDiff(t *testing.T) {
+	dir := t.TempDir()
+	put(t, dir, map[string]string{
+		"changed.yaml": h + "a: 1\nb: 2\n",
+		"same.yaml":    h + "s\n",
+		"stale.yaml":   h + "gone: true\n",
+		"foreign.yaml": "user: true\n",
+		"secret.yaml":  h + "kind: Secret\ndata:\n  value: b2xk\n",
+	})
+	files := []generate.File{
+		file("changed.yaml", "a: 1\nb: 3\n"),
+		file("new/x.yaml", "x: 1\n"),
+		file("same.yaml", "s\n"),
+		{Path: "secret.yaml", Data: []byte(h + "kind: Secret\ndata:\n  value: bmV3\n"), Secret: true},
+	}
+	got, err := Diff(dir, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `diff a/changed.yaml b/changed.yaml
+--- a/changed.yaml
++++ b/changed.yaml
+@@ -1,3 +1,3 @@
+ # Generated by fleetgen. DO NOT EDIT.
+ a: 1
+-b: 2
++b: 3
+diff /dev/null b/new/x.yaml
+--- /dev/null
++++ b/new/x.yaml
+@@ -0,0 +1,2 @@
++# Generated by fleetgen. DO NOT EDIT.
++x: 1
+diff a/secret.yaml b/secret.yaml
+--- a/secret.yaml
++++ b/secret.yaml
+@@ Secret content differs; not shown @@
+diff a/stale.yaml /dev/null
+--- a/stale.yaml
++++ /dev/null
+@@ -1,2 +0,0 @@
+-# Generated by fleetgen. DO NOT EDIT.
+-gone: true
+`
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Diff (-want +got):\n%s", diff)
+	}
+	if strings.Contains(got, "bmV3") || strings.Contains(got, "b2xk") {
+		t.Error("Diff shows secret content")
+	}
+	// Diff writes nothing.
+	if _, err := os.Stat(filepath.Join(dir, "new")); err == nil {
+		t.Error("Diff created new/")
+	}
+}
+
+func TestDiffMissingDir(t *testing.T) {
+	got, err := Diff(filepath.Join(t.TempDir(), "none"), []generate.File{file("a.yaml", "a\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(got, "+++ b/a.yaml") {
+		t.Errorf("Diff = %q, want a creation of a.yaml", got)
+	}
+}
+
+func TestWriteFreshFailureLeavesNothing(t *testing.T) {
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "out")
+	long := strings.Repeat("x", 300) + ".yaml"
+	if _, err := Write(dir, []generate.File{file("a.yaml", "a\n"), file(long, "x\n")}); err == nil {
+		t.Fatal("Write: got no error")
+	}
+	if diff := cmp.Diff(map[string]string{}, read(t, parent)); diff != "" {
+		t.Errorf("parent of dir (-want +got):\n%s", diff)
+	}
+}
