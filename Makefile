@@ -3,7 +3,7 @@ GO      ?= go
 BIN     ?= bin/fleetgen
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build test bench lint
+.PHONY: all build test bench bench-mirror lint
 
 all: build
 
@@ -18,6 +18,10 @@ test:
 ## bench: render generated fleets of 1,000 and 10,000 clusters to disk
 bench: build
 	$(GO) run ./internal/cmd/benchrender -bin $(BIN)
+
+## bench-mirror: fleetgen mirror vs a crane copy loop vs the floor, two local registries
+bench-mirror:
+	$(GO) run ./internal/cmd/benchmirror
 
 ## lint: gofmt and go vet
 lint:
