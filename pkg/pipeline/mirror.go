@@ -2,11 +2,8 @@ package pipeline
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -25,24 +22,9 @@ const (
 	EnvRegistryPassword = "FLEETGEN_REGISTRY_PASSWORD"
 )
 
-// mirrorFleetFile is fleet.yaml's path: cfg.File, or ./fleet.yaml.
-func mirrorFleetFile(cfg Config) string {
-	if cfg.File == "" {
-		return "fleet.yaml"
-	}
-	return cfg.File
-}
-
-func mirrorLookupEnv(cfg Config, k string) (string, bool) {
-	if cfg.LookupEnv != nil {
-		return cfg.LookupEnv(k)
-	}
-	return os.LookupEnv(k)
-}
-
 // discoverImages loads fleet.yaml and finds its images.
 func discoverImages(cfg Config) (*schema.Fleet, *images.Result, error) {
-	f, err := schema.Load(mirrorFleetFile(cfg), schema.LoadOptions{LookupEnv: cfg.LookupEnv})
+	f, err := load(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -98,7 +80,7 @@ func Mirror(ctx context.Context, cfg Config, w io.Writer, dryRun bool) error {
 		return err
 	}
 	lockPath := filepath.Join(f.Dir, lock.FileName)
-	l, err := mirrorLoadLock(lockPath)
+	l, _, err := loadLock(f)
 	if err != nil {
 		return err
 	}
@@ -109,8 +91,8 @@ func Mirror(ctx context.Context, cfg Config, w io.Writer, dryRun bool) error {
 		mirror.WithJobs(cfg.Jobs),
 		mirror.WithInsecure(f.Spec.Registry.Insecure),
 	}
-	if user, ok := mirrorLookupEnv(cfg, EnvRegistryUsername); ok && user != "" {
-		pass, _ := mirrorLookupEnv(cfg, EnvRegistryPassword)
+	if user, ok := cfg.lookupEnv(EnvRegistryUsername); ok && user != "" {
+		pass, _ := cfg.lookupEnv(EnvRegistryPassword)
 		opts = append(opts, mirror.WithTargetCredentials(user, pass))
 	}
 	if cfg.Progress != nil {
@@ -128,23 +110,6 @@ func Mirror(ctx context.Context, cfg Config, w io.Writer, dryRun bool) error {
 		len(pairs), f.Spec.Registry.Host, stats.Copied, stats.Present, mirrorBytes(stats.BytesPushed), stats.Elapsed.Round(10*time.Millisecond)),
 		"copied", stats.Copied, "present", stats.Present, "bytes", stats.BytesPushed, "elapsed", stats.Elapsed)
 	return nil
-}
-
-// mirrorLoadLock reads the lock at path before anything is copied: a missing
-// lock is empty, one that does not parse (edited by hand) an input error.
-func mirrorLoadLock(path string) (*lock.Lock, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return lock.New(), nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	l, err := lock.Parse(data)
-	if err != nil {
-		return nil, schema.Invalid(fmt.Errorf("%s: %w", path, err))
-	}
-	return l, nil
 }
 
 // mirrorProgress writes one line per finished image: "[3/126] copied src -> dst (12.0 MiB)".

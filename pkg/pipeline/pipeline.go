@@ -6,6 +6,7 @@ package pipeline
 import (
 	"io"
 	"log/slog"
+	"os"
 )
 
 // Config is what every command shares.
@@ -33,4 +34,13 @@ func (c Config) logger() *slog.Logger {
 		return slog.New(slog.DiscardHandler)
 	}
 	return c.Logger
+}
+
+// lookupEnv resolves an environment variable through cfg.LookupEnv, or the
+// process environment when it is nil.
+func (c Config) lookupEnv(k string) (string, bool) {
+	if c.LookupEnv != nil {
+		return c.LookupEnv(k)
+	}
+	return os.LookupEnv(k)
 }

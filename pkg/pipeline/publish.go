@@ -33,15 +33,11 @@ func Publish(ctx context.Context, cfg Config) error {
 	if cfg.OutDir == "" {
 		return schema.Invalid(errors.New("publish: the output folder (-o DIR) is required"))
 	}
-	file := cfg.File
-	if file == "" {
-		file = "fleet.yaml"
-	}
-	f, err := schema.Load(file, schema.LoadOptions{LookupEnv: cfg.LookupEnv})
+	f, err := load(cfg)
 	if err != nil {
 		return err
 	}
-	l, err := lock.Load(filepath.Join(f.Dir, lock.FileName))
+	l, _, err := loadLock(f)
 	if err != nil {
 		return err
 	}
