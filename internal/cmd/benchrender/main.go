@@ -8,8 +8,6 @@
 package main
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"flag"
 	"fmt"
 	"io/fs"
@@ -21,18 +19,18 @@ import (
 	"syscall"
 	"time"
 
+	"fleetgen.dev/fleetgen/internal/synthetic"
 	"fleetgen.dev/fleetgen/pkg/generate"
-	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/tree"
 )
 
 // Targets from issue 2.
 const (
-	maxWall10k  = 3 * time.Second
-	maxRSS      = 1 << 30
-	maxScale    = 12.0
-	maxCpRatio  = 3.0
-	filesPerCl  = 7 // roughly what a render writes per cluster
+	maxWall10k = 3 * time.Second
+	maxRSS     = 1 << 30
+	maxScale   = 12.0
+	maxCpRatio = 3.0
+
 	defaultSize = "1000,10000"
 )
 
@@ -137,7 +135,7 @@ func run(bin, sizeList, work string, treeOnly bool) error {
 
 func measureRender(bin, dir string, n int) (result, error) {
 	r := result{clusters: n}
-	if err := writeFleet(dir, n); err != nil {
+	if err := synthetic.Write(dir, n); err != nil {
 		return r, err
 	}
 	out := filepath.Join(dir, "out")
@@ -191,11 +189,15 @@ func cpBest(src, dst string) (time.Duration, error) {
 	return d, err
 }
 
-// measureTree times tree.Write of filesPerCl synthetic files per cluster into
+// measureTree times tree.Write of the rendered synthetic fleet into
 // an empty folder, in-process: the write path without generate.
 func measureTree(dir string, n int) (result, error) {
 	r := result{clusters: n}
-	files := syntheticFiles(n)
+	f := synthetic.Fleet(n)
+	files, err := generate.Render(f, synthetic.Lock(f), generate.Options{LayerImages: synthetic.LayerImages(f)})
+	if err != nil {
+		return r, err
+	}
 	out := filepath.Join(dir, "out")
 	start := time.Now()
 	if _, err := tree.Write(out, files); err != nil {
@@ -211,7 +213,6 @@ func measureTree(dir string, n int) (result, error) {
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
 		r.rssKB = int64(ru.Maxrss)
 	}
-	var err error
 	if r.files, r.bytes, err = count(out); err != nil {
 		return r, err
 	}
@@ -291,139 +292,3 @@ func ok(b bool) string {
 
 // modes cycles through every registration mode.
 var modes = []string{"agent", "manager", "capi", "verrazzano"}
-
-// writeFleet writes a fleet of n clusters with two layers, its kustomize
-// folders, a fake kubeconfig and CA, and a lock with placeholder digests and
-// every client ID, so the render changes no lock.
-func writeFleet(dir string, n int) error {
-	files := map[string]string{
-		"certs/ca.pem":                              fakeCA,
-		"kubeconfigs/shared.yaml":                   fakeKubeconfig,
-		"infrastructure/prod/kustomization.yaml":    kustomization,
-		"infrastructure/prod/deploy.yaml":           deployment("ingress", "registry.k8s.io/ingress-nginx/controller:v1.11.3"),
-		"infrastructure/dev/kustomization.yaml":     kustomization,
-		"infrastructure/dev/deploy.yaml":            deployment("ingress", "registry.k8s.io/ingress-nginx/controller:v1.11.3"),
-		"infrastructure/staging/kustomization.yaml": kustomization,
-		"infrastructure/staging/deploy.yaml":        deployment("ingress", "registry.k8s.io/ingress-nginx/controller:v1.11.3"),
-		"apps/kustomization.yaml":                   kustomization,
-		"apps/deploy.yaml":                          deployment("podinfo", "ghcr.io/stefanprodan/podinfo:6.7.1"),
-	}
-	var b strings.Builder
-	b.WriteString(`apiVersion: fleetgen.dev/v1alpha1
-kind: Fleet
-metadata:
-  name: bench
-spec:
-  manager:
-    apiServerURL: https://fleet.bench.example:6443
-    apiServerCA: {file: certs/ca.pem}
-  registry:
-    host: bench.azurecr.io
-  source:
-    kind: git
-    url: https://git.bench.example/bench/fleet.git
-  images:
-    - rancher/fleet-agent:v0.13.0
-  layers:
-    - name: infrastructure
-      path: ./infrastructure/${env}
-    - name: apps
-      path: ./apps
-      dependsOn: [infrastructure]
-      selector: {tier: apps}
-  groups:
-    - name: prod
-      selector: {env: prod}
-    - name: dev
-      selector: {env: dev}
-  defaults:
-    labels: {org: bench}
-    tokenTTL: 240h
-  clusters:
-`)
-	envs := []string{"prod", "dev", "staging"}
-	l := lock.New()
-	for i := range n {
-		name := fmt.Sprintf("c%05d", i)
-		mode := modes[i%len(modes)]
-		fmt.Fprintf(&b, "    - name: %s\n      labels: {env: %s, region: r%d", name, envs[i%len(envs)], i%7)
-		if i%2 == 0 {
-			b.WriteString(", tier: apps")
-		}
-		b.WriteString("}\n")
-		switch mode {
-		case "manager":
-			fmt.Fprintf(&b, "      registration: {mode: manager, kubeconfig: {file: kubeconfigs/shared.yaml}}\n")
-		default:
-			fmt.Fprintf(&b, "      registration: {mode: %s}\n", mode)
-		}
-		if mode == "agent" {
-			sum := sha256.Sum256([]byte(name))
-			l.Clients = append(l.Clients, lock.Client{Cluster: name, ClientID: hex.EncodeToString(sum[:16])})
-		}
-	}
-	files["fleet.yaml"] = b.String()
-	var imgs []lock.Image
-	for _, ref := range []string{
-		"docker.io/rancher/fleet-agent:v0.13.0",
-		"ghcr.io/stefanprodan/podinfo:6.7.1",
-		"registry.k8s.io/ingress-nginx/controller:v1.11.3",
-	} {
-		sum := sha256.Sum256([]byte(ref))
-		_, rest, _ := strings.Cut(ref, "/")
-		imgs = append(imgs, lock.Image{Source: ref, Target: "bench.azurecr.io/" + rest, Digest: "sha256:" + hex.EncodeToString(sum[:])})
-	}
-	l.SetImages(imgs)
-	files[lock.FileName] = string(l.Marshal())
-	for p, c := range files {
-		full := filepath.Join(dir, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// syntheticFiles is filesPerCl files of realistic size per cluster.
-func syntheticFiles(n int) []generate.File {
-	body := strings.Repeat("  key: value of a typical rendered manifest line\n", 12)
-	var out []generate.File
-	for i := range n {
-		name := fmt.Sprintf("c%05d", i)
-		for _, p := range []string{
-			"clusters/" + name + "/kustomization.yaml",
-			"clusters/" + name + "/source.yaml",
-			"clusters/" + name + "/infrastructure.yaml",
-			"clusters/" + name + "/apps.yaml",
-			"manager/fleet/" + name + "/cluster.yaml",
-			"manager/fleet/" + name + "/token.yaml",
-			"agents/" + name + "/values.yaml",
-		}[:filesPerCl] {
-			out = append(out, generate.File{Path: p, Data: []byte(generate.Header + "metadata:\n  name: " + name + "\n" + body)})
-		}
-	}
-	return out
-}
-
-const kustomization = `apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-resources: [deploy.yaml]
-`
-
-func deployment(name, image string) string {
-	return fmt.Sprintf(`apiVersion: apps/v1
-kind: Deployment
-metadata: {name: %[1]s, namespace: default}
-spec:
-  selector: {matchLabels: {app: %[1]s}}
-  template:
-    metadata: {labels: {app: %[1]s}}
-    spec:
-      containers:
-        - name: %[1]s
-          image: %[2]s
-`, name, image)
-}
