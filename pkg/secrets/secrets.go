@@ -46,8 +46,13 @@ const ConfigPath = ".sops.yaml"
 // on every CPU. Seal never logs, and its errors never contain secret content;
 // a recipient that does not parse is an input error.
 func Seal(files []generate.File, enc *schema.SOPS, previous func(path string) ([]byte, bool)) ([]generate.File, error) {
-	return sealer{rand: rand.Reader, now: time.Now, workers: runtime.GOMAXPROCS(0)}.seal(files, enc, previous)
+	return sealer{rand: rand.Reader, now: lastModified, workers: runtime.GOMAXPROCS(0)}.seal(files, enc, previous)
 }
+
+// lastModified is what every sealed file's sops.lastmodified says. SOPS needs
+// the field (it is the MAC's additional data) but nothing reads it as a date;
+// a fixed value keeps the wall clock out of the output, whose history is Git's.
+func lastModified() time.Time { return time.Unix(0, 0) }
 
 // sealer holds what tests replace: the source of salts and the clock that
 // stamps sops.lastmodified.
