@@ -221,7 +221,6 @@ func target(reg schema.Registry, ref string) string {
 	return reg.Host + "/" + rest
 }
 
-
 // copyDir copies the example folder into a temporary one.
 func copyDir(t testing.TB, src string) string {
 	t.Helper()
