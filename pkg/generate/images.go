@@ -28,9 +28,9 @@ func (r *renderer) fleetAgentImage() *agentImage {
 		if !ok {
 			return nil
 		}
-		tag := tagOf(n)
+		_, tag := lock.SplitRef(n)
 		if tag == "" {
-			tag = tagOf(img.Target)
+			_, tag = lock.SplitRef(img.Target)
 		}
 		if tag == "" {
 			tag = "latest" // the chart needs repository:tag; the digest decides
@@ -68,7 +68,7 @@ func (r *renderer) layerImages() map[string]*layerPathImages {
 				res.missing = append(res.missing, ref)
 				continue
 			}
-			e := kustomizeImage{Name: nameOf(ref), NewName: img.Repository(), Digest: img.Digest}
+			e := kustomizeImage{Name: refName(ref), NewName: img.Repository(), Digest: img.Digest}
 			if old, ok := byName[e.Name]; ok && old != e {
 				clash[e.Name] = true
 				continue
@@ -151,51 +151,14 @@ func (r *renderer) layerErrors(results []clusterResult) schema.Errors {
 	return errs
 }
 
-// nameOf returns an image reference as written without tag or digest, as
-// kustomize's images transformer matches it.
-func nameOf(ref string) string {
-	if i := strings.IndexByte(ref, '@'); i >= 0 {
-		ref = ref[:i]
-	}
-	if i := tagColon(ref); i >= 0 {
-		ref = ref[:i]
-	}
-	return ref
-}
-
-// tagOf returns the tag of a reference, or "".
-func tagOf(ref string) string {
-	if i := strings.IndexByte(ref, '@'); i >= 0 {
-		ref = ref[:i]
-	}
-	if i := tagColon(ref); i >= 0 {
-		return ref[i+1:]
-	}
-	return ""
-}
-
 // repoPath returns the repository path of a normalised reference: no host,
 // tag or digest.
 func repoPath(normalized string) string {
-	n := nameOf(normalized)
+	n := refName(normalized)
 	if i := strings.IndexByte(n, '/'); i >= 0 {
 		return n[i+1:]
 	}
 	return n
-}
-
-// tagColon returns the index of the colon that starts the tag, or -1 (a
-// colon before the last slash is a registry port).
-func tagColon(ref string) int {
-	for i := len(ref) - 1; i >= 0; i-- {
-		switch ref[i] {
-		case ':':
-			return i
-		case '/':
-			return -1
-		}
-	}
-	return -1
 }
 
 func uniq(s []string) []string {
@@ -206,4 +169,11 @@ func uniq(s []string) []string {
 		}
 	}
 	return out
+}
+
+// refName is a reference as written without tag or digest, the form
+// kustomize's images transformer matches.
+func refName(ref string) string {
+	n, _ := lock.SplitRef(ref)
+	return n
 }

@@ -14,7 +14,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 
 	"sigs.k8s.io/yaml"
 )
@@ -58,27 +57,8 @@ func (i Image) Pinned() string {
 // Repository returns Target without tag or digest (Target may be repo:tag,
 // repo@sha256:… for a source given by digest only, or repo:tag@sha256:…).
 func (i Image) Repository() string {
-	repo := i.Target
-	if j := strings.IndexByte(repo, '@'); j >= 0 {
-		repo = repo[:j]
-	}
-	if j := lastTagColon(repo); j >= 0 {
-		return repo[:j]
-	}
+	repo, _ := SplitRef(i.Target)
 	return repo
-}
-
-// lastTagColon returns the index of the colon that starts the tag, or -1.
-func lastTagColon(ref string) int {
-	for i := len(ref) - 1; i >= 0; i-- {
-		switch ref[i] {
-		case ':':
-			return i
-		case '/':
-			return -1
-		}
-	}
-	return -1
 }
 
 // Client is the client ID generated for one agent-mode cluster.

@@ -29,7 +29,7 @@ func Normalize(ref string) (string, error) {
 	case name.Tag:
 		out += ":" + t.TagStr()
 	case name.Digest:
-		if tag := tagOf(ref); tag != "" {
+		if _, tag := SplitRef(ref); tag != "" {
 			out += ":" + tag
 		}
 		out += "@" + t.DigestStr()
@@ -37,13 +37,20 @@ func Normalize(ref string) (string, error) {
 	return out, nil
 }
 
-// tagOf returns the tag of repo:tag@digest, or "".
-func tagOf(ref string) string {
+// SplitRef splits a reference as written (name[:tag][@digest]) into its name,
+// without tag or digest, and its tag ("" when none). A colon before the last
+// slash belongs to a registry port, not a tag.
+func SplitRef(ref string) (name, tag string) {
 	if i := strings.IndexByte(ref, '@'); i >= 0 {
 		ref = ref[:i]
 	}
-	if i := lastTagColon(ref); i >= 0 {
-		return ref[i+1:]
+	for i := len(ref) - 1; i >= 0; i-- {
+		switch ref[i] {
+		case ':':
+			return ref[:i], ref[i+1:]
+		case '/':
+			return ref, ""
+		}
 	}
-	return ""
+	return ref, ""
 }

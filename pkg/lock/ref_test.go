@@ -54,3 +54,20 @@ func TestImageRepositoryAndPinned(t *testing.T) {
 		})
 	}
 }
+
+func TestSplitRef(t *testing.T) {
+	for ref, want := range map[string][2]string{
+		"busybox":                              {"busybox", ""},
+		"busybox:1.36":                         {"busybox", "1.36"},
+		"localhost:5000/x/y":                   {"localhost:5000/x/y", ""},
+		"localhost:5000/x/y:v1":                {"localhost:5000/x/y", "v1"},
+		"ghcr.io/x/y@sha256:abc":               {"ghcr.io/x/y", ""},
+		"ghcr.io/x/y:1.0@sha256:abc":           {"ghcr.io/x/y", "1.0"},
+		"127.0.0.1:5000/k/kured:1.12.0@sha256": {"127.0.0.1:5000/k/kured", "1.12.0"},
+	} {
+		name, tag := lock.SplitRef(ref)
+		if name != want[0] || tag != want[1] {
+			t.Errorf("SplitRef(%q) = %q, %q; want %q, %q", ref, name, tag, want[0], want[1])
+		}
+	}
+}
