@@ -515,11 +515,18 @@ func (r *runner) blob(ctx context.Context, srcRepo, dstRepo name.Repository, b v
 	if have {
 		return nil
 	}
-	var l v1.Layer = layer
+	var err error
 	if ownerErr == nil {
-		l = &remote.MountableLayer{Layer: layer, Reference: from.Digest(b.Digest.String())}
+		// A mount moves no bytes: it does not wait for an upload slot, so that
+		// mounts never queue behind the uploads that hold the slots. (A registry
+		// that refuses the mount gets the bytes instead, outside the slots; the
+		// images in flight still bound how many such uploads there are.)
+		l := &remote.MountableLayer{Layer: layer, Reference: from.Digest(b.Digest.String())}
+		err = r.pusher.Upload(ctx, dstRepo, l)
+	} else {
+		err = r.upload(ctx, dstRepo, layer)
 	}
-	if err := r.upload(ctx, dstRepo, l); err != nil {
+	if err != nil {
 		return fmt.Errorf("blob %s: %w", b.Digest, err)
 	}
 	r.mu.Lock()
