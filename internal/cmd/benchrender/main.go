@@ -59,6 +59,7 @@ func main() {
 	flag.BoolVar(&o.treeOnly, "tree-only", false, "measure tree.Write of synthetic files in-process instead of the binary")
 	flag.IntVar(&o.runs, "runs", 3, "measure each step this many times and keep the fastest (the machine is shared)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the generated fleets and outputs in -dir")
+	generate := flag.String("generate", "", "internal: write a synthetic fleet of -sizes clusters into this folder and exit")
 	flag.Parse()
 	for _, s := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -67,6 +68,13 @@ func main() {
 			os.Exit(2)
 		}
 		o.sizes = append(o.sizes, n)
+	}
+	if *generate != "" {
+		if err := synthetic.Write(*generate, o.sizes[0]); err != nil {
+			fmt.Fprintln(os.Stderr, "error:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
@@ -196,8 +204,14 @@ func rerun(o options, write func() (time.Duration, int64, error)) (time.Duration
 
 func measureRender(o options, dir string, n int) (result, error) {
 	r := result{clusters: n}
-	if err := synthetic.Write(dir, n); err != nil {
+	// Generate in a child process: Linux reports a child's peak RSS as at least
+	// that of the parent it was forked from, so this process must stay small.
+	self, err := os.Executable()
+	if err != nil {
 		return r, err
+	}
+	if out, err := exec.Command(self, "-generate", dir, "-sizes", strconv.Itoa(n)).CombinedOutput(); err != nil {
+		return r, fmt.Errorf("generate %d clusters: %v: %s", n, err, out)
 	}
 	out := filepath.Join(dir, "out")
 	render := func() (time.Duration, int64, error) {
@@ -215,7 +229,6 @@ func measureRender(o options, dir string, n int) (result, error) {
 		}
 		return wall, rss, nil
 	}
-	var err error
 	if r.wall, r.cp, r.rssKB, err = fresh(o, out, render); err != nil {
 		return r, err
 	}
