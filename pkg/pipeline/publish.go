@@ -24,9 +24,9 @@ import (
 //
 // Pre-flight, in order, each refusing with nothing pushed: every image digest
 // a fleetgen-written file of OutDir names is in the lock (a mirror reference
-// repo@sha256:… must match its lock entry); every lock image is present in
-// the registry at its digest (publish.Verify); OutDir equals what `render`
-// would write now (Check). Then it commits and pushes (spec.source.kind git)
+// repo@sha256:… must match its lock entry); OutDir equals what `render` would
+// write now (Check); every lock image is present in the registry at its
+// digest (publish.Verify), the only check that needs the network. Then it commits and pushes (spec.source.kind git)
 // or pushes a Flux artifact (oci) to spec.source.url, or cfg.PushURL.
 func Publish(ctx context.Context, cfg Config) error {
 	log := cfg.logger()
@@ -49,13 +49,7 @@ func Publish(ctx context.Context, cfg Config) error {
 	if err := checkReferences(f, l, cfg.OutDir); err != nil {
 		return err
 	}
-	vopts := opts
-	if cfg.Jobs > 0 {
-		vopts = append(vopts, publish.WithJobs(cfg.Jobs))
-	}
-	if err := publish.Verify(ctx, f.Spec.Registry, l.Images, vopts...); err != nil {
-		return fmt.Errorf("publish: nothing pushed: %w", err)
-	}
+	// Local checks first: a hand-edited tree fails without a registry round trip.
 	diff, err := Check(ctx, cfg)
 	if err != nil {
 		return err
@@ -63,6 +57,13 @@ func Publish(ctx context.Context, cfg Config) error {
 	if diff != "" {
 		return fmt.Errorf("publish: nothing pushed: %s differs from a fresh render (hand edits, or run `fleetgen render -o %s`):\n%s",
 			cfg.OutDir, cfg.OutDir, truncateLines(diff, 40))
+	}
+	vopts := opts
+	if cfg.Jobs > 0 {
+		vopts = append(vopts, publish.WithJobs(cfg.Jobs))
+	}
+	if err := publish.Verify(ctx, f.Spec.Registry, l.Images, vopts...); err != nil {
+		return fmt.Errorf("publish: nothing pushed: %w", err)
 	}
 
 	if cfg.PushURL != "" {

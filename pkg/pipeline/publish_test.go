@@ -81,13 +81,7 @@ func pubSetup(t *testing.T, missing bool) (Config, string, string) {
 		t.Fatal(err)
 	}
 	if entries, _ := os.ReadDir(out); len(entries) == 0 {
-		// Render is still a skeleton in this tree: a hand-made render.
-		pubWrite(t, out, map[string]string{
-			"manager/kustomization.yaml":         generate.Header + "resources: []\n",
-			"clusters/prod-1/kustomization.yaml": generate.Header + "resources: [infrastructure.yaml]\n",
-			"clusters/prod-1/infrastructure.yaml": generate.Header + "images:\n- name: ghcr.io/kubereboot/kured\n  newName: " +
-				host + "/kubereboot/kured\n  digest: " + d.String() + "\n",
-		})
+		t.Fatal("render wrote nothing")
 	}
 	bare := testenv.BareRepo(t, "fleet.git")
 	cfg.PushURL = bare
@@ -170,7 +164,9 @@ func TestPublishRefuses(t *testing.T) {
 		name    string
 		missing bool
 		extra   func(host string) string // a fleetgen file added to the output
+		edit    bool                     // hand-edit a rendered file
 		wantErr []string
+		notErr  []string
 	}{
 		{
 			name:    "registry lacks a locked digest",
@@ -184,11 +180,30 @@ func TestPublishRefuses(t *testing.T) {
 			},
 			wantErr: []string{"nothing pushed", "extra.yaml: ", "kubereboot/kured@sha256:" + strings.Repeat("1", 64)},
 		},
+		{
+			// The registry lacks a digest too: the local drift check comes
+			// first, so the user hears of the hand edit without a registry call.
+			name:    "output was edited by hand",
+			missing: true,
+			edit:    true,
+			wantErr: []string{"nothing pushed", "differs from a fresh render", "clusters/prod-1/kustomization.yaml", "# hand edit"},
+			notErr:  []string{"gone"},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, bare, host := pubSetup(t, tc.missing)
 			if tc.extra != nil {
 				pubWrite(t, cfg.OutDir, map[string]string{"manager/extra.yaml": tc.extra(host)})
+			}
+			if tc.edit {
+				p := filepath.Join(cfg.OutDir, "clusters", "prod-1", "kustomization.yaml")
+				b, err := os.ReadFile(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, append(b, "# hand edit\n"...), 0o644); err != nil {
+					t.Fatal(err)
+				}
 			}
 			err := Publish(context.Background(), cfg)
 			if err == nil {
@@ -197,6 +212,11 @@ func TestPublishRefuses(t *testing.T) {
 			for _, w := range tc.wantErr {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error lacks %q:\n%v", w, err)
+				}
+			}
+			for _, w := range tc.notErr {
+				if strings.Contains(err.Error(), w) {
+					t.Errorf("error mentions %q:\n%v", w, err)
 				}
 			}
 			if refs := testenv.Git(t, bare, "for-each-ref"); refs != "" {
