@@ -58,7 +58,7 @@ func main() {
 	flag.StringVar(&o.tmpfs, "tmpfs", "/dev/shm", "a tmpfs folder for the second pass (\"\" to skip it)")
 	flag.BoolVar(&o.treeOnly, "tree-only", false, "measure tree.Write of synthetic files in-process instead of the binary")
 	flag.IntVar(&o.runs, "runs", 3, "measure each step this many times and keep the fastest (the machine is shared)")
-	flag.BoolVar(&o.keep, "keep", false, "keep the generated fleets and outputs in -dir")
+	flag.BoolVar(&o.keep, "keep", false, "keep the generated fleets and outputs in -dir (skips the tmpfs pass)")
 	generate := flag.String("generate", "", "internal: write a synthetic fleet of -sizes clusters into this folder and exit")
 	flag.Parse()
 	for _, s := range strings.Split(*sizes, ",") {
