@@ -26,8 +26,9 @@ import (
 // a fleetgen-written file of OutDir names is in the lock (a mirror reference
 // repo@sha256:… must match its lock entry); OutDir equals what `render` would
 // write now (Check); every lock image is present in the registry at its
-// digest (publish.Verify), the only check that needs the network. Then it commits and pushes (spec.source.kind git)
-// or pushes a Flux artifact (oci) to spec.source.url, or cfg.PushURL.
+// digest (publish.Verify), the only check that needs the network. Then it
+// commits and pushes (spec.source.kind git) or pushes a Flux artifact (oci)
+// to spec.source.url, or cfg.PushURL.
 func Publish(ctx context.Context, cfg Config) error {
 	log := cfg.logger()
 	if cfg.OutDir == "" {

@@ -328,7 +328,7 @@ func report(rs []result, treeOnly bool, where string) {
 			r.rssKB/1024, ok(r.rssKB*1024 < maxRSS),
 			ratio(r.wall, r.cp), maxCpRatio, ok(ratio(r.wall, r.cp) <= maxCpRatio))
 		if r.wall >= maxWall10k && r.cp >= maxWall10k/2 {
-			fmt.Printf("  (cp -r alone takes %s here: the disk, not fleetgen, sets this wall time; see the tmpfs pass)\n", r.cp.Round(time.Millisecond))
+			fmt.Printf("  (cp -r alone takes %s on this disk; the tmpfs pass shows fleetgen without it)\n", r.cp.Round(time.Millisecond))
 		}
 		if r.files == 0 {
 			fmt.Println("warning: the render wrote no files (is pkg/generate implemented?)")
