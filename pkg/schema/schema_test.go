@@ -132,8 +132,8 @@ func TestLoadErrors(t *testing.T) {
 		t.Errorf("missing fleet.yaml: got %v, want an input error", err)
 	}
 	_, err = Load(t.TempDir(), LoadOptions{})
-	if err == nil || IsInvalid(err) {
-		t.Errorf("directory as fleet.yaml: got %v, want a plain error", err)
+	if !IsInvalid(err) || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("directory as fleet.yaml: got %v, want an input error", err)
 	}
 }
 
@@ -238,7 +238,7 @@ spec:
   source: {kind: git, url: "https://example.com/x.git"}
   clusters:
     - name: m
-      registration: {mode: manager, kubeconfig: {env: KC}}
+      registration: {mode: manager, kubeconfig: {env: FLEETGEN_KUBECONFIG_KC}}
     - name: v
       registration: {mode: verrazzano, caCert: {value: SECRET-VALUE}}
 `), 0o644)
