@@ -101,8 +101,10 @@ func TestLoadAttacks(t *testing.T) {
 			wantErr: "leads out of the folder of fleet.yaml through a symlink",
 		},
 		"relative symlink out": {
-			ref:     "{file: kc.yaml}",
-			setup:   func(t *testing.T, dir string) { symlink(t, "../"+filepath.Base(outside)+"/kubeconfig", filepath.Join(dir, "kc.yaml")) },
+			ref: "{file: kc.yaml}",
+			setup: func(t *testing.T, dir string) {
+				symlink(t, "../"+filepath.Base(outside)+"/kubeconfig", filepath.Join(dir, "kc.yaml"))
+			},
 			wantErr: "leads out of the folder of fleet.yaml through a symlink",
 		},
 		"folder symlink out": {
