@@ -220,25 +220,14 @@ func load(cfg Config) (*schema.Fleet, error) {
 	if _, err := os.Stat(file); errors.Is(err, fs.ErrNotExist) {
 		return nil, schema.Invalid(fmt.Errorf("%s: no such file (use -f to name fleet.yaml)", file))
 	}
-	return schema.Load(file, schema.LoadOptions{LookupEnv: cfg.LookupEnv})
+	return schema.Load(file, schema.LoadOptions{LookupEnv: cfg.LookupEnv, EnvPrefix: cfg.KubeconfigEnvPrefix})
 }
 
 // loadLock reads fleet.lock.yaml beside fleet.yaml and returns it with its bytes
-// (nil when there is none). A lock that does not parse is an input error.
+// (nil when there is none). A lock that does not parse, is not a regular file
+// or leads out of the folder is an input error (lock.Read).
 func loadLock(f *schema.Fleet) (*lock.Lock, []byte, error) {
-	path := filepath.Join(f.Dir, lock.FileName)
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return lock.New(), nil, nil
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	l, err := lock.Parse(data)
-	if err != nil {
-		return nil, nil, schema.Invalid(fmt.Errorf("%s: %w", path, err))
-	}
-	return l, data, nil
+	return lock.Read(filepath.Join(f.Dir, lock.FileName))
 }
 
 // previous returns what a path of the output folder holds now, for
