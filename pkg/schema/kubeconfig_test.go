@@ -1,7 +1,11 @@
 package schema
 
 import (
+	"bytes"
 	"encoding/base64"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -132,4 +136,51 @@ func TestCredentialUnguessable(t *testing.T) {
 			}
 		})
 	}
+}
+
+// word finds runs of letters and digits that hold a letter.
+var word = regexp.MustCompile(`[A-Za-z0-9]*[A-Za-z][A-Za-z0-9]*`)
+
+// FuzzCheckKubeconfig: CheckKubeconfig and CredentialUnguessable never panic,
+// and no error quotes the kubeconfig: every word of 4 letters or more in an
+// error that is also in the input must be in kubeconfig.go, where the
+// messages are written. Seeded with the examples' and golden cases'
+// kubeconfigs and the cases above.
+func FuzzCheckKubeconfig(f *testing.F) {
+	var seeds []string
+	for _, pattern := range []string{"../../examples/*/kubeconfigs/*.yaml", "testdata/golden/*/kubeconfigs/*.yaml", "testdata/golden/*/env/*"} {
+		m, err := filepath.Glob(filepath.FromSlash(pattern))
+		if err != nil {
+			f.Fatal(err)
+		}
+		seeds = append(seeds, m...)
+	}
+	if len(seeds) < 3 {
+		f.Fatalf("only %d seed kubeconfigs", len(seeds))
+	}
+	for _, p := range seeds {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte(kc("nope", "    server: http://"+markServer+"\n    certificate-authority: /"+markPath+"\n", "    tokenFile: /"+markPath+"\n")))
+	f.Add([]byte(strings.Replace(kc("ctx", httpsServer, "    token: "+markToken+"\n"), "user: u1", "user: u2", 1)))
+	source, err := os.ReadFile("kubeconfig.go")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_ = CredentialUnguessable(data)
+		err := CheckKubeconfig(data)
+		if err == nil {
+			return
+		}
+		for _, w := range word.FindAllString(err.Error(), -1) {
+			if len(w) >= 4 && bytes.Contains(data, []byte(w)) && !bytes.Contains(source, []byte(w)) {
+				t.Fatalf("error quotes the kubeconfig (%q):\n%v", w, err)
+			}
+		}
+	})
 }

@@ -251,9 +251,19 @@ spec:
 	}
 }
 
+// FuzzParse: Parse, Default and Validate never panic on any input, and a
+// whole-document problem is one line. Seeded with every golden case and every
+// example's fleet.yaml.
 func FuzzParse(f *testing.F) {
+	seeds, err := filepath.Glob(filepath.Join("..", "..", "examples", "*", "fleet.yaml"))
+	if err != nil || len(seeds) == 0 {
+		f.Fatalf("no example fleets: %v", err)
+	}
 	for _, dir := range goldenCases(f) {
-		b, err := os.ReadFile(filepath.Join(dir, "fleet.yaml"))
+		seeds = append(seeds, filepath.Join(dir, "fleet.yaml"))
+	}
+	for _, p := range seeds {
+		b, err := os.ReadFile(p)
 		if err != nil {
 			f.Fatal(err)
 		}
