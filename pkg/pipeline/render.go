@@ -12,6 +12,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/diff"
 
+	"fleetgen.dev/fleetgen/internal/safefs"
 	"fleetgen.dev/fleetgen/pkg/generate"
 	"fleetgen.dev/fleetgen/pkg/images"
 	"fleetgen.dev/fleetgen/pkg/lock"
@@ -230,14 +231,20 @@ func loadLock(f *schema.Fleet) (*lock.Lock, []byte, error) {
 	return lock.Read(filepath.Join(f.Dir, lock.FileName))
 }
 
+// maxPrevious bounds what previous reads: a sealed kubeconfig Secret is a
+// few KiB, and one of a 1 MiB kubeconfig (schema.MaxRefSize) under 2 MiB.
+const maxPrevious = 4 << 20
+
 // previous returns what a path of the output folder holds now, for
-// secrets.Seal to keep unchanged ciphertext.
+// secrets.Seal to keep unchanged ciphertext. DIR's content is untrusted: a
+// symlink out of DIR, a FIFO, a device or an oversized file counts as no
+// previous file (the Secret is sealed afresh), and is never read.
 func previous(outDir string) func(string) ([]byte, bool) {
 	return func(p string) ([]byte, bool) {
 		if outDir == "" {
 			return nil, false
 		}
-		b, err := os.ReadFile(filepath.Join(outDir, filepath.FromSlash(p)))
+		b, err := safefs.ReadFile(outDir, filepath.FromSlash(p), maxPrevious)
 		if err != nil {
 			return nil, false
 		}
