@@ -252,3 +252,26 @@ func writeFile(t *testing.T, name, content string) {
 		t.Fatal(err)
 	}
 }
+
+// TestPEMErrorsQuoteNothing: a PEM file that is not a certificate is named by
+// block number, not by the type its header spells.
+func TestPEMErrorsQuoteNothing(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "ca.pem"), "-----BEGIN "+marker+"-----\nAAAA\n-----END "+marker+"-----\n")
+	writeFile(t, filepath.Join(dir, "fleet.yaml"), `apiVersion: fleetgen.dev/v1alpha1
+kind: Fleet
+metadata: {name: x}
+spec:
+  manager: {apiServerURL: "https://m.example", apiServerCA: {file: ca.pem}}
+  registry: {host: r.example}
+  source: {kind: git, url: "https://example.com/x.git"}
+`)
+	_, err := Load(filepath.Join(dir, "fleet.yaml"), LoadOptions{})
+	if err == nil || !strings.Contains(err.Error(), "PEM block 1 is not a certificate") {
+		t.Fatalf("Load = %v, want PEM block 1 is not a certificate", err)
+	}
+	if strings.Contains(err.Error(), marker) {
+		t.Errorf("the error quotes the PEM header:\n%v", err)
+	}
+}
