@@ -1,6 +1,6 @@
 // Package safefs reads files named by untrusted input: only regular files, of
-// bounded size, opened without blocking, and (through Root) only inside one
-// folder, symlinks included.
+// bounded size, opened without blocking, and only inside one folder, symlinks
+// included.
 //
 // fleet.yaml, its {file: …} references and fleet.lock.yaml come from pull
 // requests. A plain os.ReadFile on them would follow a symlink to the runner's
@@ -92,19 +92,6 @@ func ReadFile(dir, name string, max int64) ([]byte, error) {
 	}
 	defer r.Close()
 	return r.ReadFile(name, max)
-}
-
-// ReadRegular reads the file at path, following symlinks anywhere, when it is
-// a regular file of at most max bytes. It is for paths given on the command
-// line (trusted) whose content is not: a FIFO or a device there must not hang
-// or exhaust memory either. Refusals wrap ErrNotRegular or ErrTooLarge.
-func ReadRegular(path string, max int64) ([]byte, error) {
-	fh, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer fh.Close()
-	return readRegular(fh, path, max)
 }
 
 // readRegular checks with fstat(2) that fh is a regular file (the open was

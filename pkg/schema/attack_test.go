@@ -217,6 +217,30 @@ func TestLoadFIFO(t *testing.T) {
 	}
 }
 
+// TestLoadFleetSymlink: -f names fleet.yaml, but a pull request decides
+// whether that is a symlink; one that leads out of its folder is refused.
+func TestLoadFleetSymlink(t *testing.T) {
+	t.Parallel()
+	outside := filepath.Join(t.TempDir(), "secret.yaml")
+	writeFile(t, outside, "apiVersion: "+marker+"\n")
+	dir := t.TempDir()
+	symlink(t, outside, filepath.Join(dir, "fleet.yaml"))
+	_, err := Load(filepath.Join(dir, "fleet.yaml"), LoadOptions{})
+	if !IsInvalid(err) || !strings.Contains(err.Error(), "a symlink that leads out of its folder") {
+		t.Errorf("fleet.yaml symlinked out: %v, want an input error", err)
+	}
+	if err != nil && strings.Contains(err.Error(), marker) {
+		t.Errorf("the error quotes the symlink's target:\n%v", err)
+	}
+
+	writeFile(t, filepath.Join(dir, "real", "fleet.yaml"), attackFleet("{file: kc.yaml}"))
+	writeFile(t, filepath.Join(dir, "kc.yaml"), markedKubeconfig)
+	symlink(t, "real/fleet.yaml", filepath.Join(dir, "inside.yaml"))
+	if _, err := Load(filepath.Join(dir, "inside.yaml"), LoadOptions{}); err != nil {
+		t.Errorf("fleet.yaml symlinked inside its folder: %v", err)
+	}
+}
+
 func TestEnvPrefixOption(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "fleet.yaml")

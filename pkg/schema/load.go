@@ -45,7 +45,9 @@ func Load(path string, opts LoadOptions) (*Fleet, error) {
 	if err := checkEnvPrefix(opts.EnvPrefix); err != nil {
 		return nil, err
 	}
-	data, err := safefs.ReadRegular(path, MaxFileSize)
+	// The path is the user's, but its last part may be a symlink that a pull
+	// request planted: fleet.yaml, too, is read inside its folder.
+	data, err := safefs.ReadFile(filepath.Dir(path), filepath.Base(path), MaxFileSize)
 	if err != nil {
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
@@ -54,6 +56,8 @@ func Load(path string, opts LoadOptions) (*Fleet, error) {
 			return nil, Errors{{File: path, Msg: fmt.Sprintf("file is larger than %d bytes: want a fleet.yaml (is this the right file?)", MaxFileSize)}}
 		case errors.Is(err, safefs.ErrNotRegular):
 			return nil, Errors{{File: path, Msg: "not a regular file (a folder, FIFO or device): want fleet.yaml as a regular file"}}
+		case errors.Is(err, safefs.ErrOutside):
+			return nil, Errors{{File: path, Msg: "a symlink that leads out of its folder: want fleet.yaml as a regular file in the folder it names (the fleet's root)"}}
 		}
 		return nil, fmt.Errorf("read fleet: %w", err)
 	}
