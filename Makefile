@@ -3,7 +3,7 @@ GO      ?= go
 BIN     ?= bin/fleetgen
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build test bench bench-mirror lint
+.PHONY: all build test fuzz bench bench-mirror lint
 
 all: build
 
@@ -14,6 +14,14 @@ build:
 ## test: every package's tests (needs git and /usr/bin/docker-registry)
 test:
 	$(GO) test ./...
+
+## fuzz: each fuzz target for FUZZTIME (10s): the fleet.yaml loader, the lock
+## and the kubeconfig checks, seeded from examples/ (CI runs it after test)
+FUZZTIME ?= 10s
+fuzz:
+	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) ./pkg/schema
+	$(GO) test -run='^$$' -fuzz='^FuzzCheckKubeconfig$$' -fuzztime=$(FUZZTIME) ./pkg/schema
+	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) ./pkg/lock
 
 ## bench: render generated fleets of 1,000 and 10,000 clusters to disk
 bench: build

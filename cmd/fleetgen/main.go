@@ -92,6 +92,7 @@ type globals struct {
 	quiet     bool
 	logger    *slog.Logger
 	progress  io.Writer
+	envPrefix string
 }
 
 func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
@@ -132,6 +133,7 @@ Exit codes: 0 ok, 1 runtime failure, 2 invalid input or usage, 3 drift (render -
 	pf.StringVar(&g.logFormat, "log-format", "text", "log format on stderr: text or json")
 	pf.BoolVarP(&g.verbose, "verbose", "v", false, "log debug details")
 	pf.BoolVarP(&g.quiet, "quiet", "q", false, "log only errors")
+	pf.StringVar(&g.envPrefix, "kubeconfig-env-prefix", "", "also let {env: VAR} read variables whose names start with this (always: FLEETGEN_KUBECONFIG_)")
 
 	root.AddCommand(
 		newValidate(g),
@@ -180,7 +182,7 @@ func (g *globals) setup(stderr io.Writer) error {
 
 // config is the pipeline.Config every command starts from.
 func (g *globals) config(file string) pipeline.Config {
-	return pipeline.Config{File: file, Logger: g.logger, Progress: g.progress}
+	return pipeline.Config{File: file, Logger: g.logger, Progress: g.progress, KubeconfigEnvPrefix: g.envPrefix}
 }
 
 // wrap marks an error from a command's work so that report does not take it

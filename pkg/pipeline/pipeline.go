@@ -27,6 +27,9 @@ type Config struct {
 	PushURL string
 	// LookupEnv resolves {env: VAR}; nil means os.LookupEnv.
 	LookupEnv func(string) (string, bool)
+	// KubeconfigEnvPrefix is a second prefix, besides FLEETGEN_KUBECONFIG_,
+	// of the variables {env: VAR} may read (schema.LoadOptions.EnvPrefix).
+	KubeconfigEnvPrefix string
 }
 
 func (c Config) logger() *slog.Logger {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/diff"
 
+	"fleetgen.dev/fleetgen/internal/safefs"
 	"fleetgen.dev/fleetgen/pkg/generate"
 	"fleetgen.dev/fleetgen/pkg/images"
 	"fleetgen.dev/fleetgen/pkg/lock"
@@ -220,35 +221,30 @@ func load(cfg Config) (*schema.Fleet, error) {
 	if _, err := os.Stat(file); errors.Is(err, fs.ErrNotExist) {
 		return nil, schema.Invalid(fmt.Errorf("%s: no such file (use -f to name fleet.yaml)", file))
 	}
-	return schema.Load(file, schema.LoadOptions{LookupEnv: cfg.LookupEnv})
+	return schema.Load(file, schema.LoadOptions{LookupEnv: cfg.LookupEnv, EnvPrefix: cfg.KubeconfigEnvPrefix})
 }
 
 // loadLock reads fleet.lock.yaml beside fleet.yaml and returns it with its bytes
-// (nil when there is none). A lock that does not parse is an input error.
+// (nil when there is none). A lock that does not parse, is not a regular file
+// or leads out of the folder is an input error (lock.Read).
 func loadLock(f *schema.Fleet) (*lock.Lock, []byte, error) {
-	path := filepath.Join(f.Dir, lock.FileName)
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return lock.New(), nil, nil
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	l, err := lock.Parse(data)
-	if err != nil {
-		return nil, nil, schema.Invalid(fmt.Errorf("%s: %w", path, err))
-	}
-	return l, data, nil
+	return lock.Read(filepath.Join(f.Dir, lock.FileName))
 }
 
+// maxPrevious bounds what previous reads: a sealed kubeconfig Secret is a
+// few KiB, and one of a 1 MiB kubeconfig (schema.MaxRefSize) under 2 MiB.
+const maxPrevious = 4 << 20
+
 // previous returns what a path of the output folder holds now, for
-// secrets.Seal to keep unchanged ciphertext.
+// secrets.Seal to keep unchanged ciphertext. DIR's content is untrusted: a
+// symlink out of DIR, a FIFO, a device or an oversized file counts as no
+// previous file (the Secret is sealed afresh), and is never read.
 func previous(outDir string) func(string) ([]byte, bool) {
 	return func(p string) ([]byte, bool) {
 		if outDir == "" {
 			return nil, false
 		}
-		b, err := os.ReadFile(filepath.Join(outDir, filepath.FromSlash(p)))
+		b, err := safefs.ReadFile(outDir, filepath.FromSlash(p), maxPrevious)
 		if err != nil {
 			return nil, false
 		}

@@ -227,7 +227,7 @@ func checkPEM(data []byte) string {
 			break
 		}
 		if b.Type != "CERTIFICATE" {
-			return fmt.Sprintf("PEM block %d is %q, not a certificate", n+1, b.Type)
+			return fmt.Sprintf("PEM block %d is not a certificate (its type is not CERTIFICATE)", n+1)
 		}
 		if _, err := x509.ParseCertificate(b.Bytes); err != nil {
 			return fmt.Sprintf("PEM block %d is not a valid X.509 certificate", n+1)
