@@ -13,7 +13,7 @@ build:
 
 ## test: every package's tests (needs git and /usr/bin/docker-registry)
 test:
-	$(GO) test ./...
+	$(GO) test -count=1 ./...
 
 ## fuzz: each fuzz target for FUZZTIME (10s): the fleet.yaml loader, the lock
 ## and the kubeconfig checks, seeded from examples/ (CI runs it after test)
