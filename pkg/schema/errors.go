@@ -37,18 +37,18 @@ const (
 	CodeWrongType    = "wrong-type"    // a list where a string belongs, …
 
 	// Rules of Validate (and the checks of later steps).
-	CodeRequired      = "required"           // a required field is missing or empty
-	CodeUnsupported   = "unsupported-value"  // a value outside an enum
-	CodeInvalid       = "invalid-value"      // a value of the wrong form
-	CodeDuration      = "invalid-duration"   // not a Flux duration, or out of range
-	CodeDuplicate     = "duplicate"          // a name or ID given twice
-	CodeUnknownRef    = "unknown-reference"  // names something that does not exist
-	CodeCycle         = "dependency-cycle"   // dependsOn loops
-	CodeNotApplicable = "not-applicable"     // a field the mode does not use
-	CodeUnreadable    = "unreadable-file"    // a {file: …} that cannot be read
-	CodeUnsetEnv      = "unset-env"          // an {env: …} that is not set
-	CodeMissingLabel  = "missing-label"      // ${label} a selected cluster lacks
-	CodeOther         = "invalid"            // any other rule
+	CodeRequired      = "required"          // a required field is missing or empty
+	CodeUnsupported   = "unsupported-value" // a value outside an enum
+	CodeInvalid       = "invalid-value"     // a value of the wrong form
+	CodeDuration      = "invalid-duration"  // not a Flux duration, or out of range
+	CodeDuplicate     = "duplicate"         // a name or ID given twice
+	CodeUnknownRef    = "unknown-reference" // names something that does not exist
+	CodeCycle         = "dependency-cycle"  // dependsOn loops
+	CodeNotApplicable = "not-applicable"    // a field the mode does not use
+	CodeUnreadable    = "unreadable-file"   // a {file: …} that cannot be read
+	CodeUnsetEnv      = "unset-env"         // an {env: …} that is not set
+	CodeMissingLabel  = "missing-label"     // ${label} a selected cluster lacks
+	CodeOther         = "invalid"           // any other rule
 )
 
 // codeRules derive a code from the message of a FieldError made without one
