@@ -14,6 +14,7 @@ require (
 	github.com/rogpeppe/go-internal v1.16.0
 	github.com/spf13/cobra v1.10.2
 	go.yaml.in/yaml/v3 v3.0.6
+	go.yaml.in/yaml/v4 v4.0.0
 	k8s.io/apiextensions-apiserver v0.36.4
 	sigs.k8s.io/kustomize/api v0.21.2
 	sigs.k8s.io/yaml v1.6.0

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
+	yaml4 "go.yaml.in/yaml/v4"
 )
 
 // MaxFileSize is the largest fleet.yaml Load and Parse accept, and MaxItems
@@ -72,16 +73,14 @@ func decodeDocument(file string, data []byte, f *Fleet) (errs Errors, ok bool) {
 		if errors.Is(err, io.EOF) {
 			return one(CodeEmpty, 0, "empty file: want a Fleet document (apiVersion: %s, kind: %s)", APIVersion, Kind)
 		}
-		line, msg := yamlError(err)
-		return one(CodeYAMLSyntax, line, "invalid YAML: %s: want well-formed YAML (check indentation and quoting)", msg)
+		return syntaxError(file, data, err)
 	}
 	var extra yaml.Node
 	switch err := safeDecode(dec, &extra); {
 	case err == nil:
 		return one(CodeMultiDoc, extra.Line, "a second YAML document: want exactly one Fleet document per file")
 	case !errors.Is(err, io.EOF):
-		line, msg := yamlError(err)
-		return one(CodeYAMLSyntax, line, "invalid YAML: %s: want well-formed YAML (check indentation and quoting)", msg)
+		return syntaxError(file, data, err)
 	}
 
 	root := &doc
@@ -116,15 +115,79 @@ func safeDecode(dec *yaml.Decoder, n *yaml.Node) (err error) {
 
 var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
-// yamlError splits a yaml.v3 error into its line (0 when it has none) and
-// message.
-func yamlError(err error) (int, string) {
-	msg := oneLine(err.Error())
+// syntaxError reports a YAML syntax error where the mistake is.
+//
+// yaml.v3 (which decodes fleet.yaml) numbers a syntax error by the start of
+// the enclosing block rather than by the mistake, often several lines off, and
+// has no column; it keeps the exact position to itself. go.yaml.in/yaml/v4,
+// the same parser with the positions exported, reparses the bytes to find it:
+// the mistake's line and column, and where the construct it broke began. Its
+// error is used only when it finds one too; otherwise yaml.v3's line stands.
+func syntaxError(file string, data []byte, v3err error) (Errors, bool) {
+	e := &FieldError{File: file, Code: CodeYAMLSyntax}
+	msg := oneLine(v3err.Error())
 	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		return line, m[2]
+		e.Line, _ = strconv.Atoi(m[1])
+		msg = m[2]
+	} else {
+		msg = strings.TrimPrefix(msg, "yaml: ")
 	}
-	return 0, strings.TrimPrefix(msg, "yaml: ")
+	if le := locateSyntax(data); le != nil && le.Mark.Line > 0 {
+		msg = oneLine(le.Message)
+		at := le.Mark
+		ctx := le.ContextMark
+		// Running out of input inside a quote or a flow collection is a
+		// mistake where that began, not at the end of the file.
+		if strings.Contains(le.Message, "end of stream") && ctx.Line > 0 && le.ContextMsg != "" {
+			at, ctx = ctx, yaml4.Mark{}
+			msg += " (" + le.ContextMsg + " that starts here)"
+		}
+		e.Line, e.Column = at.Line, at.Column
+		if runeAt(data, at.Line, at.Column) == '\t' {
+			msg += ": a tab (YAML indents with spaces only)"
+		} else if le.ContextMsg != "" && ctx.Line > 0 && ctx != at {
+			msg += fmt.Sprintf(" (%s that starts at line %d, column %d)", le.ContextMsg, ctx.Line, ctx.Column)
+		} else if le.ContextMsg != "" && ctx.Line > 0 && le.ContextMsg != "while scanning for the next token" {
+			msg += " (" + le.ContextMsg + ")"
+		}
+	}
+	e.Msg = "invalid YAML: " + msg + ": want well-formed YAML (check indentation and quoting)"
+	return Errors{e}, false
+}
+
+// runeAt returns the rune at a 1-based line and column, or 0.
+func runeAt(data []byte, line, col int) rune {
+	lines := bytes.SplitN(data, []byte("\n"), line+1)
+	if line < 1 || line > len(lines) || col < 1 {
+		return 0
+	}
+	rs := []rune(string(lines[line-1]))
+	if col > len(rs) {
+		return 0
+	}
+	return rs[col-1]
+}
+
+// locateSyntax parses data with yaml v4 and returns its first syntax error, or
+// nil.
+func locateSyntax(data []byte) (le *yaml4.LoadError) {
+	defer func() {
+		if recover() != nil {
+			le = nil
+		}
+	}()
+	dec := yaml4.NewDecoder(bytes.NewReader(data))
+	for {
+		var n yaml4.Node
+		err := dec.Decode(&n)
+		if err == nil {
+			continue
+		}
+		if errors.As(err, &le) {
+			return le
+		}
+		return nil
+	}
 }
 
 // countItems counts the bytes that separate YAML nodes, stopping a little
