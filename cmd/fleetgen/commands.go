@@ -47,6 +47,7 @@ what would be valid) and writes nothing. Exit code 2 when the input is invalid.`
 		}
 		return pflag.NormalizedName(name)
 	})
+	_ = cmd.RegisterFlagCompletionFunc("output", completeValues(formatText, formatJSON, formatGitHub))
 	addFile(g, cmd, &o.file)
 	return cmd
 }

@@ -107,6 +107,7 @@ Exit codes: 0 ok, 1 runtime failure, 2 invalid input or usage, 3 drift (render -
 	pf.StringVar(&g.logFormat, "log-format", "text", "log format on stderr: text or json")
 	pf.BoolVarP(&g.verbose, "verbose", "v", false, "log debug details")
 	pf.BoolVarP(&g.quiet, "quiet", "q", false, "log only errors")
+	_ = root.RegisterFlagCompletionFunc("log-format", completeValues("text", "json"))
 
 	root.AddCommand(
 		newValidate(g),
@@ -116,6 +117,7 @@ Exit codes: 0 ok, 1 runtime failure, 2 invalid input or usage, 3 drift (render -
 		newPublish(g),
 		newBuild(g),
 		newVersion(stdout),
+		newCompletion(stdout),
 	)
 	return root
 }
@@ -182,14 +184,18 @@ func wrap(err error) error {
 func addFile(g *globals, cmd *cobra.Command, file *string) {
 	cmd.Flags().StringVarP(file, "file", "f", pipeline.DefaultFile, "path of fleet.yaml, or its folder")
 	cmd.Args = fleetArgs
+	cmd.ValidArgsFunction = completeFleetFile
+	_ = cmd.MarkFlagFilename("file", "yaml", "yml")
 	if cmd.Flags().Lookup("error-format") == nil {
 		cmd.Flags().StringVar(&g.errFormat, "error-format", formatText, "how input problems are printed: text (stderr), json or github (stdout)")
+		_ = cmd.RegisterFlagCompletionFunc("error-format", completeValues(formatText, formatJSON, formatGitHub))
 	}
 }
 
 func addOutput(cmd *cobra.Command, out *string) {
 	cmd.Flags().StringVarP(out, "output", "o", "", "output folder of the rendered tree (required)")
 	_ = cmd.MarkFlagRequired("output")
+	_ = cmd.MarkFlagDirname("output")
 }
 
 func example(lines ...string) string {
