@@ -4,6 +4,8 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+
+	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
 // newCompletion prints cobra's completion script for one shell.
@@ -56,5 +58,35 @@ func completeFleetFile(_ *cobra.Command, args []string, _ string) ([]string, cob
 func completeValues(values ...string) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 	return func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return values, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+func newSchema(stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "schema",
+		Short: "Print the JSON Schema of fleet.yaml, for editors",
+		Long: `Schema prints a JSON Schema (draft 2020-12) of fleet.yaml: every field with
+its description, type, enum, pattern and default, unknown fields rejected. It
+is generated from the same types and rules validate uses; validate remains the
+authority for what a schema cannot say (references between fields, files,
+layer builds). The schema of this version is also schema/fleet.schema.json in
+the repository.
+
+Editors that run yaml-language-server (VS Code's YAML extension, Neovim,
+Helix, …) use it with a first line in fleet.yaml:
+
+  # yaml-language-server: $schema=fleet.schema.json`,
+		Example: example(
+			"fleetgen schema > fleet.schema.json",
+		),
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			b, err := schema.JSONSchema()
+			if err != nil {
+				return wrap(err)
+			}
+			_, err = stdout.Write(b)
+			return wrap(err)
+		},
 	}
 }

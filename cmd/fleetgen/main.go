@@ -118,6 +118,7 @@ Exit codes: 0 ok, 1 runtime failure, 2 invalid input or usage, 3 drift (render -
 		newBuild(g),
 		newVersion(stdout),
 		newCompletion(stdout),
+		newSchema(stdout),
 	)
 	return root
 }
