@@ -14,7 +14,6 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"fleetgen.dev/fleetgen/pkg/pipeline"
 )
@@ -155,7 +154,8 @@ func (g *globals) setup(stderr io.Writer) error {
 	default:
 		return usagef("invalid --log-format %q: want text or json", g.logFormat)
 	}
-	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) && !g.quiet {
+	// Live on a terminal, one line per image otherwise (pipeline decides).
+	if !g.quiet {
 		g.progress = stderr
 	}
 	return nil
