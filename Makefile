@@ -3,13 +3,36 @@ GO      ?= go
 BIN     ?= bin/fleetgen
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build test fuzz bench bench-mirror lint
+# Where `make install` puts fleetgen; `make release` writes to DIST.
+INSTALL_DIR ?= $(shell $(GO) env GOPATH)/bin
+DIST        ?= dist
+PLATFORMS   ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+LDFLAGS     := -X main.version=$(VERSION)
+
+.PHONY: all build install release test fuzz bench bench-mirror lint
 
 all: build
 
 ## build: bin/fleetgen, with the version from git
 build:
-	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/fleetgen
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/fleetgen
+
+## install: fleetgen into $(go env GOPATH)/bin (INSTALL_DIR=… to change)
+install:
+	GOBIN="$(INSTALL_DIR)" $(GO) install -ldflags "$(LDFLAGS)" ./cmd/fleetgen
+	@echo "installed $(INSTALL_DIR)/fleetgen ($(VERSION))"
+
+## release: static binaries for $(PLATFORMS) in $(DIST)/, with SHA256SUMS
+release:
+	rm -rf "$(DIST)" && mkdir -p "$(DIST)"
+	set -e; for p in $(PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; \
+		echo "build $$os/$$arch"; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath \
+			-ldflags "-s -w -buildid= $(LDFLAGS)" \
+			-o "$(DIST)/fleetgen-$(VERSION)-$$os-$$arch" ./cmd/fleetgen; \
+	done
+	cd "$(DIST)" && sha256sum fleetgen-* > SHA256SUMS && cat SHA256SUMS
 
 ## test: every package's tests (needs git and /usr/bin/docker-registry)
 test:

@@ -40,9 +40,11 @@ type Stats struct {
 	Elapsed     time.Duration
 }
 
-// Event is one progress report: one when a pair starts (Done false) and one
-// when it ends (Done true, with Err, Bytes pushed for it and Present when the
-// target already had it).
+// Event is one progress report: one when a pair starts (Done false, Bytes 0),
+// while it copies one every ProgressInterval that moved bytes (Done false,
+// Bytes read for it since its last event), and one when it ends (Done true,
+// with Err, all Bytes pushed for it and Present when the target already had
+// it).
 type Event struct {
 	Pair    Pair
 	Done    bool
@@ -260,7 +262,9 @@ func Run(ctx context.Context, pairs []Pair, opts ...Option) ([]lock.Image, Stats
 					o.progress(Event{Pair: p})
 				}
 				var pushed atomic.Int64
+				stop := r.reportBytes(p, &pushed)
 				digest, present, err := r.copyPair(ctx, p, &pushed)
+				stop()
 				if err != nil {
 					err = fmt.Errorf("mirror %s -> %s: %w", p.Source, p.Target, err)
 				}
@@ -279,7 +283,8 @@ func Run(ctx context.Context, pairs []Pair, opts ...Option) ([]lock.Image, Stats
 				}
 				mu.Unlock()
 				if err != nil {
-					o.logger.Error("mirror", "source", p.Source, "target", p.Target, "err", err)
+					// Debug: the error is returned; logging it too would print it twice.
+					o.logger.Debug("mirror", "source", p.Source, "target", p.Target, "err", err)
 				} else {
 					o.logger.Debug("mirror", "source", p.Source, "target", p.Target, "digest", digest, "present", present, "bytes", pushed.Load())
 				}
@@ -302,6 +307,37 @@ func Run(ctx context.Context, pairs []Pair, opts ...Option) ([]lock.Image, Stats
 		return entries, stats, errors.Join(errs...)
 	}
 	return entries, stats, nil
+}
+
+// ProgressInterval is how often Run reports the bytes an image in flight moved.
+const ProgressInterval = 250 * time.Millisecond
+
+// reportBytes sends byte events for p from its counter until stop is called.
+func (r *runner) reportBytes(p Pair, pushed *atomic.Int64) (stop func()) {
+	if r.o.progress == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(ProgressInterval)
+		defer t.Stop()
+		var sent int64
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if n := pushed.Load(); n > sent {
+					r.o.progress(Event{Pair: p, Bytes: n - sent})
+					sent = n
+				}
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
 }
 
 // imagesPerJob is how many images are in flight per upload slot (WithJobs).

@@ -19,7 +19,8 @@ type Config struct {
 	AllowPlaintextSecrets bool
 	// Logger gets logs (never secrets); nil discards.
 	Logger *slog.Logger
-	// Progress, when non-nil, gets human progress for long work (a terminal).
+	// Progress, when non-nil, gets human progress for long work: live when it
+	// is a terminal, one line per finished item otherwise.
 	Progress io.Writer
 	// Jobs bounds mirror concurrency; 0 means the default.
 	Jobs int
