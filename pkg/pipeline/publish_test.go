@@ -2,6 +2,8 @@ package pipeline
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -11,6 +13,8 @@ import (
 	"fleetgen.dev/fleetgen/internal/testenv"
 	"fleetgen.dev/fleetgen/pkg/generate"
 	"fleetgen.dev/fleetgen/pkg/lock"
+	"fleetgen.dev/fleetgen/pkg/publish"
+	"fleetgen.dev/fleetgen/pkg/schema"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/random"
@@ -174,11 +178,12 @@ func TestPublishRefuses(t *testing.T) {
 			wantErr: []string{"nothing pushed", "/x/gone@sha256:" + strings.Repeat("0", 64), "fleetgen mirror"},
 		},
 		{
-			name: "output names a digest the lock lacks",
+			// A fleetgen file the render does not write is drift.
+			name: "output holds a stale fleetgen file",
 			extra: func(host string) string {
 				return generate.Header + "image: " + host + "/kubereboot/kured@sha256:" + strings.Repeat("1", 64) + "\n"
 			},
-			wantErr: []string{"nothing pushed", "extra.yaml: ", "kubereboot/kured@sha256:" + strings.Repeat("1", 64)},
+			wantErr: []string{"nothing pushed", "differs from a fresh render", "a/manager/extra.yaml"},
 		},
 		{
 			// The registry lacks a digest too: the local drift check comes
@@ -223,5 +228,84 @@ func TestPublishRefuses(t *testing.T) {
 				t.Errorf("something was pushed: %s", refs)
 			}
 		})
+	}
+}
+
+func TestCheckReferences(t *testing.T) {
+	f := &schema.Fleet{Spec: schema.Spec{Registry: schema.Registry{Host: "acr.example.io"}}}
+	l := lock.New()
+	good := "sha256:" + strings.Repeat("a", 64)
+	l.SetImages([]lock.Image{{Source: "ghcr.io/x/y:1", Target: "acr.example.io/x/y:1", Digest: good}})
+	files := []generate.File{
+		{Path: "clusters/c/ok.yaml", Data: []byte(generate.Header + "newName: acr.example.io/x/y\ndigest: " + good + "\nimage: acr.example.io/x/y:1@" + good + "\n")},
+		{Path: "clusters/c/unknown.yaml", Data: []byte(generate.Header + "digest: sha256:" + strings.Repeat("b", 64) + "\n")},
+		{Path: "clusters/c/repo.yaml", Data: []byte(generate.Header + "image: acr.example.io/x/z@" + good + "\n")},
+	}
+	err := checkReferences(f, l, files)
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, w := range []string{"nothing pushed", "clusters/c/unknown.yaml: sha256:bbbb", "clusters/c/repo.yaml: acr.example.io/x/z@" + good} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error lacks %q:\n%v", w, err)
+		}
+	}
+	if strings.Contains(err.Error(), "ok.yaml") {
+		t.Errorf("error names ok.yaml:\n%v", err)
+	}
+}
+
+// TestPublishPushesOnlyTheRender: files dropped into the output folder, a
+// plaintext Secret among them, pass the drift check (they are not fleetgen's)
+// but are never pushed; Publish names them in its log, without content.
+func TestPublishPushesOnlyTheRender(t *testing.T) {
+	cfg, bare, _ := pubSetup(t, false)
+	const marker = "c2VjcmV0LW1hcmtlcg=="
+	pubWrite(t, cfg.OutDir, map[string]string{
+		"clusters/prod-1/stolen.yaml":        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: stolen\ndata:\n  value: " + marker + "\n",
+		"clusters/prod-1/.fleetgen-tmp-1-ks": "a leftover of a killed run\n",
+		"notes.txt":                          "hello\n",
+	})
+	var logs strings.Builder
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	if err := Publish(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	files := testenv.Git(t, bare, "ls-tree", "-r", "--name-only", "main")
+	for _, p := range []string{"stolen.yaml", ".fleetgen-tmp", "notes.txt"} {
+		if strings.Contains(files, p) {
+			t.Errorf("pushed %s:\n%s", p, files)
+		}
+	}
+	if !strings.Contains(files, "clusters/prod-1/") {
+		t.Errorf("render not pushed:\n%s", files)
+	}
+	for _, w := range []string{"not publishing files in the output folder", "count=3", "clusters/prod-1/stolen.yaml", "notes.txt"} {
+		if !strings.Contains(logs.String(), w) {
+			t.Errorf("log lacks %q:\n%s", w, logs.String())
+		}
+	}
+	if strings.Contains(logs.String(), marker) {
+		t.Error("the log quotes the dropped Secret")
+	}
+}
+
+// TestPublishRefusesPlaintextInLayer: a kubeconfig Secret in a layer's
+// top-level folder refuses the publish (exit 1, nothing pushed).
+func TestPublishRefusesPlaintextInLayer(t *testing.T) {
+	cfg, bare, _ := pubSetup(t, false)
+	pubWrite(t, filepath.Dir(cfg.File), map[string]string{
+		"infrastructure/kubeconfig.yaml": "apiVersion: v1\nkind: Secret\nmetadata:\n  name: kubeconfig\ndata:\n  value: eA==\n",
+	})
+	err := Publish(context.Background(), cfg)
+	var pe *publish.PlaintextError
+	if !errors.As(err, &pe) || schema.IsInvalid(err) {
+		t.Fatalf("err = %v, want a runtime PlaintextError", err)
+	}
+	if !strings.Contains(err.Error(), "infrastructure/kubeconfig.yaml: Secret kubeconfig holds unencrypted data") {
+		t.Errorf("error does not name the file:\n%v", err)
+	}
+	if refs := testenv.Git(t, bare, "for-each-ref"); refs != "" {
+		t.Errorf("something was pushed: %s", refs)
 	}
 }

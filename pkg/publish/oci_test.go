@@ -79,7 +79,7 @@ func TestOCIPublish(t *testing.T) {
 		t.Run("path="+srcPath, func(t *testing.T) {
 			fx := newFixture(t, schema.SourceOCI, url+strings.ReplaceAll(srcPath, "/", "-"), srcPath, "")
 			fx.f.Spec.Source.Insecure = true
-			res, err := OCI(ctx, fx.f, fx.l, fx.outDir, WithSource("https://github.com/contoso/fleet-config"))
+			res, err := OCI(ctx, fx.f, fx.l, fx.files, WithSource("https://github.com/contoso/fleet-config"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -128,7 +128,7 @@ func TestOCIPublish(t *testing.T) {
 			}
 
 			// Again: same digest, nothing pushed.
-			res2, err := OCI(ctx, fx.f, fx.l, fx.outDir, WithSource("https://github.com/contoso/fleet-config"))
+			res2, err := OCI(ctx, fx.f, fx.l, fx.files, WithSource("https://github.com/contoso/fleet-config"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -142,7 +142,7 @@ func TestOCIPublish(t *testing.T) {
 func TestArtifactReproducible(t *testing.T) {
 	build := func(variant string) v1.Hash {
 		fx := newFixture(t, schema.SourceOCI, "oci://example.invalid/fleet", "", variant)
-		c, err := collect(fx.f, fx.outDir, discard())
+		c, err := collect(fx.f, fx.files, quiet(t))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -240,7 +240,7 @@ func TestKeychainUsesEnvCredentials(t *testing.T) {
 
 func TestOCIRejectsNonOCIURL(t *testing.T) {
 	fx := newFixture(t, schema.SourceOCI, "oci://example.invalid/fleet", "", "")
-	_, err := OCI(context.Background(), fx.f, fx.l, fx.outDir, WithPushURL("https://example.invalid/fleet"))
+	_, err := OCI(context.Background(), fx.f, fx.l, fx.files, WithPushURL("https://example.invalid/fleet"))
 	if !schema.IsInvalid(err) {
 		t.Errorf("err = %v, want an input error", err)
 	}
@@ -251,12 +251,12 @@ func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
 func TestCollectRejectsEscapingPaths(t *testing.T) {
 	fx := newFixture(t, "git", clusterURL, "", "")
 	fx.f.Spec.Source.Path = "../elsewhere"
-	if _, err := collect(fx.f, fx.outDir, discard()); !schema.IsInvalid(err) {
+	if _, err := collect(fx.f, fx.files, quiet(t)); !schema.IsInvalid(err) {
 		t.Errorf("source.path ../elsewhere: err = %v, want an input error", err)
 	}
 	fx = newFixture(t, "git", clusterURL, "", "")
 	fx.f.Spec.Layers[0].Path = "./missing/${env}"
-	if _, err := collect(fx.f, fx.outDir, discard()); err == nil || !strings.Contains(err.Error(), "missing") {
+	if _, err := collect(fx.f, fx.files, quiet(t)); err == nil || !strings.Contains(err.Error(), "missing") {
 		t.Errorf("missing layer folder: err = %v", err)
 	}
 }
