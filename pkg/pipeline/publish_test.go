@@ -309,3 +309,30 @@ func TestPublishRefusesPlaintextInLayer(t *testing.T) {
 		t.Errorf("something was pushed: %s", refs)
 	}
 }
+
+// TestPublishRefusesStaleLock: spec.registry.host changed after the mirror;
+// publish refuses, pushes nothing and never logs that it verified images.
+func TestPublishRefusesStaleLock(t *testing.T) {
+	cfg, bare, host := pubSetup(t, false)
+	fleet, err := os.ReadFile(cfg.File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := strings.Replace(string(fleet), "host: "+host, "host: new.azurecr.io", 1)
+	pubWrite(t, filepath.Dir(cfg.File), map[string]string{"fleet.yaml": moved})
+	var logs strings.Builder
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	err = Publish(context.Background(), cfg)
+	if err == nil {
+		t.Fatal("published with a lock made for another registry")
+	}
+	if !strings.Contains(err.Error(), "fleetgen mirror") || !strings.Contains(err.Error(), host) {
+		t.Errorf("error does not name the old registry and the fix:\n%v", err)
+	}
+	if strings.Contains(logs.String(), "verified") {
+		t.Errorf("log claims a verification:\n%s", logs.String())
+	}
+	if refs := testenv.Git(t, bare, "for-each-ref"); refs != "" {
+		t.Errorf("something was pushed: %s", refs)
+	}
+}

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -176,16 +178,16 @@ func TestVerify(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ref, _ := name.NewTag(host+"/"+repo+":1", name.Insecure)
+		ref, _ := name.NewTag(host+"/library/"+repo+":1", name.Insecure)
 		if err := remote.Write(ref, img); err != nil {
 			t.Fatal(err)
 		}
 		d, _ := img.Digest()
-		return lock.Image{Source: "docker.io/library/" + repo + ":1", Target: host + "/" + repo + ":1", Digest: d.String()}
+		return lock.Image{Source: "docker.io/library/" + repo + ":1", Target: host + "/library/" + repo + ":1", Digest: d.String()}
 	}
 	a, b := push("a"), push("b")
-	missing := lock.Image{Source: "docker.io/library/c:1", Target: host + "/c:1", Digest: "sha256:" + strings.Repeat("c", 64)}
-	wrongDigest := lock.Image{Source: "docker.io/library/a:2", Target: host + "/a:2", Digest: "sha256:" + strings.Repeat("d", 64)}
+	missing := lock.Image{Source: "docker.io/library/c:1", Target: host + "/library/c:1", Digest: "sha256:" + strings.Repeat("c", 64)}
+	wrongDigest := lock.Image{Source: "docker.io/library/a:2", Target: host + "/library/a:2", Digest: "sha256:" + strings.Repeat("d", 64)}
 
 	if err := Verify(ctx, reg, []lock.Image{a, b}); err != nil {
 		t.Errorf("all present: %v", err)
@@ -198,7 +200,7 @@ func TestVerify(t *testing.T) {
 	if !errors.As(err, &me) {
 		t.Fatalf("err = %v, want *MissingError", err)
 	}
-	want := []string{host + "/a@sha256:" + strings.Repeat("d", 64), host + "/c@sha256:" + strings.Repeat("c", 64)}
+	want := []string{host + "/library/a@sha256:" + strings.Repeat("d", 64), host + "/library/c@sha256:" + strings.Repeat("c", 64)}
 	if diff := cmp.Diff(want, me.Images); diff != "" {
 		t.Errorf("missing (-want +got):\n%s", diff)
 	}
@@ -258,5 +260,53 @@ func TestCollectRejectsEscapingPaths(t *testing.T) {
 	fx.f.Spec.Layers[0].Path = "./missing/${env}"
 	if _, err := collect(fx.f, fx.files, quiet(t)); err == nil || !strings.Contains(err.Error(), "missing") {
 		t.Errorf("missing layer folder: err = %v", err)
+	}
+}
+
+// TestVerifyRefusesStaleLock: a lock made for another registry (host or
+// prefix changed since the mirror) is refused before any request, and nothing
+// claims the new registry was verified.
+func TestVerifyRefusesStaleLock(t *testing.T) {
+	var requests atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		http.NotFound(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	img := func(target string) lock.Image {
+		return lock.Image{Source: "ghcr.io/kubereboot/kured:1.12.0", Target: target, Digest: "sha256:" + strings.Repeat("a", 64)}
+	}
+	for _, tc := range []struct {
+		name string
+		reg  schema.Registry
+		img  lock.Image
+	}{
+		{"host changed", schema.Registry{Host: host, Insecure: true}, img("old.azurecr.io/kubereboot/kured:1.12.0")},
+		{"prefix changed", schema.Registry{Host: host, Prefix: "mirror", Insecure: true}, img(host + "/kubereboot/kured:1.12.0")},
+		{"layout changed", schema.Registry{Host: host, Layout: schema.LayoutPreserveHost, Insecure: true}, img(host + "/kubereboot/kured:1.12.0")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs strings.Builder
+			err := Verify(context.Background(), tc.reg, []lock.Image{tc.img}, WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+			var se *StaleLockError
+			if !errors.As(err, &se) {
+				t.Fatalf("err = %v, want *StaleLockError", err)
+			}
+			if schema.IsInvalid(err) {
+				t.Error("a stale lock at publish time is a runtime refusal (exit 1)")
+			}
+			for _, w := range []string{"made for another registry", tc.img.Target, "fleetgen mirror"} {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error lacks %q: %v", w, err)
+				}
+			}
+			if strings.Contains(logs.String(), "verified") {
+				t.Errorf("log claims a verification:\n%s", logs.String())
+			}
+			if n := requests.Load(); n != 0 {
+				t.Errorf("%d requests", n)
+			}
+		})
 	}
 }
