@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -140,5 +142,23 @@ func TestContentCheck(t *testing.T) {
 	}
 	if refs := testenv.Git(t, bare, "for-each-ref"); refs != "" {
 		t.Errorf("pushed: %s", refs)
+	}
+}
+
+// TestCollectRefusesSymlinkedLayerFolder: a layer's top-level folder that is
+// a symlink (say, to the runner's home) is refused, not followed.
+func TestCollectRefusesSymlinkedLayerFolder(t *testing.T) {
+	fx := newFixture(t, schema.SourceGit, clusterURL, "", "")
+	outside := t.TempDir()
+	writeFiles(t, outside, map[string]string{"prod/secret.yaml": "outside the source root\n"})
+	if err := os.RemoveAll(filepath.Join(fx.f.Dir, "apps")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(fx.f.Dir, "apps")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := collect(fx.f, fx.files, quiet(t))
+	if !schema.IsInvalid(err) || !strings.Contains(err.Error(), "symlink") {
+		t.Errorf("err = %v, want an input error about the symlink", err)
 	}
 }
