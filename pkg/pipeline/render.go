@@ -79,16 +79,22 @@ func Render(ctx context.Context, cfg Config) error {
 // A lock that lacks a client ID a render would add is drift too: the diff then
 // starts with the lock's change.
 func Check(ctx context.Context, cfg Config) (string, error) {
+	_, d, err := check(ctx, cfg)
+	return d, err
+}
+
+// check is Check that also returns the render it compared (publish pushes it).
+func check(ctx context.Context, cfg Config) (*rendered, string, error) {
 	if cfg.OutDir == "" {
-		return "", schema.Invalid(errors.New("check: no output folder (-o DIR)"))
+		return nil, "", schema.Invalid(errors.New("check: no output folder (-o DIR)"))
 	}
 	r, err := render(ctx, cfg)
 	if err != nil {
-		return "", err
+		return nil, "", err
 	}
 	d, err := tree.Diff(cfg.OutDir, r.files)
 	if err != nil {
-		return "", err
+		return nil, "", err
 	}
 	if r.lockChanged {
 		name := filepath.ToSlash(r.lockPath)
@@ -99,7 +105,7 @@ func Check(ctx context.Context, cfg Config) (string, error) {
 		d = string(diff.Diff(oldName, old, "b/"+name, r.lock.Marshal())) + d
 	}
 	cfg.logger().Info("checked", "dir", cfg.OutDir, "files", len(r.files), "drift", d != "")
-	return d, nil
+	return r, d, nil
 }
 
 // Build runs validate, mirror, render and, with publish, publish, stopping at
