@@ -82,12 +82,13 @@ type renderer struct {
 	l    *lock.Lock
 	opts Options
 
-	sourceRef  sourceRef // what every Kustomization reads
-	sourceDoc  []byte    // clusters/<name>/source.yaml (bootstrap none), the same for every cluster
-	decrypt    *decryption
-	agentImage *agentImage                 // nil: the chart's default image
-	layerIndex map[string]int              // layer name → index in spec.layers
-	images     map[string]*layerPathImages // cleaned layer path → spec.images
+	sourceRef     sourceRef // what every Kustomization reads
+	sourceDoc     []byte    // clusters/<name>/source.yaml (bootstrap none), the same for every cluster
+	decrypt       *decryption
+	agentImage    *agentImage                 // the fleet-agent image pinned to the mirror
+	agentImageErr *schema.FieldError          // why agentImage is nil; reported once, when an agent cluster needs it
+	layerIndex    map[string]int              // layer name → index in spec.layers
+	images        map[string]*layerPathImages // cleaned layer path → spec.images
 }
 
 // layerPathImages is what one cleaned layer path's images rewrite to.
@@ -115,7 +116,7 @@ func newRenderer(f *schema.Fleet, l *lock.Lock, opts Options) (*renderer, error)
 	if s := f.Spec.Encryption; s != nil && s.SOPS != nil {
 		r.decrypt = &decryption{Provider: "sops", SecretRef: &localObjectRef{Name: s.SOPS.SecretRef}}
 	}
-	r.agentImage = r.fleetAgentImage()
+	r.agentImage, r.agentImageErr = r.fleetAgentImage()
 	r.images = r.layerImages()
 	if len(errs) > 0 {
 		return nil, errs
@@ -278,7 +279,21 @@ func (r *renderer) cluster(i int) clusterResult {
 				Spec:     fleetClusterSpec{ClientID: clientID},
 			}, false),
 		)
-		values := &agentValues{APIServerURL: f.Spec.Manager.APIServerURL, ClientID: clientID, Image: r.agentImage}
+		if r.agentImageErr != nil {
+			res.errs = append(res.errs, r.agentImageErr) // deduplicated with the other clusters'
+			break
+		}
+		// Everything the chart needs but the token, which the Fleet
+		// controller mints into the Secret <cluster>-token (key values)
+		// together with values of its own; these come last on the helm
+		// command line and win.
+		values := &agentValues{
+			APIServerURL:     f.Spec.Manager.APIServerURL,
+			ClientID:         clientID,
+			ClusterNamespace: ns,
+			TokenName:        c.Name + "-token",
+			Image:            r.agentImage,
+		}
 		if ca := f.Spec.Manager.APIServerCA; ca != nil {
 			values.APIServerCA = string(ca.Data)
 		}
