@@ -207,6 +207,7 @@ spec:
 func TestValidateGoFleet(t *testing.T) {
 	f := &Fleet{APIVersion: APIVersion, Kind: Kind, Metadata: Metadata{Name: "x"}, Spec: Spec{
 		Registry: Registry{Host: "r.example"},
+		Images:   []string{FleetAgentImage},
 		Source:   Source{Kind: SourceGit, URL: "https://example.com/x.git"},
 		Clusters: []Cluster{{Name: "a"}, {Name: "a"}},
 	}}
@@ -281,4 +282,23 @@ func FuzzParse(f *testing.F) {
 		_ = validate(fl)
 		_ = Validate(fl)
 	})
+}
+
+func TestIsFleetAgentImage(t *testing.T) {
+	for ref, want := range map[string]bool{
+		"docker.io/rancher/fleet-agent:v0.16.1":                       true,
+		"rancher/fleet-agent":                                         true,
+		"rancher/fleet-agent@sha256:" + strings.Repeat("a", 64):       true,
+		"localhost:5000/mirror/rancher/fleet-agent:v0.13.15":          true,
+		"contoso.azurecr.io/rancher/fleet-agent:v0.16.1@sha256:" + "": true,
+		"rancher/fleet":                                 false,
+		"rancher/fleet-agent-extra:v1":                  false,
+		"ghcr.io/notrancher/fleet-agent:v1":             false,
+		"docker.io/rancher/fleet-agentx:v0.16.1":        false,
+		"localhost:5000/rancher/fleet-agent/child:v1.0": false,
+	} {
+		if got := IsFleetAgentImage(ref); got != want {
+			t.Errorf("IsFleetAgentImage(%q) = %v, want %v", ref, got, want)
+		}
+	}
 }

@@ -3,8 +3,10 @@ package schema
 import "fmt"
 
 // output checks the fields that shape the output tree beyond single values:
-// how each cluster's Flux was bootstrapped, and the names that bootstrap owns.
+// how each cluster's Flux was bootstrapped, the names that bootstrap owns, and
+// the fleet-agent image that agent values pin.
 func (v *validator) output() {
+	v.agentImage()
 	s := &v.f.Spec.Source
 	switch s.Bootstrap {
 	case BootstrapFlux:
@@ -24,3 +26,38 @@ func (v *validator) output() {
 // fluxSystem is the name `flux bootstrap` gives its namespace, source and
 // Kustomization.
 const fluxSystem = "flux-system"
+
+// agentImage requires exactly one fleet-agent image in spec.images when any
+// cluster registers in mode agent: agents/<name>/values.yaml pins it to the
+// mirror, and without it the agent would pull from the public registry the
+// mirror exists to avoid.
+func (v *validator) agentImage() {
+	first := -1
+	for i, ref := range v.f.Spec.Images {
+		if !IsFleetAgentImage(ref) {
+			continue
+		}
+		if first >= 0 {
+			v.add(fmt.Sprintf("spec.images[%d]", i), "a second fleet-agent image (spec.images[%d] is one): agent values pin one image; want one", first)
+			continue
+		}
+		first = i
+	}
+	if first >= 0 {
+		return
+	}
+	var agents []string
+	for _, c := range v.f.Spec.Clusters {
+		if c.Registration.Mode == ModeAgent {
+			agents = append(agents, c.Name)
+		}
+	}
+	if len(agents) == 0 {
+		return
+	}
+	who := "cluster " + agents[0] + " registers"
+	if len(agents) > 1 {
+		who = fmt.Sprintf("clusters %s and %d more register", agents[0], len(agents)-1)
+	}
+	v.add("spec.images", "%s in mode agent but spec.images lists no fleet-agent image: add %s, which agents/<cluster>/values.yaml pins to the mirror", who, FleetAgentImage)
+}
