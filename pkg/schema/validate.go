@@ -723,3 +723,15 @@ func (v *validator) clusters() {
 		}
 	}
 }
+
+// Sorted returns errs in document order (by field path, spec.clusters[10]
+// after spec.clusters[9], then by message), as Validate reports them; nil when
+// errs is empty. Checks outside this package that locate their findings in
+// fleet.yaml use it so that every input error reads alike.
+func Sorted(errs Errors) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	sortErrors(errs)
+	return errs
+}
