@@ -25,6 +25,9 @@ type Use struct {
 	// Why lists who asked for it, sorted: "spec.images[0]",
 	// "layer infrastructure (infrastructure/prod)".
 	Why []string
+	// Fields are the fields of fleet.yaml that ask for it, in document
+	// order: spec.images[0], spec.layers[2].path.
+	Fields []string
 }
 
 // Result is what Discover found.
@@ -65,21 +68,23 @@ func (r *Result) Refs() []string {
 // reports them).
 func Discover(f *schema.Fleet) (*Result, error) {
 	why := map[string]map[string]bool{}
+	fields := map[string]map[int]string{} // ref → document order → field
 	var errs schema.Errors
-	add := func(ref, who string) bool {
+	add := func(ref, who string, order int, field string) bool {
 		n, err := lock.Normalize(ref)
 		if err != nil {
 			return false
 		}
 		if why[n] == nil {
-			why[n] = map[string]bool{}
+			why[n], fields[n] = map[string]bool{}, map[int]string{}
 		}
 		why[n][who] = true
+		fields[n][order] = field
 		return true
 	}
 	for i, ref := range f.Spec.Images {
 		p := fmt.Sprintf("spec.images[%d]", i)
-		if !add(ref, p) {
+		if !add(ref, p, i, p) {
 			errs = append(errs, f.Errorf(p, "invalid image reference: want [HOST[:PORT]/]PATH[:TAG][@sha256:DIGEST]"))
 		}
 	}
@@ -157,7 +162,7 @@ func Discover(f *schema.Fleet) (*Result, error) {
 		for _, img := range found {
 			ok := true
 			for _, li := range idx {
-				ok = add(img.ref, fmt.Sprintf("layer %s (%s)", f.Spec.Layers[li].Name, p)) && ok
+				ok = add(img.ref, fmt.Sprintf("layer %s (%s)", f.Spec.Layers[li].Name, p), len(f.Spec.Images)+li, fmt.Sprintf("spec.layers[%d].path", li)) && ok
 			}
 			if !ok {
 				errs = append(errs, f.Errorf(at, "layer %s: folder %s%s: %s: invalid image reference: want [HOST[:PORT]/]PATH[:TAG][@sha256:DIGEST]", strings.Join(names, ", "), p, expanded, img.who))
@@ -173,7 +178,16 @@ func Discover(f *schema.Fleet) (*Result, error) {
 		return nil, schema.Sorted(errs)
 	}
 	for _, ref := range sortedKeys(why) {
-		res.Images = append(res.Images, Use{Ref: ref, Why: sortedKeys(why[ref])})
+		u := Use{Ref: ref, Why: sortedKeys(why[ref])}
+		var order []int
+		for o := range fields[ref] {
+			order = append(order, o)
+		}
+		sort.Ints(order)
+		for _, o := range order {
+			u.Fields = append(u.Fields, fields[ref][o])
+		}
+		res.Images = append(res.Images, u)
 	}
 	return res, nil
 }

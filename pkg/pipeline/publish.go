@@ -30,18 +30,19 @@ import (
 // commits and pushes (spec.source.kind git) or pushes a Flux artifact (oci)
 // to spec.source.url, or cfg.PushURL.
 func Publish(ctx context.Context, cfg Config) error {
-	log := cfg.logger()
 	if cfg.OutDir == "" {
 		return schema.Invalid(errors.New("publish: the output folder (-o DIR) is required"))
 	}
-	f, err := load(cfg)
+	ld, err := Load(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	l, _, err := loadLock(f)
-	if err != nil {
-		return err
-	}
+	return publishLoaded(ctx, cfg, ld)
+}
+
+func publishLoaded(ctx context.Context, cfg Config, ld *Loaded) error {
+	log := cfg.logger()
+	f, l := ld.Fleet, ld.Lock
 	opts := []publish.Option{publish.WithLogger(log)}
 	if cfg.LookupEnv != nil {
 		opts = append(opts, publish.WithLookupEnv(cfg.LookupEnv))
@@ -51,7 +52,7 @@ func Publish(ctx context.Context, cfg Config) error {
 		return err
 	}
 	// Local checks first: a hand-edited tree fails without a registry round trip.
-	diff, err := Check(ctx, cfg)
+	diff, err := checkLoaded(ctx, cfg, ld)
 	if err != nil {
 		return err
 	}
