@@ -28,7 +28,7 @@ const maxVars = 256
 // (schema.Layer.Variables: the layer's substitute, the cluster's labels,
 // cluster) and that has no default (${var:=x}) fails that cluster's
 // reconcile. It reports each such variable once per layer and manifest file,
-// naming the clusters, at the layer in fleet.yaml.
+// naming the clusters, at the layer in fleet.yaml, sorted by message.
 //
 // Substitution runs through fluxcd/pkg/kustomize's own SubstituteVariables,
 // once per object: which variables an object needs does not depend on their
@@ -113,6 +113,7 @@ func (r *Result) Substitutions(f *schema.Fleet) schema.Errors {
 		errs = append(errs, f.Errorf(fmt.Sprintf("spec.layers[%d]", k.layer),
 			"layer %s: %s: postBuild substitution fails: %s", f.Spec.Layers[k.layer].Name, k.file, msg))
 	}
+	sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
 	return errs
 }
 
