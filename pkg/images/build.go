@@ -12,6 +12,9 @@ import (
 	securefs "github.com/fluxcd/pkg/kustomize/filesys"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/kustomize/api/konfig"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/resmap"
+	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/api/resource"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
@@ -83,7 +86,8 @@ func (b *builder) build(rel string) ([]object, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := refuseRemote(b.fs, b.root, dir, manifest, map[string]bool{}); err != nil {
+	scan := &scan{seen: map[string]bool{}}
+	if err := scan.refuseRemote(b.fs, b.root, dir, manifest); err != nil {
 		return nil, err
 	}
 	// Ask kustomize to record each object's file, for messages that name it.
@@ -105,7 +109,7 @@ func (b *builder) build(rel string) ([]object, error) {
 	if err := mem.WriteFile(kfile, manifest); err != nil {
 		return nil, err
 	}
-	rm, err := fluxkustomize.Build(mem, dir)
+	rm, err := run(mem, dir, scan.openAPI)
 	if err != nil {
 		return nil, err
 	}
@@ -140,15 +144,45 @@ var (
 	genFields  = []string{"configMapGenerator", "secretGenerator"}
 )
 
+// scan is one walk over the kustomizations a build reads.
+type scan struct {
+	seen map[string]bool // folders already checked
+	// openAPI is set when a kustomization brings its own OpenAPI schema,
+	// which kustomize keeps in a global for the builds that follow.
+	openAPI bool
+}
+
+// run builds dir with the options of fluxcd/pkg/kustomize.Build (files
+// outside the kustomization folder allowed, plugins off, panics recovered).
+// Flux resets kustomize's global OpenAPI schema around every build, which
+// costs about 0.1 s of CPU each; fleetgen builds one layer after another in
+// one process, so it resets only around a build whose kustomizations set
+// openapi, the only way a build changes that global.
+func run(fs filesys.FileSystem, dir string, resetOpenAPI bool) (rm resmap.ResMap, err error) {
+	if resetOpenAPI {
+		return fluxkustomize.Build(fs, dir)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("kustomize build panicked: %v", r)
+		}
+	}()
+	k := krusty.MakeKustomizer(&krusty.Options{
+		LoadRestrictions: types.LoadRestrictionsNone,
+		PluginConfig:     types.DisabledPluginConfig(),
+	})
+	return k.Run(fs, dir)
+}
+
 // refuseRemote checks the kustomization data of folder dir, and every local
 // kustomization it includes, for anything kustomize would fetch from the
 // network (http(s) files, Git repositories): fleetgen builds fetch nothing.
 // Reads outside root are left to the secure file system, which refuses them.
-func refuseRemote(fs filesys.FileSystem, root, dir string, data []byte, seen map[string]bool) error {
-	if seen[dir] {
+func (sc *scan) refuseRemote(fs filesys.FileSystem, root, dir string, data []byte) error {
+	if sc.seen[dir] {
 		return nil
 	}
-	seen[dir] = true
+	sc.seen[dir] = true
 	var k map[string]any
 	if err := yaml.Unmarshal(data, &k); err != nil {
 		return fmt.Errorf("%s: %w", relTo(root, dir), err)
@@ -174,7 +208,7 @@ func refuseRemote(fs filesys.FileSystem, root, dir string, data []byte, seen map
 				if err != nil {
 					errs = append(errs, fmt.Sprintf("%s: %v", where(field), err))
 				} else if sub != nil {
-					if err := refuseRemote(fs, root, p, sub, seen); err != nil {
+					if err := sc.refuseRemote(fs, root, p, sub); err != nil {
 						errs = append(errs, err.Error())
 					}
 				}
@@ -224,6 +258,9 @@ func refuseRemote(fs filesys.FileSystem, root, dir string, data []byte, seen map
 				}
 			}
 		}
+	}
+	if k["openapi"] != nil {
+		sc.openAPI = true
 	}
 	if o, ok := k["openapi"].(map[string]any); ok {
 		if p, _ := o["path"].(string); remote(p) {
