@@ -174,3 +174,33 @@ func TestConfinedOutside(t *testing.T) {
 		refused(t, attackFleet(root), "is not in or below")
 	})
 }
+
+// TestOpenAPILayer: a layer that brings its own OpenAPI schema builds, and
+// the layers built after it still see kustomize's builtin schema (a
+// strategic merge patch on a Deployment merges containers by name).
+func TestOpenAPILayer(t *testing.T) {
+	dir := writeTree(t, map[string]string{
+		"a/kustomization.yaml": "resources: [deploy.yaml]\nopenapi: {path: schema.json}\n",
+		"a/schema.json":        `{"definitions": {}}`,
+		"a/deploy.yaml":        deploy,
+		"b/kustomization.yaml": "resources: [deploy.yaml]\npatches: [{path: patch.yaml}]\n",
+		"b/deploy.yaml":        deploy,
+		"b/patch.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  template:
+    spec:
+      containers: [{name: sidecar, image: "busybox:1.36"}]
+`,
+	})
+	f := fleet(dir, []schema.Layer{{Name: "a", Path: "./a"}, {Name: "b", Path: "./b"}})
+	res, err := images.Discover(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(res.LayerImages["b"], " ")
+	if got != "busybox:1.36 nginx:1.27" {
+		t.Errorf("layer b images = %q, want both containers (builtin schema merged them by name)", got)
+	}
+}
