@@ -102,11 +102,6 @@ func newRenderer(f *schema.Fleet, l *lock.Lock, opts Options) (*renderer, error)
 	var errs schema.Errors
 	for i, ly := range f.Spec.Layers {
 		r.layerIndex[ly.Name] = i
-		switch ly.Name {
-		case "source", "kustomization":
-			errs = append(errs, r.fieldErr(fmt.Sprintf("spec.layers[%d].name", i),
-				fmt.Sprintf("layer name %q is reserved: clusters/<cluster>/%s.yaml is fleetgen's own", ly.Name, ly.Name)))
-		}
 	}
 	if ca := f.Spec.Manager.APIServerCA; ca != nil && !validText(ca.Data) {
 		errs = append(errs, r.fieldErr("spec.manager.apiServerCA", "not a PEM text file: want PEM certificates"))
@@ -310,20 +305,7 @@ func (r *renderer) ownSource() bool {
 
 // layerKustomization is the Flux Kustomization of layer ly for cluster c.
 func (r *renderer) layerKustomization(ly *schema.Layer, c *schema.Cluster, key string) *kustomization {
-	subst := make(map[string]string, len(c.Labels)+len(ly.Substitute)+1)
-	// The layer's extras are defaults; the cluster's labels override them and
-	// ${cluster} is always the cluster's name, as in ExpandPath.
-	for k, v := range ly.Substitute {
-		subst[k] = v
-	}
-	for k, v := range c.Labels {
-		// Flux rejects variable names outside [_a-zA-Z][_a-zA-Z0-9]*; a label
-		// such as kubernetes.io/os cannot be a variable, so it is left out.
-		if varName(k) {
-			subst[k] = v
-		}
-	}
-	subst["cluster"] = c.Name
+	subst := ly.Variables(c)
 	k := &kustomization{
 		APIVersion: kustomizeAPIVersion, Kind: "Kustomization",
 		Metadata: objectMeta{Name: ly.Name, Namespace: fluxNamespace},
@@ -345,20 +327,6 @@ func (r *renderer) layerKustomization(ly *schema.Layer, c *schema.Cluster, key s
 		k.Spec.DependsOn = append(k.Spec.DependsOn, dependency{Name: d})
 	}
 	return k
-}
-
-// varName reports whether Flux accepts k as a postBuild variable name.
-func varName(k string) bool {
-	if k == "" {
-		return false
-	}
-	for i := 0; i < len(k); i++ {
-		c := k[i]
-		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
-			return false
-		}
-	}
-	return true
 }
 
 // cleanPath is a layer path as Options.LayerImages keys it: cleaned,

@@ -211,3 +211,28 @@ func (l *Lock) AssignClientIDs(clusters []string, r io.Reader) (bool, error) {
 	}
 	return added, nil
 }
+
+// Clone returns a deep copy of l, for a render that may add client IDs to its
+// own copy only.
+func (l *Lock) Clone() *Lock {
+	c := *l
+	c.Images = append([]Image(nil), l.Images...)
+	c.Clients = append([]Client(nil), l.Clients...)
+	return &c
+}
+
+// AssignPlaceholders gives every cluster in clusters that has no client ID yet
+// the client ID placeholder, and reports whether it added any. `render
+// --check` shows a missing client ID this way rather than inventing one.
+func (l *Lock) AssignPlaceholders(clusters []string, placeholder string) bool {
+	added := false
+	for _, c := range clusters {
+		if _, ok := l.ClientID(c); ok {
+			continue
+		}
+		l.Clients = append(l.Clients, Client{Cluster: c, ClientID: placeholder})
+		l.sort()
+		added = true
+	}
+	return added
+}

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,10 +17,8 @@ import (
 	"github.com/vbauerster/mpb/v8/decor"
 	"golang.org/x/term"
 
-	"fleetgen.dev/fleetgen/pkg/images"
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/mirror"
-	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
 // Environment variables with the target registry's credentials (CI). The
@@ -31,28 +28,15 @@ const (
 	EnvRegistryPassword = "FLEETGEN_REGISTRY_PASSWORD"
 )
 
-// discoverImages loads fleet.yaml and finds its images.
-func discoverImages(cfg Config) (*schema.Fleet, *images.Result, error) {
-	f, err := load(cfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	res, err := images.Discover(f)
-	if err != nil {
-		return nil, nil, err
-	}
-	return f, res, nil
-}
-
 // Images writes the fleet's images to w, one per line, sorted; with why, each
 // followed by a tab and who asked for it ("spec.images[0], layer apps (apps)").
 func Images(ctx context.Context, cfg Config, w io.Writer, why bool) error {
-	_, res, err := discoverImages(cfg)
+	ld, err := Load(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	var b strings.Builder
-	for _, u := range res.Images {
+	for _, u := range ld.Images.Images {
 		b.WriteString(u.Ref)
 		if why {
 			b.WriteString("\t")
@@ -71,12 +55,25 @@ func Images(ctx context.Context, cfg Config, w io.Writer, why bool) error {
 // needs now); its client IDs are kept. The target registry's credentials come
 // from FLEETGEN_REGISTRY_USERNAME and FLEETGEN_REGISTRY_PASSWORD when set, and
 // from the Docker config and credential helpers otherwise.
+//
+// It runs every input check but the lock's (Validate), the lock being what it
+// brings up to date.
 func Mirror(ctx context.Context, cfg Config, w io.Writer, dryRun bool) error {
-	f, res, err := discoverImages(cfg)
+	ld, err := Load(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	pairs, err := mirror.Plan(f.Spec.Registry, res.Refs())
+	if err := ld.check(inputRules); err != nil {
+		return err
+	}
+	return mirrorLoaded(ctx, cfg, ld, w, dryRun)
+}
+
+// mirrorLoaded mirrors ld's images and, unless dryRun, writes the lock and
+// makes it ld's.
+func mirrorLoaded(ctx context.Context, cfg Config, ld *Loaded, w io.Writer, dryRun bool) error {
+	f := ld.Fleet
+	pairs, err := mirror.Plan(f.Spec.Registry, ld.Images.Refs())
 	if err != nil {
 		return err
 	}
@@ -86,11 +83,6 @@ func Mirror(ctx context.Context, cfg Config, w io.Writer, dryRun bool) error {
 			fmt.Fprintf(&b, "%s -> %s\n", p.Source, p.Target)
 		}
 		_, err := io.WriteString(w, b.String())
-		return err
-	}
-	lockPath := filepath.Join(f.Dir, lock.FileName)
-	l, _, err := loadLock(f)
-	if err != nil {
 		return err
 	}
 
@@ -116,10 +108,12 @@ func Mirror(ctx context.Context, cfg Config, w io.Writer, dryRun bool) error {
 	if err != nil {
 		return mirrorFailures(err, len(pairs))
 	}
+	l := ld.Lock.Clone()
 	l.SetImages(entries)
-	if err := lock.Write(lockPath, l); err != nil {
+	if err := lock.Write(ld.LockPath, l); err != nil {
 		return err
 	}
+	ld.Lock, ld.LockBytes = l, l.Marshal()
 	log.Info(fmt.Sprintf("mirrored %d images to %s: %d copied, %d already present, %s pushed in %s",
 		len(pairs), f.Spec.Registry.Host, stats.Copied, stats.Present, mirrorBytes(stats.BytesPushed), stats.Elapsed.Round(10*time.Millisecond)),
 		"copied", stats.Copied, "present", stats.Present, "bytes", stats.BytesPushed, "elapsed", stats.Elapsed)

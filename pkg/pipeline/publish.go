@@ -35,12 +35,20 @@ import (
 // they push and refuse a Secret with plaintext data. Further checks on the
 // pushed content plug in as publish.WithContentCheck options.
 func Publish(ctx context.Context, cfg Config) error {
-	log := cfg.logger()
 	if cfg.OutDir == "" {
 		return schema.Invalid(errors.New("publish: the output folder (-o DIR) is required"))
 	}
+	ld, err := Load(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	return publishLoaded(ctx, cfg, ld)
+}
+
+func publishLoaded(ctx context.Context, cfg Config, ld *Loaded) error {
+	log := cfg.logger()
 	// Local checks first: a hand-edited tree fails without a registry round trip.
-	r, diff, err := check(ctx, cfg)
+	r, diff, err := checkLoaded(ctx, cfg, ld)
 	if err != nil {
 		return err
 	}
