@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/rogpeppe/go-internal/diff"
@@ -50,25 +51,65 @@ func Render(ctx context.Context, cfg Config) error {
 	if cfg.OutDir == "" {
 		return schema.Invalid(errors.New("render: no output folder (-o DIR)"))
 	}
+	if err := checkOutDir(cfg); err != nil {
+		return err
+	}
 	r, err := render(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	// The lock goes first: the tree names the new client IDs, and a tree that
-	// names IDs the lock lost would make the next render mint different ones.
-	if r.lockChanged {
-		if err := lock.Write(r.lockPath, r.lock); err != nil {
-			return err
-		}
-		cfg.logger().Info("lock updated", "file", r.lockPath, "newClientIDs", r.newClientIDs)
-	}
+	// The lock is committed with the tree, never before it: a failed render
+	// leaves both as they were.
 	start := time.Now()
-	st, err := tree.Write(cfg.OutDir, r.files)
+	lk := &tree.Lock{Path: r.lockPath, Old: r.lockBytes, New: r.lockBytes}
+	if r.lockChanged {
+		lk.New = r.lock.Marshal()
+	}
+	st, err := tree.WriteWith(cfg.OutDir, r.files, tree.Options{Lock: lk, Waiting: func() {
+		cfg.logger().Info("waiting for another render of the output folder", "dir", cfg.OutDir)
+	}})
 	if err != nil {
 		return err
 	}
+	if r.lockChanged {
+		cfg.logger().Info("lock updated", "file", r.lockPath, "newClientIDs", r.newClientIDs)
+	}
 	cfg.logger().Info("wrote", "dir", cfg.OutDir, "written", st.Written,
 		"unchanged", st.Unchanged, "removed", st.Removed, "duration", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// checkOutDir refuses an output folder that is the fleet's folder or holds
+// fleet.yaml: a render would mix its files with the input. It reads nothing.
+func checkOutDir(cfg Config) error {
+	file := cfg.File
+	if file == "" {
+		file = DefaultFile
+	}
+	fleetDir, err := filepath.Abs(filepath.Dir(file))
+	if err != nil {
+		return err
+	}
+	out, err := filepath.Abs(cfg.OutDir)
+	if err != nil {
+		return err
+	}
+	// Compare real paths where they exist, so that a symlink cannot hide it.
+	if r, err := filepath.EvalSymlinks(fleetDir); err == nil {
+		fleetDir = r
+	}
+	if r, err := filepath.EvalSymlinks(out); err == nil {
+		out = r
+	}
+	rel, err := filepath.Rel(out, fleetDir)
+	inside := err == nil && (rel == "." || !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && rel != "..")
+	if _, err := os.Lstat(filepath.Join(out, filepath.Base(file))); err == nil {
+		inside = true
+	}
+	if inside {
+		return schema.Invalid(fmt.Errorf("-o %s: the output folder may not be the folder of %s or hold it; choose a folder of its own (e.g. %s)",
+			cfg.OutDir, filepath.Base(file), filepath.Join(filepath.Dir(file), "out")))
+	}
 	return nil
 }
 
@@ -81,11 +122,14 @@ func Check(ctx context.Context, cfg Config) (string, error) {
 	if cfg.OutDir == "" {
 		return "", schema.Invalid(errors.New("check: no output folder (-o DIR)"))
 	}
+	if err := checkOutDir(cfg); err != nil {
+		return "", err
+	}
 	r, err := render(ctx, cfg)
 	if err != nil {
 		return "", err
 	}
-	d, err := tree.Diff(cfg.OutDir, r.files)
+	d, err := tree.DiffWith(cfg.OutDir, r.files, tree.Options{Lock: &tree.Lock{Path: r.lockPath}})
 	if err != nil {
 		return "", err
 	}
