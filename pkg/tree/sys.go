@@ -33,6 +33,10 @@ func createFile(p string, data []byte) (unix.Stat_t, error) {
 	if cerr := unix.Close(fd); err == nil {
 		err = cerr
 	}
+	if err != nil {
+		// O_EXCL made it ours: a part-written file (a full disk) goes.
+		unix.Unlink(p)
+	}
 	return st, err
 }
 
