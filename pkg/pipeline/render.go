@@ -75,7 +75,9 @@ func Render(ctx context.Context, cfg Config) error {
 		cfg.logger().Info("lock updated", "file", r.lockPath, "newClientIDs", r.newClientIDs)
 	}
 	cfg.logger().Info("wrote", "dir", cfg.OutDir, "written", st.Written,
-		"unchanged", st.Unchanged, "removed", st.Removed, "duration", time.Since(start).Round(time.Millisecond))
+		"unchanged", st.Unchanged, "removed", st.Removed, "duration", time.Since(start).Round(time.Millisecond),
+		"plan", st.Plan.Round(time.Millisecond), "write", st.Write.Round(time.Millisecond),
+		"flush", st.Flush.Round(time.Millisecond), "commit", st.Commit.Round(time.Millisecond))
 	return nil
 }
 

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -26,9 +27,14 @@ import (
 	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
-// Stats counts what Write did.
+// Stats counts what Write did, and how long each phase took.
 type Stats struct {
 	Written, Unchanged, Removed int
+	// Plan is finishing a killed update, listing dir and comparing; Write is
+	// writing new and staged files; Flush the one flush of the file system
+	// before the commit point; Commit the commit, stale files' removal, staged
+	// files' renames and the stat cache.
+	Plan, Write, Flush, Commit time.Duration
 }
 
 // tmpPrefix starts the name of the temporary files earlier versions made
@@ -129,6 +135,7 @@ func WriteWith(dir string, files []generate.File, opt Options) (st Stats, err er
 		return st, fmt.Errorf("lock %s: %w", dir, err)
 	}
 	defer held.Close()
+	start := time.Now()
 
 	// Finish what a killed render left before looking at the tree.
 	j, committed, err := readJournal(dir, lockPath)
@@ -156,20 +163,24 @@ func WriteWith(dir string, files []generate.File, opt Options) (st Stats, err er
 	if err != nil {
 		return st, err
 	}
+	p.stats.Plan = time.Since(start)
 	for _, l := range p.leftovers {
 		unix.Unlink(filepath.Join(dir, filepath.FromSlash(l)))
 	}
-	st = Stats{Written: len(p.j.news) + len(p.j.puts), Unchanged: len(files) - len(p.j.news) - len(p.j.puts), Removed: len(p.j.dels)}
 	if len(p.j.news)+len(p.j.puts)+len(p.j.dels) == 0 && newLock == nil {
 		if p.stateDirty {
 			err = saveState(meta, p.stamps)
 		}
-		return st, err
+		p.stats.Unchanged = len(files)
+		return p.stats, err
 	}
 	if err := commit(dir, meta, files, p, lockPath, newLock); err != nil {
 		return Stats{}, err
 	}
-	return st, nil
+	p.stats.Written = len(p.j.news) + len(p.j.puts)
+	p.stats.Unchanged = len(files) - p.stats.Written
+	p.stats.Removed = len(p.j.dels)
+	return p.stats, nil
 }
 
 // readLock reads the lock file as it is now; nil when there is none.
@@ -206,6 +217,7 @@ type updatePlan struct {
 	stamps     map[string]stamp // the stat cache after the update, so far
 	stateDirty bool
 	leftovers  []string
+	stats      Stats
 }
 
 // plan compares files with dir and decides every step of the update. It
@@ -391,6 +403,7 @@ func commit(dir, meta string, files []generate.File, p *updatePlan, lockPath str
 		return fmt.Errorf("write %s: %w", meta, err)
 	}
 
+	t := time.Now()
 	for _, d := range j.mkdirs {
 		if err := unix.Mkdir(filepath.Join(dir, filepath.FromSlash(d)), 0o755); err != nil {
 			return fmt.Errorf("create %s: %w", d, err)
@@ -453,10 +466,15 @@ func commit(dir, meta string, files []generate.File, p *updatePlan, lockPath str
 			return fmt.Errorf("write %s: %w", lockPath, err)
 		}
 	}
+	p.stats.Write = time.Since(t)
+	t = time.Now()
 	// One flush of the file system for every file above, then the commit point.
 	if err := syncFS(meta); err != nil {
 		return fmt.Errorf("flush %s: %w", dir, err)
 	}
+	p.stats.Flush = time.Since(t)
+	t = time.Now()
+	defer func() { p.stats.Commit = time.Since(t) }()
 	if lockTmp != "" {
 		if err := os.Rename(lockTmp, lockPath); err != nil {
 			return fmt.Errorf("write %s: %w", lockPath, err)
