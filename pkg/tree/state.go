@@ -33,14 +33,21 @@ const (
 type stamp struct {
 	ino, size, mtime, ctime int64
 	sum                     [32]byte
+	// racy: changed too close to when the state was taken to be trusted.
+	racy bool
 }
 
 func stampOf(st *unix.Stat_t, sum [32]byte) stamp {
 	return stamp{ino: int64(st.Ino), size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano(), sum: sum}
 }
 
-// matches reports whether st is the file the stamp was taken of.
+// matches reports whether st is the file the stamp was taken of; a racy
+// stamp never matches.
 func (s stamp) matches(st *unix.Stat_t) bool {
+	return !s.racy && s.sameStat(st)
+}
+
+func (s stamp) sameStat(st *unix.Stat_t) bool {
 	return st.Mode&unix.S_IFMT == unix.S_IFREG && int64(st.Ino) == s.ino && st.Size == s.size &&
 		st.Mtim.Nano() == s.mtime && st.Ctim.Nano() == s.ctime
 }
@@ -81,9 +88,7 @@ func loadState(meta string) map[string]stamp {
 		if n, err := hex.Decode(s.sum[:], []byte(f[4])); err != nil || n != 32 {
 			return map[string]stamp{}
 		}
-		if s.ctime > taken-int64(racyWindow) {
-			continue
-		}
+		s.racy = s.ctime > taken-int64(racyWindow)
 		out[f[5]] = s
 	}
 	return out

@@ -279,7 +279,11 @@ func plan(dir, meta string, files []generate.File) (*updatePlan, error) {
 		}
 		if bytes.Equal(data, f.Data) {
 			fresh[i], have[i] = stampOf(&st, p.sums[i]), true
-			dirty.Store(true)
+			// A racy stamp of this very file stays as it is, so that an
+			// unchanged tree leaves the state file alone.
+			if s, ok := old[f.Path]; !ok || !s.sameStat(&st) || s.sum != p.sums[i] {
+				dirty.Store(true)
+			}
 		} else {
 			p.acts[i] = stage
 		}
