@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/pkg/tree"
 )
 
 // renderedTopLevel are the entries a render writes at the top of its output
@@ -203,6 +204,10 @@ func readTree(dir, prefix string, add func(rel string, f file), skip string, log
 			if p != dir && d.Name() == ".git" {
 				return filepath.SkipDir
 			}
+			// fleetgen's own files (lock, journal, stat cache) are never content.
+			if filepath.Dir(p) == dir && d.Name() == tree.MetaDir {
+				return filepath.SkipDir
+			}
 			if skip != "" && p != dir {
 				if abs, err := filepath.Abs(p); err == nil && abs == skip {
 					return filepath.SkipDir
@@ -213,6 +218,9 @@ func readTree(dir, prefix string, add func(rel string, f file), skip string, log
 		rel, err := filepath.Rel(dir, p)
 		if err != nil {
 			return err
+		}
+		if tree.IsInternal(filepath.ToSlash(rel)) {
+			return nil // a leftover of a killed render
 		}
 		rel = path.Join(prefix, filepath.ToSlash(rel))
 		if !d.Type().IsRegular() {
