@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -177,12 +176,12 @@ func readJournal(dir, lockPath string) (*journal, bool, error) {
 		if lockPath == "" || j.lockPath != lockPath {
 			return nil, false, schema.Invalid(fmt.Errorf("%s holds an unfinished render of another fleet; render that fleet into it again, or remove %s", dir, meta))
 		}
-		cur, err := os.ReadFile(lockPath)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, false, fmt.Errorf("read %s: %w", lockPath, err)
+		cur, err := readLock(lockPath)
+		if err != nil {
+			return nil, false, err
 		}
 		sum := sha256.Sum256(cur)
-		return j, err == nil && hex.EncodeToString(sum[:]) == j.lockSum, nil
+		return j, cur != nil && hex.EncodeToString(sum[:]) == j.lockSum, nil
 	}
 	return nil, false, nil
 }

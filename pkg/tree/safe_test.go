@@ -413,3 +413,27 @@ func TestStateCacheNeverDecides(t *testing.T) {
 		t.Errorf("a.yaml = %q", b)
 	}
 }
+
+// TestPlantedFIFO plants FIFOs at the lock's and the journal's names: Write
+// and Diff finish (with an error or not) instead of hanging.
+func TestPlantedFIFO(t *testing.T) {
+	for _, name := range []string{lockFile, preparedFile, stateFile} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			must(t, os.Mkdir(filepath.Join(dir, MetaDir), 0o755))
+			must(t, unix.Mkfifo(filepath.Join(dir, MetaDir, name), 0o644))
+			files := []generate.File{file("a.yaml", "a\n")}
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				Diff(dir, files)
+				Write(dir, files)
+			}()
+			select {
+			case <-done:
+			case <-time.After(20 * time.Second):
+				t.Fatal("a FIFO in .fleetgen hangs the render")
+			}
+		})
+	}
+}

@@ -180,7 +180,8 @@ func flock(p string, shared bool, waiting func()) (*os.File, error) {
 	if shared {
 		flags, how = os.O_RDONLY, unix.LOCK_SH
 	}
-	fh, err := os.OpenFile(p, flags|unix.O_NOFOLLOW, 0o644)
+	// O_NONBLOCK: a FIFO planted at this name must not hang the open.
+	fh, err := os.OpenFile(p, flags|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0o644)
 	if err != nil {
 		return nil, err
 	}
