@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/rogpeppe/go-internal/diff"
@@ -54,6 +55,9 @@ func Render(ctx context.Context, cfg Config) error {
 	if cfg.OutDir == "" {
 		return schema.Invalid(errors.New("render: no output folder (-o DIR)"))
 	}
+	if err := checkOutDir(cfg); err != nil {
+		return err
+	}
 	ld, err := Load(ctx, cfg)
 	if err != nil {
 		return err
@@ -66,22 +70,61 @@ func renderLoaded(ctx context.Context, cfg Config, ld *Loaded) error {
 	if err != nil {
 		return err
 	}
-	// The lock goes first: the tree names the new client IDs, and a tree that
-	// names IDs the lock lost would make the next render mint different ones.
-	if r.lockChanged {
-		if err := lock.Write(r.lockPath, r.lock); err != nil {
-			return err
-		}
-		ld.Lock, ld.LockBytes = r.lock, r.lock.Marshal()
-		cfg.logger().Info("lock updated", "file", r.lockPath, "newClientIDs", r.newClientIDs)
-	}
+	// The lock is committed with the tree, never before it: a failed render
+	// leaves both as they were.
 	start := time.Now()
-	st, err := tree.Write(cfg.OutDir, r.files)
+	lk := &tree.Lock{Path: r.lockPath, Old: r.lockBytes, New: r.lockBytes}
+	if r.lockChanged {
+		lk.New = r.lock.Marshal()
+	}
+	st, err := tree.WriteWith(cfg.OutDir, r.files, tree.Options{Lock: lk, Waiting: func() {
+		cfg.logger().Info("waiting for another render of the output folder", "dir", cfg.OutDir)
+	}})
 	if err != nil {
 		return err
 	}
+	if r.lockChanged {
+		ld.Lock, ld.LockBytes = r.lock, lk.New
+		cfg.logger().Info("lock updated", "file", r.lockPath, "newClientIDs", r.newClientIDs)
+	}
 	cfg.logger().Info("wrote", "dir", cfg.OutDir, "written", st.Written,
-		"unchanged", st.Unchanged, "removed", st.Removed, "duration", time.Since(start).Round(time.Millisecond))
+		"unchanged", st.Unchanged, "removed", st.Removed, "duration", time.Since(start).Round(time.Millisecond),
+		"plan", st.Plan.Round(time.Millisecond), "write", st.Write.Round(time.Millisecond),
+		"flush", st.Flush.Round(time.Millisecond), "commit", st.Commit.Round(time.Millisecond))
+	return nil
+}
+
+// checkOutDir refuses an output folder that is the fleet's folder or holds
+// fleet.yaml: a render would mix its files with the input. It reads nothing.
+func checkOutDir(cfg Config) error {
+	file := cfg.File
+	if file == "" {
+		file = DefaultFile
+	}
+	fleetDir, err := filepath.Abs(filepath.Dir(file))
+	if err != nil {
+		return err
+	}
+	out, err := filepath.Abs(cfg.OutDir)
+	if err != nil {
+		return err
+	}
+	// Compare real paths where they exist, so that a symlink cannot hide it.
+	if r, err := filepath.EvalSymlinks(fleetDir); err == nil {
+		fleetDir = r
+	}
+	if r, err := filepath.EvalSymlinks(out); err == nil {
+		out = r
+	}
+	rel, err := filepath.Rel(out, fleetDir)
+	inside := err == nil && (rel == "." || !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && rel != "..")
+	if _, err := os.Lstat(filepath.Join(out, filepath.Base(file))); err == nil {
+		inside = true
+	}
+	if inside {
+		return schema.Invalid(fmt.Errorf("-o %s: the output folder may not be the folder of %s or hold it; choose a folder of its own (e.g. %s)",
+			cfg.OutDir, filepath.Base(file), filepath.Join(filepath.Dir(file), "out")))
+	}
 	return nil
 }
 
@@ -95,6 +138,9 @@ func renderLoaded(ctx context.Context, cfg Config, ld *Loaded) error {
 func Check(ctx context.Context, cfg Config) (string, error) {
 	if cfg.OutDir == "" {
 		return "", schema.Invalid(errors.New("check: no output folder (-o DIR)"))
+	}
+	if err := checkOutDir(cfg); err != nil {
+		return "", err
 	}
 	ld, err := Load(ctx, cfg)
 	if err != nil {
@@ -115,7 +161,7 @@ func checkLoaded(ctx context.Context, cfg Config, ld *Loaded) (*rendered, string
 	if err != nil {
 		return nil, "", err
 	}
-	d, err := tree.Diff(cfg.OutDir, r.files)
+	d, err := tree.DiffWith(cfg.OutDir, r.files, tree.Options{Lock: &tree.Lock{Path: r.lockPath}})
 	if err != nil {
 		return nil, "", err
 	}
@@ -137,6 +183,9 @@ func checkLoaded(ctx context.Context, cfg Config, ld *Loaded) (*rendered, string
 func Build(ctx context.Context, cfg Config, publish bool) error {
 	if cfg.OutDir == "" {
 		return schema.Invalid(errors.New("build: no output folder (-o DIR)"))
+	}
+	if err := checkOutDir(cfg); err != nil {
+		return err
 	}
 	log := cfg.logger()
 	start := time.Now()

@@ -14,6 +14,7 @@ import (
 	"fleetgen.dev/fleetgen/pkg/generate"
 	"fleetgen.dev/fleetgen/pkg/schema"
 	"fleetgen.dev/fleetgen/pkg/secrets"
+	"fleetgen.dev/fleetgen/pkg/tree"
 )
 
 // renderedTopLevel are the entries a render writes at the top of its output
@@ -250,6 +251,10 @@ func readTree(dir, prefix string, add func(rel string, f file), skip string, log
 			if p != dir && d.Name() == ".git" {
 				return filepath.SkipDir
 			}
+			// fleetgen's own files (lock, journal, stat cache) are never content.
+			if filepath.Dir(p) == dir && d.Name() == tree.MetaDir {
+				return filepath.SkipDir
+			}
 			if skip != "" && p != dir {
 				if abs, err := filepath.Abs(p); err == nil && abs == skip {
 					return filepath.SkipDir
@@ -260,6 +265,9 @@ func readTree(dir, prefix string, add func(rel string, f file), skip string, log
 		rel, err := filepath.Rel(dir, p)
 		if err != nil {
 			return err
+		}
+		if tree.IsInternal(filepath.ToSlash(rel)) {
+			return nil // a leftover of a killed render
 		}
 		rel = path.Join(prefix, filepath.ToSlash(rel))
 		if !d.Type().IsRegular() {
