@@ -3,7 +3,7 @@ GO      ?= go
 BIN     ?= bin/fleetgen
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build test bench bench-mirror lint
+.PHONY: all build test bench bench-mirror lint size
 
 all: build
 
@@ -27,3 +27,9 @@ bench-mirror:
 lint:
 	@out="$$(gofmt -l .)"; if [ -n "$$out" ]; then echo "gofmt -l:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+
+## size: binary size of bin/fleetgen and how many modules and packages it links
+size: build
+	@echo "binary: $$(du -b $(BIN) | cut -f1) bytes ($$(du -m $(BIN) | cut -f1) MiB) $(BIN)"
+	@echo "modules: $$($(GO) list -deps -f '{{with .Module}}{{.Path}}{{end}}' ./cmd/fleetgen | sort -u | wc -l) (fleetgen's own included)"
+	@echo "packages: $$($(GO) list -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}' ./cmd/fleetgen | wc -l) non-standard, $$($(GO) list -deps ./cmd/fleetgen | wc -l) in all"
