@@ -353,7 +353,9 @@ func (c *treeCipher) walkBranch(b branch, path []string, h io.Writer) error {
 			}
 			switch v := v.(type) {
 			case comment:
-				b[i].key = v
+				// A decrypted comment keeps its place (SOPS makes it a head
+				// comment); verification compares the trees.
+				b[i].key = comment{text: v.text, inline: cm.inline}
 			case string:
 				b[i].key = comment{text: v, inline: cm.inline}
 			default:
