@@ -90,8 +90,10 @@ type globals struct {
 	logFormat string
 	verbose   bool
 	quiet     bool
-	logger    *slog.Logger
-	progress  io.Writer
+	// ageKeyFile verifies sealed Secrets by decrypting them (pipeline.Config.AgeKeyFile).
+	ageKeyFile string
+	logger     *slog.Logger
+	progress   io.Writer
 }
 
 func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
@@ -132,6 +134,7 @@ Exit codes: 0 ok, 1 runtime failure, 2 invalid input or usage, 3 drift (render -
 	pf.StringVar(&g.logFormat, "log-format", "text", "log format on stderr: text or json")
 	pf.BoolVarP(&g.verbose, "verbose", "v", false, "log debug details")
 	pf.BoolVarP(&g.quiet, "quiet", "q", false, "log only errors")
+	pf.StringVar(&g.ageKeyFile, "age-key-file", "", "age identities with which render, check and publish decrypt and verify the sealed Secrets of the output folder (default $SOPS_AGE_KEY_FILE)")
 
 	root.AddCommand(
 		newValidate(g),
@@ -180,7 +183,7 @@ func (g *globals) setup(stderr io.Writer) error {
 
 // config is the pipeline.Config every command starts from.
 func (g *globals) config(file string) pipeline.Config {
-	return pipeline.Config{File: file, Logger: g.logger, Progress: g.progress}
+	return pipeline.Config{File: file, Logger: g.logger, Progress: g.progress, AgeKeyFile: g.ageKeyFile}
 }
 
 // wrap marks an error from a command's work so that report does not take it

@@ -27,6 +27,11 @@ type Config struct {
 	PushURL string
 	// LookupEnv resolves {env: VAR}; nil means os.LookupEnv.
 	LookupEnv func(string) (string, bool)
+	// AgeKeyFile holds age identities (trusted CI configuration) with which
+	// render, check and publish decrypt the sealed Secrets of OutDir before
+	// trusting them; empty means $SOPS_AGE_KEY_FILE, and neither means the
+	// plaintext-hash annotations are trusted (docs/secrets.md).
+	AgeKeyFile string
 }
 
 func (c Config) logger() *slog.Logger {

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/rogpeppe/go-internal/diff"
@@ -67,6 +68,9 @@ func Render(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	if len(r.forged) > 0 {
+		cfg.logger().Warn("re-sealed Secrets whose ciphertext did not decrypt to the render", "files", r.forged)
+	}
 	cfg.logger().Info("wrote", "dir", cfg.OutDir, "written", st.Written,
 		"unchanged", st.Unchanged, "removed", st.Removed, "duration", time.Since(start).Round(time.Millisecond))
 	return nil
@@ -96,6 +100,13 @@ func Check(ctx context.Context, cfg Config) (string, error) {
 			oldName = "/dev/null"
 		}
 		d = string(diff.Diff(oldName, old, "b/"+name, r.lock.Marshal())) + d
+	}
+	if len(r.forged) > 0 {
+		var note strings.Builder
+		for _, p := range r.forged {
+			fmt.Fprintf(&note, "# %s: the sealed Secret does not decrypt to what fleet.yaml renders (checked with the age key file)\n", p)
+		}
+		d = note.String() + d
 	}
 	cfg.logger().Info("checked", "dir", cfg.OutDir, "files", len(r.files), "drift", d != "")
 	return d, nil
@@ -144,6 +155,9 @@ type rendered struct {
 	lockChanged  bool
 	newClientIDs int
 	files        []generate.File
+	// forged are the sealed Secrets of OutDir whose annotation matched the
+	// render but whose ciphertext, decrypted with cfg's age key, did not.
+	forged []string
 }
 
 // render runs every step of a render except writing.
@@ -192,7 +206,12 @@ func render(ctx context.Context, cfg Config) (*rendered, error) {
 	if f.Spec.Encryption != nil {
 		enc = f.Spec.Encryption.SOPS
 	}
-	files, err = secrets.Seal(files, enc, previous(cfg.OutDir))
+	ids, err := cfg.ageIdentities()
+	if err != nil {
+		return nil, err
+	}
+	files, err = secrets.Seal(files, enc, previous(cfg.OutDir),
+		secrets.Verify(ids, func(p string) { r.forged = append(r.forged, p) }))
 	if err != nil {
 		return nil, err
 	}
@@ -208,7 +227,7 @@ func render(ctx context.Context, cfg Config) (*rendered, error) {
 	}
 	log.Info("rendered", "fleet", f.Metadata.Name, "clusters", len(f.Spec.Clusters),
 		"layers", len(f.Spec.Layers), "images", len(found.Images), "files", len(files),
-		"secrets", secretFiles, "sops", enc != nil, "duration", time.Since(start).Round(time.Millisecond))
+		"secrets", secretFiles, "sops", enc != nil, "decryptCheck", ids != nil, "duration", time.Since(start).Round(time.Millisecond))
 	return r, nil
 }
 
@@ -239,6 +258,24 @@ func loadLock(f *schema.Fleet) (*lock.Lock, []byte, error) {
 		return nil, nil, schema.Invalid(fmt.Errorf("%s: %w", path, err))
 	}
 	return l, data, nil
+}
+
+// ageIdentities loads cfg.AgeKeyFile, or $SOPS_AGE_KEY_FILE; nil when
+// neither is set. The path is trusted configuration; a file that does not
+// load is an input error, and the message never quotes it.
+func (cfg Config) ageIdentities() (*secrets.Identities, error) {
+	path := cfg.AgeKeyFile
+	if path == "" {
+		path, _ = cfg.lookupEnv("SOPS_AGE_KEY_FILE")
+	}
+	if path == "" {
+		return nil, nil
+	}
+	ids, err := secrets.LoadIdentities(path)
+	if err != nil {
+		return nil, schema.Invalid(err)
+	}
+	return ids, nil
 }
 
 // previous returns what a path of the output folder holds now, for

@@ -8,8 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"fleetgen.dev/fleetgen/pkg/schema"
 	"github.com/getsops/sops/v3/decrypt"
+
+	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
 // exampleRecipient is the public key of examples/fleet-standalone/age.agekey
