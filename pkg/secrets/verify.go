@@ -93,7 +93,7 @@ func Verify(ids *Identities, forged func(path string)) Option {
 	}
 }
 
-// checkIdentities requires an identity for at least one recipient.
+// check requires an identity for at least one of recipients.
 func (ids *Identities) check(recipients []string) error {
 	for _, r := range ids.recipients {
 		if slices.Contains(recipients, r) {
