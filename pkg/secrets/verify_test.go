@@ -161,3 +161,20 @@ func TestIdentitiesErrorsQuoteNothing(t *testing.T) {
 		t.Fatal("a missing key file loaded")
 	}
 }
+
+// FuzzDecryptsTo feeds decryptsTo what a pull request can put in DIR: it
+// must not panic, and the genuine file must keep verifying (the seed).
+func FuzzDecryptsTo(f *testing.F) {
+	files := fleetFiles(f, 1, kubeconfigFor)
+	plain := byPath(files)["manager/fleet/prod-0/kubeconfig.yaml"].Data
+	sealed := byPath(mustSeal(f, files, testSOPS(exampleRecipient), nil))["manager/fleet/prod-0/kubeconfig.yaml"].Data
+	ids := exampleIdentities(f)
+	if !decryptsTo(sealed, plain, ids) {
+		f.Fatal("the genuine sealed file does not verify")
+	}
+	f.Add(sealed)
+	f.Add([]byte("sops: {age: [{enc: x}], mac: y, lastmodified: z}\n"))
+	f.Fuzz(func(t *testing.T, prev []byte) {
+		decryptsTo(prev, plain, ids)
+	})
+}
