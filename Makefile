@@ -3,7 +3,7 @@ GO      ?= go
 BIN     ?= bin/fleetgen
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build test bench bench-mirror lint size
+.PHONY: all build test bench bench-mirror lint size cold-build
 
 all: build
 
@@ -33,3 +33,8 @@ size: build
 	@echo "binary: $$(du -b $(BIN) | cut -f1) bytes ($$(du -m $(BIN) | cut -f1) MiB) $(BIN)"
 	@echo "modules: $$($(GO) list -deps -f '{{with .Module}}{{.Path}}{{end}}' ./cmd/fleetgen | sort -u | wc -l) (fleetgen's own included)"
 	@echo "packages: $$($(GO) list -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}' ./cmd/fleetgen | wc -l) non-standard, $$($(GO) list -deps ./cmd/fleetgen | wc -l) in all"
+
+## cold-build: time `go build ./cmd/fleetgen` with an empty build cache (module cache as it is)
+cold-build:
+	@c=$$(mktemp -d); s=$$(date +%s); GOCACHE=$$c $(GO) build -o $$c/fleetgen ./cmd/fleetgen && \
+	echo "cold build: $$(( $$(date +%s) - s )) s, binary $$(du -b $$c/fleetgen | cut -f1) bytes"; rm -rf $$c
