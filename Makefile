@@ -9,7 +9,7 @@ DIST        ?= dist
 PLATFORMS   ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 LDFLAGS     := -X main.version=$(VERSION)
 
-.PHONY: all build install release test fuzz bench bench-mirror lint
+.PHONY: all build install release test fuzz bench bench-mirror lint size cold-build
 
 all: build
 
@@ -58,3 +58,14 @@ bench-mirror:
 lint:
 	@out="$$(gofmt -l .)"; if [ -n "$$out" ]; then echo "gofmt -l:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+
+## size: binary size of bin/fleetgen and how many modules and packages it links
+size: build
+	@echo "binary: $$(du -b $(BIN) | cut -f1) bytes ($$(du -m $(BIN) | cut -f1) MiB) $(BIN)"
+	@echo "modules: $$($(GO) list -deps -f '{{with .Module}}{{.Path}}{{end}}' ./cmd/fleetgen | sort -u | wc -l) (fleetgen's own included)"
+	@echo "packages: $$($(GO) list -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}' ./cmd/fleetgen | wc -l) non-standard, $$($(GO) list -deps ./cmd/fleetgen | wc -l) in all"
+
+## cold-build: time `go build ./cmd/fleetgen` with an empty build cache (module cache as it is)
+cold-build:
+	@c=$$(mktemp -d); s=$$(date +%s); GOCACHE=$$c $(GO) build -o $$c/fleetgen ./cmd/fleetgen && \
+	echo "cold build: $$(( $$(date +%s) - s )) s, binary $$(du -b $$c/fleetgen | cut -f1) bytes"; rm -rf $$c

@@ -65,9 +65,11 @@ type globals struct {
 	verbose   bool
 	quiet     bool
 	errFormat string // text, json or github: how input problems are printed
-	logger    *slog.Logger
-	progress  io.Writer
-	envPrefix string
+	// ageKeyFile verifies sealed Secrets by decrypting them (pipeline.Config.AgeKeyFile).
+	ageKeyFile string
+	logger     *slog.Logger
+	progress   io.Writer
+	envPrefix  string
 }
 
 func newRoot(g *globals, stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
@@ -109,6 +111,7 @@ Exit codes: 0 ok, 1 runtime failure, 2 invalid input or usage, 3 drift (render -
 	pf.BoolVarP(&g.quiet, "quiet", "q", false, "log only errors")
 	pf.StringVar(&g.envPrefix, "kubeconfig-env-prefix", "", "also let {env: VAR} read variables whose names start with this (always: FLEETGEN_KUBECONFIG_)")
 	_ = root.RegisterFlagCompletionFunc("log-format", completeValues("text", "json"))
+	pf.StringVar(&g.ageKeyFile, "age-key-file", "", "age identities with which render, check and publish decrypt and verify the sealed Secrets of the output folder (default $SOPS_AGE_KEY_FILE)")
 
 	root.AddCommand(
 		newValidate(g),
@@ -170,7 +173,7 @@ func (g *globals) configFor(cmd *cobra.Command, file string, args []string) (pip
 	if err != nil {
 		return pipeline.Config{}, err
 	}
-	return pipeline.Config{File: f, Logger: g.logger, Progress: g.progress, KubeconfigEnvPrefix: g.envPrefix}, nil
+	return pipeline.Config{File: f, Logger: g.logger, Progress: g.progress, KubeconfigEnvPrefix: g.envPrefix, AgeKeyFile: g.ageKeyFile}, nil
 }
 
 // wrap marks an error from a command's work so that report does not take it

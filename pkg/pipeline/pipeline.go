@@ -31,6 +31,11 @@ type Config struct {
 	// KubeconfigEnvPrefix is a second prefix, besides FLEETGEN_KUBECONFIG_,
 	// of the variables {env: VAR} may read (schema.LoadOptions.EnvPrefix).
 	KubeconfigEnvPrefix string
+	// AgeKeyFile holds age identities (trusted CI configuration) with which
+	// render, check and publish decrypt the sealed Secrets of OutDir before
+	// trusting them; empty means $SOPS_AGE_KEY_FILE, and neither means the
+	// plaintext-hash annotations are trusted (docs/secrets.md).
+	AgeKeyFile string
 }
 
 func (c Config) logger() *slog.Logger {

@@ -87,6 +87,9 @@ func renderLoaded(ctx context.Context, cfg Config, ld *Loaded) error {
 		ld.Lock, ld.LockBytes = r.lock, lk.New
 		cfg.logger().Info("lock updated", "file", r.lockPath, "newClientIDs", r.newClientIDs)
 	}
+	if len(r.forged) > 0 {
+		cfg.logger().Warn("re-sealed Secrets whose ciphertext did not decrypt to the render", "files", r.forged)
+	}
 	cfg.logger().Info("wrote", "dir", cfg.OutDir, "written", st.Written,
 		"unchanged", st.Unchanged, "removed", st.Removed, "duration", time.Since(start).Round(time.Millisecond),
 		"plan", st.Plan.Round(time.Millisecond), "write", st.Write.Round(time.Millisecond),
@@ -173,6 +176,13 @@ func checkLoaded(ctx context.Context, cfg Config, ld *Loaded) (*rendered, string
 		}
 		d = string(diff.Diff(oldName, old, "b/"+name, r.lock.Marshal())) + d
 	}
+	if len(r.forged) > 0 {
+		var note strings.Builder
+		for _, p := range r.forged {
+			fmt.Fprintf(&note, "# %s: the sealed Secret does not decrypt to what fleet.yaml renders (checked with the age key file)\n", p)
+		}
+		d = note.String() + d
+	}
 	cfg.logger().Info("checked", "dir", cfg.OutDir, "files", len(r.files), "drift", d != "")
 	return r, d, nil
 }
@@ -232,6 +242,9 @@ type rendered struct {
 	lockChanged  bool
 	newClientIDs int
 	files        []generate.File
+	// forged are the sealed Secrets of OutDir whose annotation matched the
+	// render but whose ciphertext, decrypted with cfg's age key, did not.
+	forged []string
 }
 
 // render runs every step of a render except writing, on a copy of ld's lock.
@@ -276,7 +289,12 @@ func render(ctx context.Context, cfg Config, ld *Loaded, placeholders bool) (*re
 	if f.Spec.Encryption != nil {
 		enc = f.Spec.Encryption.SOPS
 	}
-	files, err = secrets.Seal(files, enc, previous(cfg.OutDir))
+	ids, err := cfg.ageIdentities()
+	if err != nil {
+		return nil, err
+	}
+	files, err = secrets.Seal(files, enc, previous(cfg.OutDir),
+		secrets.Verify(ids, func(p string) { r.forged = append(r.forged, p) }))
 	if err != nil {
 		return nil, err
 	}
@@ -292,7 +310,7 @@ func render(ctx context.Context, cfg Config, ld *Loaded, placeholders bool) (*re
 	}
 	log.Info("rendered", "fleet", f.Metadata.Name, "clusters", len(f.Spec.Clusters),
 		"layers", len(f.Spec.Layers), "images", len(ld.Images.Images), "files", len(files),
-		"secrets", secretFiles, "sops", enc != nil, "duration", time.Since(start).Round(time.Millisecond))
+		"secrets", secretFiles, "sops", enc != nil, "decryptCheck", ids != nil, "duration", time.Since(start).Round(time.Millisecond))
 	return r, nil
 }
 
@@ -317,6 +335,24 @@ func loadLock(f *schema.Fleet) (*lock.Lock, []byte, error) {
 // maxPrevious bounds what previous reads: a sealed kubeconfig Secret is a
 // few KiB, and one of a 1 MiB kubeconfig (schema.MaxRefSize) under 2 MiB.
 const maxPrevious = 4 << 20
+
+// ageIdentities loads cfg.AgeKeyFile, or $SOPS_AGE_KEY_FILE; nil when
+// neither is set. The path is trusted configuration; a file that does not
+// load is an input error, and the message never quotes it.
+func (cfg Config) ageIdentities() (*secrets.Identities, error) {
+	path := cfg.AgeKeyFile
+	if path == "" {
+		path, _ = cfg.lookupEnv("SOPS_AGE_KEY_FILE")
+	}
+	if path == "" {
+		return nil, nil
+	}
+	ids, err := secrets.LoadIdentities(path)
+	if err != nil {
+		return nil, schema.Invalid(err)
+	}
+	return ids, nil
+}
 
 // previous returns what a path of the output folder holds now, for
 // secrets.Seal to keep unchanged ciphertext. DIR's content is untrusted: a
