@@ -25,11 +25,18 @@ func readmeSample(t *testing.T) []byte {
 }
 
 // TestReadmeSample validates the README's sample as printed; the test supplies
-// the files it names: the quickstart's fake certificates and kubeconfig, and
-// a one-ConfigMap folder for each layer path.
+// the files it names: the quickstart's fake certificates and kubeconfig, a
+// one-ConfigMap folder for each layer path, and the lock `fleetgen mirror`
+// would write for the fleet-agent image.
 func TestReadmeSample(t *testing.T) {
 	dir := t.TempDir()
-	files := map[string][]byte{"fleet.yaml": readmeSample(t)}
+	files := map[string][]byte{
+		"fleet.yaml": readmeSample(t),
+		"fleet.lock.yaml": []byte("apiVersion: fleetgen.dev/v1alpha1\nkind: Lock\nimages:\n" +
+			"  - source: docker.io/rancher/fleet-agent:v0.16.1\n" +
+			"    target: quickstart.azurecr.io/rancher/fleet-agent:v0.16.1\n" +
+			"    digest: sha256:1111111111111111111111111111111111111111111111111111111111111111\n"),
+	}
 	for _, f := range []string{"certs/manager-ca.pem", "certs/managed1-ca.pem", "kubeconfigs/prod-eu-1.yaml"} {
 		b, err := os.ReadFile(filepath.Join("..", "..", "examples", "quickstart", filepath.FromSlash(f)))
 		if err != nil {

@@ -8,24 +8,14 @@ import "fmt"
 func (v *validator) output() {
 	v.agentImage()
 	s := &v.f.Spec.Source
+	// A layer called flux-system is refused with the other reserved layer
+	// names, whatever the bootstrap (validate.go).
 	switch s.Bootstrap {
-	case BootstrapFlux:
-		// Flux's own Kustomization and source are called flux-system; a layer
-		// of that name would replace them on every cluster.
-		for i, l := range v.f.Spec.Layers {
-			if l.Name == fluxSystem {
-				v.add(fmt.Sprintf("spec.layers[%d].name", i), "layer name %q is reserved: it is the Kustomization `flux bootstrap` made; want another name", l.Name)
-			}
-		}
-	case BootstrapNone:
+	case BootstrapFlux, BootstrapNone:
 	default:
 		v.add("spec.source.bootstrap", "unsupported value %q: want flux (clusters bootstrapped with `flux bootstrap --path clusters/<name>`) or none (fleetgen writes each cluster's source)", s.Bootstrap)
 	}
 }
-
-// fluxSystem is the name `flux bootstrap` gives its namespace, source and
-// Kustomization.
-const fluxSystem = "flux-system"
 
 // agentImage requires exactly one fleet-agent image in spec.images when any
 // cluster registers in mode agent: agents/<name>/values.yaml pins it to the
