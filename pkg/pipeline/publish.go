@@ -16,6 +16,7 @@ import (
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/publish"
 	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/pkg/tree"
 )
 
 // Publish renders in memory, checks that OutDir holds exactly that render,
@@ -112,8 +113,8 @@ func reportUnrendered(outDir string, files []generate.File, log *slog.Logger) er
 			return err
 		}
 		if d.IsDir() {
-			if d.Name() == ".git" {
-				return filepath.SkipDir
+			if d.Name() == ".git" || p == filepath.Join(outDir, tree.MetaDir) {
+				return filepath.SkipDir // fleetgen's own lock, journal and cache
 			}
 			return nil
 		}

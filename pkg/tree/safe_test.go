@@ -137,7 +137,8 @@ func TestPlantedSymlinks(t *testing.T) {
 			if d, err := Diff(dir, files); err != nil || d != "" {
 				t.Errorf("Diff after Write = %q, %v", d, err)
 			}
-			// Leftovers were cleaned: no name of ours is left but lock and state.
+			// Leftovers were cleaned: no name of ours is left but lock, state
+			// and the .gitignore.
 			for n := range read(t, dir) {
 				if strings.Contains(n, tmpPrefix) {
 					t.Errorf("leftover %s", n)
@@ -145,7 +146,7 @@ func TestPlantedSymlinks(t *testing.T) {
 			}
 			ents, _ := os.ReadDir(filepath.Join(dir, MetaDir))
 			for _, e := range ents {
-				if e.Name() != lockFile && e.Name() != stateFile {
+				if e.Name() != lockFile && e.Name() != stateFile && e.Name() != ".gitignore" {
 					t.Errorf("leftover %s/%s", MetaDir, e.Name())
 				}
 			}
@@ -436,4 +437,30 @@ func TestPlantedFIFO(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMetaGitignore: the first write leaves .fleetgen/.gitignore, so that
+// committing the output folder never commits fleetgen's lock, journal or
+// cache, and a planted symlink at that name is not followed.
+func TestMetaGitignore(t *testing.T) {
+	files := []generate.File{{Path: "a/x.yaml", Data: []byte(generate.Header + "a: 1\n")}}
+	dir := t.TempDir()
+	if _, err := Write(dir, files); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, MetaDir, ".gitignore"))
+	if err != nil || !strings.Contains(string(b), "\n*\n") {
+		t.Fatalf(".gitignore = %q, %v; want a line *", b, err)
+	}
+
+	outside, victim := outsideDir(t)
+	dir = t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, MetaDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, filepath.Join(dir, MetaDir, ".gitignore")); err != nil {
+		t.Fatal(err)
+	}
+	Write(dir, files)
+	assertOutsideUnchanged(t, outside)
 }

@@ -130,6 +130,9 @@ func WriteWith(dir string, files []generate.File, opt Options) (st Stats, err er
 	if fi, err := os.Lstat(meta); err != nil || !fi.IsDir() {
 		return st, schema.Invalid(fmt.Errorf("%s is not a folder fleetgen made; remove it", meta))
 	}
+	if err := ignoreMeta(meta); err != nil {
+		return st, err
+	}
 	held, err := flock(filepath.Join(meta, lockFile), false, opt.Waiting)
 	if err != nil {
 		return st, fmt.Errorf("lock %s: %w", dir, err)
@@ -704,6 +707,28 @@ func parallel(n int, fn func(i int) error) error {
 		if err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// ignoreMeta writes MetaDir/.gitignore ("*") once, so that Git leaves
+// fleetgen's lock, journal and stat cache out of a commit of the output folder
+// without the user's help. O_EXCL|O_NOFOLLOW: a planted name is never followed.
+func ignoreMeta(meta string) error {
+	p := filepath.Join(meta, ".gitignore")
+	fd, err := unix.Open(p, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+	if errors.Is(err, unix.EEXIST) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("create %s: %w", p, err)
+	}
+	_, werr := unix.Write(fd, []byte("# fleetgen's own files (lock, journal, stat cache): never committed.\n*\n"))
+	if cerr := unix.Close(fd); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		return fmt.Errorf("write %s: %w", p, werr)
 	}
 	return nil
 }
