@@ -72,7 +72,7 @@ func (p *parser) document(data []byte, l *Lock) {
 	case !utf8.Valid(data) || bytes.IndexByte(data, 0) >= 0:
 		whole(0, "not UTF-8 text")
 		return
-	case countItems(data) > MaxItems:
+	case schema.CountItems(data) > MaxItems:
 		whole(0, fmt.Sprintf("more than %d YAML items", MaxItems))
 		return
 	}
@@ -270,22 +270,6 @@ func yamlLine(err error) int {
 	line := 0
 	fmt.Sscan(m[1], &line)
 	return line
-}
-
-// countItems counts the bytes that separate YAML nodes, stopping a little
-// past MaxItems.
-func countItems(data []byte) int {
-	n := 0
-	for _, c := range data {
-		switch c {
-		case ',', ':', '-', '[', '{', '\n':
-			n++
-			if n > MaxItems {
-				return n
-			}
-		}
-	}
-	return n
 }
 
 // findAlias returns the first alias node in document order. Aliases are

@@ -63,7 +63,7 @@ func decodeDocument(file string, data []byte, f *Fleet) (errs Errors, ok bool) {
 		return one(CodeNotText, 1+bytes.Count(data[:i], []byte("\n")), "contains a NUL byte (a binary file?): want a YAML Fleet document")
 	}
 
-	if n := countItems(data); n > MaxItems {
+	if n := CountItems(data); n > MaxItems {
 		return one(CodeTooLarge, 0, "file has more than %d YAML items: want a smaller fleet.yaml (is this really a fleet.yaml?)", MaxItems)
 	}
 
@@ -190,9 +190,10 @@ func locateSyntax(data []byte) (le *yaml4.LoadError) {
 	}
 }
 
-// countItems counts the bytes that separate YAML nodes, stopping a little
-// past MaxItems.
-func countItems(data []byte) int {
+// CountItems counts the bytes that separate YAML nodes, stopping a little
+// past MaxItems: a bound on what a YAML parse of data may allocate, checked
+// before parsing (fleet.yaml here, the lock in pkg/lock).
+func CountItems(data []byte) int {
 	n := 0
 	for _, c := range data {
 		switch c {
