@@ -464,3 +464,45 @@ func TestMetaGitignore(t *testing.T) {
 	Write(dir, files)
 	assertOutsideUnchanged(t, outside)
 }
+
+// TestKilledBetweenOpenAndWrite is the kill TestKilledWrite finds by chance:
+// a prepared update whose new file was created but holds nothing yet, or only
+// part of the header. The next write rolls it back and writes the tree; a
+// file the journal names that does not begin like fleetgen's stays.
+func TestKilledBetweenOpenAndWrite(t *testing.T) {
+	files := []generate.File{file("a.yaml", "a\n"), file("clusters/c1/x.yaml", "x\n")}
+	for _, tt := range []struct {
+		name, content string
+		conflict      bool
+	}{
+		{"empty", "", false},
+		{"part of the header", h[:len(h)/2], false},
+		{"a file of the user", "user: data\n", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			meta := filepath.Join(dir, MetaDir)
+			must(t, os.MkdirAll(filepath.Join(dir, "clusters", "c1"), 0o755))
+			must(t, os.MkdirAll(meta, 0o755))
+			must(t, os.WriteFile(filepath.Join(dir, "clusters", "c1", "x.yaml"), []byte(tt.content), 0o644))
+			j := journal{mkdirs: []string{"clusters", "clusters/c1"}, news: []string{"a.yaml", "clusters/c1/x.yaml"}}
+			must(t, os.WriteFile(filepath.Join(meta, preparedFile), j.marshal(), 0o644))
+			_, err := Write(dir, files)
+			if tt.conflict {
+				if !schema.IsInvalid(err) {
+					t.Fatalf("Write = %v, want a refusal to overwrite", err)
+				}
+				if b, _ := os.ReadFile(filepath.Join(dir, "clusters", "c1", "x.yaml")); string(b) != tt.content {
+					t.Errorf("the user's file changed: %q", b)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Write: %v", err)
+			}
+			if d, err := Diff(dir, files); err != nil || d != "" {
+				t.Errorf("Diff after Write = %q, %v", d, err)
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -86,9 +87,17 @@ func readFile(p string, size int64) ([]byte, error) {
 
 // owned reports whether the regular file at p starts with generate.Header.
 func owned(p string) (bool, error) {
+	ok, _, err := ownedOrCut(p)
+	return ok, err
+}
+
+// ownedOrCut is owned, and also reports whether the file is shorter than the
+// header and begins like it: a file fleetgen created and was killed while
+// writing (an empty file, when the kill came between open and write).
+func ownedOrCut(p string) (ok, cut bool, err error) {
 	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	defer unix.Close(fd)
 	buf := make([]byte, len(generate.Header))
@@ -99,14 +108,17 @@ func owned(p string) (bool, error) {
 			continue
 		}
 		if err != nil {
-			return false, err
+			return false, false, err
 		}
 		if n == 0 {
 			break
 		}
 		got += n
 	}
-	return string(buf[:got]) == generate.Header, nil
+	if got < len(buf) {
+		return false, strings.HasPrefix(generate.Header, string(buf[:got])), nil
+	}
+	return string(buf) == generate.Header, false, nil
 }
 
 // ownedFile reports whether root/rel is a regular file fleetgen wrote, reached
@@ -122,6 +134,21 @@ func ownedFile(root, rel string, dirs *dirCache) bool {
 	}
 	ok, err := owned(full)
 	return err == nil && ok
+}
+
+// createdFile is ownedFile for a file the journal says this update created:
+// a file cut short by a kill before it held the whole header is ours too.
+func createdFile(root, rel string, dirs *dirCache) bool {
+	if !dirs.real(root, path.Dir(rel)) {
+		return false
+	}
+	full := filepath.Join(root, filepath.FromSlash(rel))
+	var st unix.Stat_t
+	if unix.Lstat(full, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return false
+	}
+	ok, cut, err := ownedOrCut(full)
+	return err == nil && (ok || cut)
 }
 
 // dirCache remembers folders below a root checked to be real folders, not
