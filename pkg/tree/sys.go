@@ -124,31 +124,33 @@ func ownedOrCut(p string) (ok, cut bool, err error) {
 // ownedFile reports whether root/rel is a regular file fleetgen wrote, reached
 // through real folders only (no symlink on the way).
 func ownedFile(root, rel string, dirs *dirCache) bool {
-	if !dirs.real(root, path.Dir(rel)) {
-		return false
-	}
-	full := filepath.Join(root, filepath.FromSlash(rel))
-	var st unix.Stat_t
-	if unix.Lstat(full, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return false
-	}
-	ok, err := owned(full)
-	return err == nil && ok
+	ok, _ := headerOf(root, rel, dirs)
+	return ok
 }
 
 // createdFile is ownedFile for a file the journal says this update created:
 // a file cut short by a kill before it held the whole header is ours too.
 func createdFile(root, rel string, dirs *dirCache) bool {
+	ok, cut := headerOf(root, rel, dirs)
+	return ok || cut
+}
+
+// headerOf is ownedOrCut of root/rel when that is a regular file reached
+// through real folders only; false, false otherwise.
+func headerOf(root, rel string, dirs *dirCache) (ok, cut bool) {
 	if !dirs.real(root, path.Dir(rel)) {
-		return false
+		return false, false
 	}
 	full := filepath.Join(root, filepath.FromSlash(rel))
 	var st unix.Stat_t
 	if unix.Lstat(full, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return false
+		return false, false
 	}
 	ok, cut, err := ownedOrCut(full)
-	return err == nil && (ok || cut)
+	if err != nil {
+		return false, false
+	}
+	return ok, cut
 }
 
 // dirCache remembers folders below a root checked to be real folders, not
