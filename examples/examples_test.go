@@ -90,7 +90,7 @@ func TestExamples(t *testing.T) {
 			if err := pipeline.Render(ctx, cfg); err != nil {
 				t.Fatalf("render: %v", err)
 			}
-			if _, err := os.Stat(filepath.Join(cfg.OutDir, "clusters", f.Spec.Manager.Name, "kustomization.yaml")); err != nil {
+			if _, err := os.Stat(filepath.Join(cfg.OutDir, "clusters", f.Spec.Manager.Name, "manager.yaml")); err != nil {
 				t.Errorf("no entry point for the manager: %v", err)
 			}
 			first := readTree(t, cfg.OutDir)

@@ -61,8 +61,9 @@ func DefaultOptions() Options { return Options{} }
 //	manager/fleet/<cluster>/{cluster,kubeconfig,token}.yaml
 //	manager/fleet/groups/<group>.yaml
 //	manager/verrazzano/<cluster>/{vmc,ca-secret}.yaml, manager/verrazzano/admin-cluster.yaml
-//	clusters/<cluster>/{kustomization,source,<layer>}.yaml
-//	clusters/<manager>/{kustomization,source,manager}.yaml
+//	clusters/<cluster>/<layer>.yaml
+//	clusters/<manager>/manager.yaml
+//	clusters/<cluster or manager>/{kustomization,source}.yaml (bootstrap none only)
 //	agents/<cluster>/values.yaml
 func Render(f *schema.Fleet, l *lock.Lock, opts Options) ([]File, error) {
 	if l == nil {
@@ -81,8 +82,8 @@ type renderer struct {
 	l    *lock.Lock
 	opts Options
 
-	sourceKind string // GitRepository or OCIRepository
-	sourceDoc  []byte // clusters/<name>/source.yaml, the same for every cluster
+	sourceRef  sourceRef // what every Kustomization reads
+	sourceDoc  []byte    // clusters/<name>/source.yaml (bootstrap none), the same for every cluster
 	decrypt    *decryption
 	agentImage *agentImage                 // nil: the chart's default image
 	layerIndex map[string]int              // layer name → index in spec.layers
@@ -334,8 +335,11 @@ func (r *renderer) cluster(i int) clusterResult {
 
 	// The cluster's own Flux entry point.
 	dir := "clusters/" + c.Name + "/"
-	resources := []string{"source.yaml"}
-	res.files = append(res.files, File{Path: dir + "source.yaml", Data: r.sourceDoc})
+	var resources []string
+	if r.ownSource() {
+		resources = append(resources, "source.yaml")
+		res.files = append(res.files, File{Path: dir + "source.yaml", Data: r.sourceDoc})
+	}
 	layers := f.SelectedLayers(c)
 	selected := make(map[string]bool, len(layers))
 	for _, ly := range layers {
@@ -360,9 +364,19 @@ func (r *renderer) cluster(i int) clusterResult {
 		res.files = append(res.files, r.file(dir+ly.Name+".yaml", k, false))
 		resources = append(resources, ly.Name+".yaml")
 	}
-	sort.Strings(resources)
-	res.files = append(res.files, r.file(dir+"kustomization.yaml", r.kustomizeFile(resources), false))
+	if r.ownSource() {
+		res.files = append(res.files, r.file(dir+"kustomization.yaml", r.kustomizeFile(resources), false))
+	}
 	return res
+}
+
+// ownSource reports whether fleetgen writes each cluster's Flux source and
+// kustomization.yaml (bootstrap none). With bootstrap flux it writes neither:
+// Flux generates a kustomization.yaml for clusters/<name>/ that takes in
+// every file, flux-system/ included, whereas one listing only fleetgen's
+// files would make Flux's own Kustomization prune Flux.
+func (r *renderer) ownSource() bool {
+	return r.f.Spec.Source.Bootstrap == schema.BootstrapNone
 }
 
 // layerKustomization is the Flux Kustomization of layer ly for cluster c.
@@ -390,7 +404,7 @@ func (r *renderer) layerKustomization(ly *schema.Layer, c *schema.Cluster, key s
 			Prune:      ly.Prune == nil || *ly.Prune,
 			Wait:       ly.Wait,
 			Timeout:    ly.Timeout,
-			SourceRef:  sourceRef{Kind: r.sourceKind, Name: r.f.Metadata.Name},
+			SourceRef:  r.sourceRef,
 			PostBuild:  &postBuild{Substitute: subst},
 			Decryption: r.decrypt,
 		},
@@ -478,7 +492,6 @@ func (r *renderer) managerFiles() []File {
 
 	dir := "clusters/" + f.Spec.Manager.Name + "/"
 	files = append(files,
-		File{Path: dir + "source.yaml", Data: r.sourceDoc},
 		r.file(dir+"manager.yaml", &kustomization{
 			APIVersion: kustomizeAPIVersion, Kind: "Kustomization",
 			Metadata: objectMeta{Name: managerEntryName, Namespace: fluxNamespace},
@@ -486,18 +499,36 @@ func (r *renderer) managerFiles() []File {
 				Interval:   "10m",
 				Path:       "./" + cleanPath(path.Join(f.Spec.Source.Path, "manager")),
 				Prune:      true,
-				SourceRef:  sourceRef{Kind: r.sourceKind, Name: f.Metadata.Name},
+				SourceRef:  r.sourceRef,
 				Decryption: r.decrypt,
 			},
 		}, false),
-		r.file(dir+"kustomization.yaml", r.kustomizeFile([]string{"manager.yaml", "source.yaml"}), false),
 	)
+	if r.ownSource() {
+		files = append(files,
+			File{Path: dir + "source.yaml", Data: r.sourceDoc},
+			r.file(dir+"kustomization.yaml", r.kustomizeFile([]string{"manager.yaml", "source.yaml"}), false),
+		)
+	}
 	return files
 }
 
-// sourceObject renders the Flux source every cluster reads the tree from.
+// sourceObject sets the source every Kustomization reads and, for bootstrap
+// none, renders it: the same clusters/<name>/source.yaml for every cluster.
+// With bootstrap flux the source is the one bootstrap made, flux-system
+// (`flux bootstrap` and a FluxInstance sync both name it so), and nil is
+// returned.
 func (r *renderer) sourceObject() []byte {
 	s := r.f.Spec.Source
+	kind := "GitRepository"
+	if s.Kind == schema.SourceOCI {
+		kind = "OCIRepository"
+	}
+	if !r.ownSource() {
+		r.sourceRef = sourceRef{Kind: kind, Name: fluxSystem, Namespace: fluxNamespace}
+		return nil
+	}
+	r.sourceRef = sourceRef{Kind: kind, Name: r.f.Metadata.Name}
 	meta := objectMeta{Name: r.f.Metadata.Name, Namespace: fluxNamespace}
 	var secretRef *localObjectRef
 	if s.SecretRef != "" {
@@ -505,15 +536,13 @@ func (r *renderer) sourceObject() []byte {
 	}
 	var obj any
 	if s.Kind == schema.SourceOCI {
-		r.sourceKind = "OCIRepository"
 		obj = &ociRepository{
-			APIVersion: sourceAPIVersion, Kind: r.sourceKind, Metadata: meta,
+			APIVersion: sourceAPIVersion, Kind: kind, Metadata: meta,
 			Spec: ociRepositorySpec{Interval: s.Interval, URL: s.URL, Ref: ociRef{Tag: s.Ref}, SecretRef: secretRef, Insecure: s.Insecure},
 		}
 	} else {
-		r.sourceKind = "GitRepository"
 		obj = &gitRepository{
-			APIVersion: sourceAPIVersion, Kind: r.sourceKind, Metadata: meta,
+			APIVersion: sourceAPIVersion, Kind: kind, Metadata: meta,
 			Spec: gitRepositorySpec{Interval: s.Interval, URL: s.URL, Ref: gitRef{Branch: s.Ref}, SecretRef: secretRef},
 		}
 	}

@@ -319,9 +319,7 @@ func TestRenderEmptyFleet(t *testing.T) {
 		paths = append(paths, fl.Path)
 	}
 	want := []string{
-		"clusters/manager/kustomization.yaml",
 		"clusters/manager/manager.yaml",
-		"clusters/manager/source.yaml",
 		"manager/kustomization.yaml",
 		"manager/namespace.yaml",
 	}
@@ -334,8 +332,11 @@ func TestRenderRejectsCollisions(t *testing.T) {
 	f := &schema.Fleet{
 		Metadata: schema.Metadata{Name: "x"},
 		Spec: schema.Spec{
-			Manager:  schema.Manager{Name: "hub"},
-			Source:   schema.Source{Kind: schema.SourceGit, URL: "https://example.com/x.git"},
+			Manager: schema.Manager{Name: "hub"},
+			Source:  schema.Source{Kind: schema.SourceGit, URL: "https://example.com/x.git"},
+			// clusters/hub/manager.yaml twice: the manager's entry point and
+			// the cluster's layer.
+			Layers:   []schema.Layer{{Name: "manager", Path: "."}},
 			Clusters: []schema.Cluster{{Name: "hub", Registration: schema.Registration{Mode: schema.ModeCAPI}}},
 		},
 	}

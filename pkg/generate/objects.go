@@ -17,6 +17,7 @@ const (
 	kustomizeConfigAPI   = "kustomize.config.k8s.io/v1beta1"
 
 	fluxNamespace       = "flux-system"
+	fluxSystem          = "flux-system" // the source `flux bootstrap` makes
 	verrazzanoNamespace = "verrazzano-mc"
 	adminConfigMapName  = "verrazzano-admin-cluster"
 	managerEntryName    = "manager"
@@ -181,8 +182,9 @@ type kustomizationSpec struct {
 }
 
 type sourceRef struct {
-	Kind string `json:"kind"`
-	Name string `json:"name"`
+	Kind      string `json:"kind"`
+	Name      string `json:"name"`
+	Namespace string `json:"namespace,omitempty"`
 }
 
 type dependency struct {

@@ -186,7 +186,7 @@ func TestPublishRefuses(t *testing.T) {
 			name:    "output was edited by hand",
 			missing: true,
 			edit:    true,
-			wantErr: []string{"nothing pushed", "differs from a fresh render", "clusters/prod-1/kustomization.yaml", "# hand edit"},
+			wantErr: []string{"nothing pushed", "differs from a fresh render", "manager/kustomization.yaml", "# hand edit"},
 			notErr:  []string{"gone"},
 		},
 	} {
@@ -196,7 +196,7 @@ func TestPublishRefuses(t *testing.T) {
 				pubWrite(t, cfg.OutDir, map[string]string{"manager/extra.yaml": tc.extra(host)})
 			}
 			if tc.edit {
-				p := filepath.Join(cfg.OutDir, "clusters", "prod-1", "kustomization.yaml")
+				p := filepath.Join(cfg.OutDir, "manager", "kustomization.yaml")
 				b, err := os.ReadFile(p)
 				if err != nil {
 					t.Fatal(err)

@@ -28,6 +28,9 @@ func Default(f *Fleet) {
 	if s.Source.Interval == "" {
 		s.Source.Interval = "1m" // flux bootstrap's default
 	}
+	if s.Source.Bootstrap == "" {
+		s.Source.Bootstrap = BootstrapFlux // what `flux bootstrap` and the Flux Operator leave behind
+	}
 	if s.Encryption != nil && s.Encryption.SOPS != nil && s.Encryption.SOPS.SecretRef == "" {
 		s.Encryption.SOPS.SecretRef = "sops-age" // the name Flux's docs use
 	}

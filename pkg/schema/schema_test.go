@@ -49,7 +49,7 @@ func TestDefaultFillsEverything(t *testing.T) {
 	want := &Fleet{Spec: Spec{
 		Manager:    Manager{Name: "manager", Namespace: "fleet-default"},
 		Registry:   Registry{Layout: LayoutStripHost},
-		Source:     Source{Ref: "main", Interval: "1m"},
+		Source:     Source{Ref: "main", Interval: "1m", Bootstrap: BootstrapFlux},
 		Encryption: &Encryption{SOPS: &SOPS{SecretRef: "sops-age"}},
 		Defaults:   Defaults{Labels: map[string]string{"org": "contoso", "env": "dev"}, Registration: ModeAgent},
 		Layers:     []Layer{{Name: "apps", Path: "apps", Interval: "10m", Prune: &tru}},

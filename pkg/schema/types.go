@@ -36,6 +36,20 @@ const (
 	SourceOCI = "oci"
 )
 
+// Bootstrap kinds (spec.source.bootstrap): how each cluster's Flux came to read
+// clusters/<name>/.
+const (
+	// BootstrapFlux: `flux bootstrap --path clusters/<name>` (or a FluxInstance
+	// syncing that folder) made the source flux-system and wrote
+	// clusters/<name>/flux-system/; fleetgen's Kustomizations read that source
+	// and the folder has no kustomization.yaml, so Flux's generated one takes
+	// in flux-system/ too.
+	BootstrapFlux = "flux"
+	// BootstrapNone: fleetgen writes each cluster's own source.yaml and
+	// kustomization.yaml.
+	BootstrapNone = "none"
+)
+
 // Fleet is one fleet.yaml document.
 type Fleet struct {
 	APIVersion string   `json:"apiVersion"`
@@ -121,6 +135,8 @@ type Source struct {
 	Insecure  bool   `json:"insecure,omitempty"`
 	// Path is where the rendered tree sits inside the source; default its root.
 	Path string `json:"path,omitempty"`
+	// Bootstrap is BootstrapFlux (default) or BootstrapNone.
+	Bootstrap string `json:"bootstrap,omitempty"`
 }
 
 // Encryption says how Secrets are written.

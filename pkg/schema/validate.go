@@ -49,6 +49,7 @@ func validate(f *Fleet) Errors {
 	v.manager()
 	v.registry()
 	v.source()
+	v.output()
 	v.encryption()
 	v.images()
 	v.layers()
