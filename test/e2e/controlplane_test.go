@@ -39,26 +39,31 @@ import (
 	"k8s.io/client-go/restmapper"
 )
 
-// binaries are the programs test/e2e/tools/build.sh builds.
-var binaries = []string{
-	"etcd", "kube-apiserver", "kube-controller-manager",
-	"source-controller", "kustomize-controller",
-	"fleetcontroller", "fleetagent",
-}
+// The programs test/e2e/tools/build.sh builds, by the part of the test that
+// runs them.
+var (
+	controlPlaneBinaries = []string{"etcd", "kube-apiserver", "kube-controller-manager", "source-controller", "kustomize-controller"}
+	fleetBinaries        = []string{"fleetcontroller", "fleetagent", "helm"}
+)
 
 // tools locates the folder build.sh fills: $FLEETGEN_E2E_TOOLS, else the one
-// `build.sh --dir` names. A missing binary skips the test, except in CI
-// (CI=true), where .ci/run must have built it.
+// `build.sh --dir` names.
 func tools(t *testing.T) string {
 	t.Helper()
-	dir := os.Getenv("FLEETGEN_E2E_TOOLS")
-	if dir == "" {
-		out, err := exec.Command("bash", "tools/build.sh", "--dir").Output()
-		if err != nil {
-			t.Fatalf("tools/build.sh --dir: %v", err)
-		}
-		dir = strings.TrimSpace(string(out))
+	if dir := os.Getenv("FLEETGEN_E2E_TOOLS"); dir != "" {
+		return dir
 	}
+	out, err := exec.Command("bash", "tools/build.sh", "--dir").Output()
+	if err != nil {
+		t.Fatalf("tools/build.sh --dir: %v", err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// need skips the test when one of the binaries is missing from dir, except
+// in CI (CI=true), where .ci/run must have built it.
+func need(t *testing.T, dir string, binaries []string) {
+	t.Helper()
 	for _, b := range binaries {
 		if _, err := os.Stat(filepath.Join(dir, "bin", b)); err != nil {
 			msg := fmt.Sprintf("%s/bin/%s is missing: build the e2e tools with `make e2e-tools` (test/e2e/tools/build.sh, about 40 CPU-minutes cold)", dir, b)
@@ -68,7 +73,6 @@ func tools(t *testing.T) string {
 			t.Skip(msg)
 		}
 	}
-	return dir
 }
 
 // logDir is where every process of the run writes its log:

@@ -4,6 +4,7 @@
 #
 #   test/e2e/tools/build.sh            # prints e.g. ~/.cache/fleetgen/e2e/<key>
 #   test/e2e/tools/build.sh --dir      # prints that folder, builds nothing
+#   test/e2e/tools/build.sh etcd helm  # builds only those (if missing)
 #   FLEETGEN_E2E_BIN=$(test/e2e/tools/build.sh)/bin go test ./test/e2e/
 #
 # A binary already in the cache is never rebuilt: a cold build costs about
@@ -39,6 +40,9 @@ if [ "${1:-}" = "--dir" ]; then
 	echo "$out"
 	exit 0
 fi
+# Arguments name the binaries to build (default: all), e.g. to build two
+# halves in parallel.
+only=("$@")
 mkdir -p "$out/bin" "$out/crds"
 work="$(mktemp -d)"
 trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
@@ -60,10 +64,14 @@ modcopy() {
 	echo "$dst"
 }
 
-# timed NAME CMD...: runs CMD unless bin/NAME exists, recording the wall time.
+# timed NAME CMD...: runs CMD unless bin/NAME exists or NAME is not among the
+# script's arguments (when it has any), recording the wall time.
 timed() {
 	local name="$1"
 	shift
+	if ((${#only[@]})) && [[ " ${only[*]} " != *" $name "* ]]; then
+		return 0
+	fi
 	if [ -x "$out/bin/$name" ]; then
 		log "$name: cached"
 		return 0
