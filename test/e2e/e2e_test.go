@@ -79,7 +79,7 @@ func TestReconcile(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := mgr.apply(ctx, managerCRDs(t, tools)); err != nil {
+	if err := mgr.apply(ctx, managerCRDs(t)); err != nil {
 		t.Fatal(err)
 	}
 	startFlux(t, tools, logs, mgr)
@@ -287,19 +287,22 @@ data: {age.agekey: %s}
 	}
 }
 
-// managerCRDs are Fleet's CRDs (of the fleetcontroller build) and
-// Verrazzano's (the project's copy).
-func managerCRDs(t *testing.T, tools string) []byte {
+// managerCRDs are Fleet's and Verrazzano's CRDs, the project's copies (those
+// fleetgen's output is validated against).
+func managerCRDs(t *testing.T) []byte {
 	t.Helper()
-	fleet, err := os.ReadFile(filepath.Join(tools, "crds", "fleet", "crds.yaml"))
-	if err != nil {
-		t.Fatal(err)
+	var all []byte
+	for _, f := range []string{
+		"../../internal/crdcheck/crds/fleet/fleet-crds.yaml",
+		"../../internal/crdcheck/crds/verrazzano/clusters.verrazzano.io_verrazzanomanagedclusters.yaml",
+	} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(append(all, "\n---\n"...), b...)
 	}
-	vz, err := os.ReadFile("../../internal/crdcheck/crds/verrazzano/clusters.verrazzano.io_verrazzanomanagedclusters.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return append(append(fleet, "\n---\n"...), vz...)
+	return all
 }
 
 // renderedKustomization is a Flux Kustomization fleetgen wrote for a cluster.

@@ -56,6 +56,10 @@ func startFlux(t *testing.T, tools, logs string, c *cluster) {
 	t.Helper()
 	env := []string{"KUBECONFIG=" + c.kubeconfig, "RUNTIME_NAMESPACE=flux-system"}
 	storage := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	// source-controller refuses a storage path that does not exist.
+	if err := os.MkdirAll(filepath.Join(c.dir, "flux-storage"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	start(t, logs, c.name+"-source-controller", filepath.Join(tools, "bin", "source-controller"), env,
 		"--enable-leader-election=false", "--watch-all-namespaces=true", "--log-level=info",
 		fmt.Sprintf("--metrics-addr=127.0.0.1:%d", freePort(t)),
