@@ -3,17 +3,40 @@ GO      ?= go
 BIN     ?= bin/fleetgen
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build test e2e e2e-tools bench bench-mirror lint
+# Where `make install` puts fleetgen; `make release` writes to DIST.
+INSTALL_DIR ?= $(shell $(GO) env GOPATH)/bin
+DIST        ?= dist
+PLATFORMS   ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+LDFLAGS     := -X main.version=$(VERSION)
+
+.PHONY: all build install release test fuzz bench bench-mirror lint size cold-build e2e e2e-tools
 
 all: build
 
 ## build: bin/fleetgen, with the version from git
 build:
-	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/fleetgen
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/fleetgen
+
+## install: fleetgen into $(go env GOPATH)/bin (INSTALL_DIR=… to change)
+install:
+	GOBIN="$(INSTALL_DIR)" $(GO) install -ldflags "$(LDFLAGS)" ./cmd/fleetgen
+	@echo "installed $(INSTALL_DIR)/fleetgen ($(VERSION))"
+
+## release: static binaries for $(PLATFORMS) in $(DIST)/, with SHA256SUMS
+release:
+	rm -rf "$(DIST)" && mkdir -p "$(DIST)"
+	set -e; for p in $(PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; \
+		echo "build $$os/$$arch"; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath \
+			-ldflags "-s -w -buildid= $(LDFLAGS)" \
+			-o "$(DIST)/fleetgen-$(VERSION)-$$os-$$arch" ./cmd/fleetgen; \
+	done
+	cd "$(DIST)" && sha256sum fleetgen-* > SHA256SUMS && cat SHA256SUMS
 
 ## test: every package's tests but the end-to-end one (needs git and /usr/bin/docker-registry)
 test:
-	$(GO) test $$($(GO) list ./... | grep -v /test/e2e)
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/e2e)
 
 ## e2e-tools: etcd, kube-apiserver, Flux and Fleet built from the module proxy
 ## into ~/.cache/fleetgen/e2e/<versions>/ (about 40 CPU-minutes once, then cached)
@@ -23,6 +46,13 @@ e2e-tools:
 ## e2e: fleetgen's output reconciled by a real control plane, Flux and Fleet
 e2e: e2e-tools
 	FLEETGEN_E2E_TOOLS="$$(test/e2e/tools/build.sh --dir)" $(GO) test -count=1 -v -timeout 30m ./test/e2e/
+## fuzz: each fuzz target for FUZZTIME (10s): the fleet.yaml loader, the lock
+## and the kubeconfig checks, seeded from examples/ (CI runs it after test)
+FUZZTIME ?= 10s
+fuzz:
+	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) ./pkg/schema
+	$(GO) test -run='^$$' -fuzz='^FuzzCheckKubeconfig$$' -fuzztime=$(FUZZTIME) ./pkg/schema
+	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) ./pkg/lock
 
 ## bench: render generated fleets of 1,000 and 10,000 clusters to disk
 bench: build
@@ -36,3 +66,14 @@ bench-mirror:
 lint:
 	@out="$$(gofmt -l .)"; if [ -n "$$out" ]; then echo "gofmt -l:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+
+## size: binary size of bin/fleetgen and how many modules and packages it links
+size: build
+	@echo "binary: $$(du -b $(BIN) | cut -f1) bytes ($$(du -m $(BIN) | cut -f1) MiB) $(BIN)"
+	@echo "modules: $$($(GO) list -deps -f '{{with .Module}}{{.Path}}{{end}}' ./cmd/fleetgen | sort -u | wc -l) (fleetgen's own included)"
+	@echo "packages: $$($(GO) list -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}' ./cmd/fleetgen | wc -l) non-standard, $$($(GO) list -deps ./cmd/fleetgen | wc -l) in all"
+
+## cold-build: time `go build ./cmd/fleetgen` with an empty build cache (module cache as it is)
+cold-build:
+	@c=$$(mktemp -d); s=$$(date +%s); GOCACHE=$$c $(GO) build -o $$c/fleetgen ./cmd/fleetgen && \
+	echo "cold build: $$(( $$(date +%s) - s )) s, binary $$(du -b $$c/fleetgen | cut -f1) bytes"; rm -rf $$c

@@ -48,11 +48,29 @@ func TestAKSACRBuildPublish(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// fleet-agent, which the agent values pin, comes from the same stand-in.
+	agentIdx, err := testenv.Index(rand.New(rand.NewSource(8)), nil, 1, 1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent := ghcr + "/rancher/fleet-agent:v0.16.1"
+	agentRef, err := name.ParseReference(agent, name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.WriteIndex(agentRef, agentIdx); err != nil {
+		t.Fatal(err)
+	}
+	agentDigest, err := agentIdx.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	// The example, with the local registries in place of ghcr.io and the ACR.
 	dir := copyDir(t, "aks-acr")
 	replaceIn(t, filepath.Join(dir, "fleet.yaml"),
 		"ghcr.io", ghcr,
+		"docker.io", ghcr,
 		"host: acraksbaseline.azurecr.io", "host: \""+acr+"\"\n    insecure: true")
 	replaceIn(t, filepath.Join(dir, "cluster-manifests/cluster-baseline-settings/kured.yaml"), "ghcr.io", ghcr)
 	l, err := lock.Load(filepath.Join(dir, lock.FileName))
@@ -95,7 +113,10 @@ func TestAKSACRBuildPublish(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []lock.Image{{Source: kured, Target: target, Digest: digest.String()}}
+	want := []lock.Image{
+		{Source: kured, Target: target, Digest: digest.String()},
+		{Source: agent, Target: acr + "/rancher/fleet-agent:v0.16.1", Digest: agentDigest.String()},
+	}
 	if d := cmp.Diff(want, l.Images); d != "" {
 		t.Errorf("lock images (-want +got):\n%s", d)
 	}

@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"fleetgen.dev/fleetgen/pkg/pipeline"
 )
@@ -17,7 +18,7 @@ var version = ""
 func newValidate(g *globals) *cobra.Command {
 	var o struct{ file string }
 	cmd := &cobra.Command{
-		Use:   "validate",
+		Use:   "validate [PATH]",
 		Short: "Check fleet.yaml and every file it refers to",
 		Long: `Validate loads fleet.yaml strictly, applies defaults and checks everything:
 names, labels, modes, durations, URLs, layer dependencies, referenced files and
@@ -25,14 +26,29 @@ environment variables. It prints every problem (file:line:col, field path,
 what would be valid) and writes nothing. Exit code 2 when the input is invalid.`,
 		Example: example(
 			"fleetgen validate",
-			"fleetgen validate -f clusters/prod/fleet.yaml",
+			"fleetgen validate clusters/prod          # clusters/prod/fleet.yaml",
+			"fleetgen validate -o github              # in a GitHub Actions job: annotate the pull request",
+			"fleetgen validate -o json | jq -r .code  # one JSON object per problem",
 		),
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return wrap(pipeline.Validate(cmd.Context(), g.config(o.file)))
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := g.configFor(cmd, o.file, args)
+			if err != nil {
+				return err
+			}
+			return wrap(pipeline.Validate(cmd.Context(), cfg))
 		},
 	}
-	addFile(cmd, &o.file)
+	// For validate the problems are the output: -o/--output names their format,
+	// and --error-format, which the other commands take, is the same flag.
+	cmd.Flags().StringVarP(&g.errFormat, "output", "o", formatText, "how problems are printed: text (stderr), json or github (stdout)")
+	cmd.Flags().SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+		if name == "error-format" {
+			name = "output"
+		}
+		return pflag.NormalizedName(name)
+	})
+	_ = cmd.RegisterFlagCompletionFunc("output", completeValues(formatText, formatJSON, formatGitHub))
+	addFile(g, cmd, &o.file)
 	return cmd
 }
 
@@ -42,7 +58,7 @@ func newImages(g *globals, stdout io.Writer) *cobra.Command {
 		why  bool
 	}
 	cmd := &cobra.Command{
-		Use:   "images",
+		Use:   "images [PATH]",
 		Short: "List every image the fleet needs",
 		Long: `Images prints, one per line and sorted, every image the fleet needs:
 spec.images plus every image found in the kustomize build of each layer path
@@ -53,12 +69,15 @@ fleet.lock.yaml keys them.`,
 			"fleetgen images",
 			"fleetgen images --why   # say which layer or spec.images entry needs each image",
 		),
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return wrap(pipeline.Images(cmd.Context(), g.config(o.file), stdout, o.why))
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := g.configFor(cmd, o.file, args)
+			if err != nil {
+				return err
+			}
+			return wrap(pipeline.Images(cmd.Context(), cfg, stdout, o.why))
 		},
 	}
-	addFile(cmd, &o.file)
+	addFile(g, cmd, &o.file)
 	cmd.Flags().BoolVar(&o.why, "why", false, "print who needs each image")
 	return cmd
 }
@@ -70,7 +89,7 @@ func newMirror(g *globals, stdout io.Writer) *cobra.Command {
 		jobs   int
 	}
 	cmd := &cobra.Command{
-		Use:   "mirror",
+		Use:   "mirror [PATH]",
 		Short: "Copy every image to the private registry and pin it in fleet.lock.yaml",
 		Long: `Mirror copies each image the fleet needs (see 'fleetgen images') to
 spec.registry: all platforms of an index, by digest, skipping what is already
@@ -84,14 +103,16 @@ FLEETGEN_REGISTRY_PASSWORD.`,
 			"fleetgen mirror --dry-run   # print the plan: source -> target",
 			"fleetgen mirror --jobs 8",
 		),
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg := g.config(o.file)
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := g.configFor(cmd, o.file, args)
+			if err != nil {
+				return err
+			}
 			cfg.Jobs = o.jobs
 			return wrap(pipeline.Mirror(cmd.Context(), cfg, stdout, o.dryRun))
 		},
 	}
-	addFile(cmd, &o.file)
+	addFile(g, cmd, &o.file)
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "print the plan and copy nothing")
 	cmd.Flags().IntVar(&o.jobs, "jobs", 0, "images copied at once (0: default)")
 	return cmd
@@ -105,7 +126,7 @@ func newRender(g *globals, stdout io.Writer) *cobra.Command {
 		allowPlaintext bool
 	}
 	cmd := &cobra.Command{
-		Use:   "render -o DIR",
+		Use:   "render [PATH] -o DIR",
 		Short: "Write the Fleet, Verrazzano and Flux manifests to DIR",
 		Long: `Render compiles fleet.yaml and fleet.lock.yaml into DIR: manager/ for the
 management cluster, clusters/<name>/ as each cluster's Flux entry point and
@@ -122,9 +143,11 @@ on stdout and exits 3 when DIR is not what a render would write.`,
 			"fleetgen render -o out",
 			"fleetgen render -f fleet.yaml -o out --check   # in CI: fail on drift",
 		),
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg := g.config(o.file)
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := g.configFor(cmd, o.file, args)
+			if err != nil {
+				return err
+			}
 			cfg.OutDir = o.out
 			cfg.AllowPlaintextSecrets = o.allowPlaintext
 			if !o.check {
@@ -143,7 +166,7 @@ on stdout and exits 3 when DIR is not what a render would write.`,
 			return errDrift
 		},
 	}
-	addFile(cmd, &o.file)
+	addFile(g, cmd, &o.file)
 	addOutput(cmd, &o.out)
 	cmd.Flags().BoolVar(&o.check, "check", false, "write nothing; print a diff and exit 3 when DIR differs")
 	cmd.Flags().BoolVar(&o.allowPlaintext, "allow-plaintext-secrets", false, "write kubeconfig Secrets unencrypted when spec.encryption is not set")
@@ -157,7 +180,7 @@ func newPublish(g *globals) *cobra.Command {
 		pushURL string
 	}
 	cmd := &cobra.Command{
-		Use:   "publish -o DIR",
+		Use:   "publish [PATH] -o DIR",
 		Short: "Push the rendered tree to spec.source (Git or OCI)",
 		Long: `Publish verifies that every locked image is in the registry at its digest and
 that DIR matches a fresh render, then commits DIR to spec.source: for git it
@@ -167,15 +190,17 @@ with spec.source.ref. An unchanged tree makes no commit.`,
 			"fleetgen publish -o out",
 			"fleetgen publish -o out --push-url https://github.com/contoso/fleet-gitops.git",
 		),
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg := g.config(o.file)
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := g.configFor(cmd, o.file, args)
+			if err != nil {
+				return err
+			}
 			cfg.OutDir = o.out
 			cfg.PushURL = o.pushURL
 			return wrap(pipeline.Publish(cmd.Context(), cfg))
 		},
 	}
-	addFile(cmd, &o.file)
+	addFile(g, cmd, &o.file)
 	addOutput(cmd, &o.out)
 	cmd.Flags().StringVar(&o.pushURL, "push-url", "", "push here instead of spec.source.url")
 	return cmd
@@ -191,7 +216,7 @@ func newBuild(g *globals) *cobra.Command {
 		jobs           int
 	}
 	cmd := &cobra.Command{
-		Use:   "build -o DIR",
+		Use:   "build [PATH] -o DIR",
 		Short: "Validate, mirror, render and (with --publish) publish",
 		Long: `Build runs validate, mirror, render and, with --publish, publish, in that
 order, and stops at the first failure, so nothing is published that refers to
@@ -200,9 +225,11 @@ an image the registry lacks.`,
 			"fleetgen build -o out",
 			"fleetgen build -o out --publish --push-url file:///srv/git/fleet.git",
 		),
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg := g.config(o.file)
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := g.configFor(cmd, o.file, args)
+			if err != nil {
+				return err
+			}
 			cfg.OutDir = o.out
 			cfg.PushURL = o.pushURL
 			cfg.AllowPlaintextSecrets = o.allowPlaintext
@@ -210,7 +237,7 @@ an image the registry lacks.`,
 			return wrap(pipeline.Build(cmd.Context(), cfg, o.publish))
 		},
 	}
-	addFile(cmd, &o.file)
+	addFile(g, cmd, &o.file)
 	addOutput(cmd, &o.out)
 	cmd.Flags().BoolVar(&o.publish, "publish", false, "publish after rendering")
 	cmd.Flags().StringVar(&o.pushURL, "push-url", "", "push here instead of spec.source.url")

@@ -14,10 +14,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"fleetgen.dev/fleetgen/pkg/pipeline"
-	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
 func main() {
@@ -47,42 +45,18 @@ func (e *runError) Unwrap() error { return e.err }
 
 // run is the whole CLI; tests call it in-process.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	root := newRoot(stdin, stdout, stderr)
+	g := &globals{errFormat: formatText}
+	root := newRoot(g, stdin, stdout, stderr)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return exitOK
 	}
-	return report(stderr, err)
-}
-
-// report prints err as `error: …` on stderr and returns its exit code. This is
-// the only place that turns errors into exit codes.
-func report(stderr io.Writer, err error) int {
-	var re *runError
-	code := exitFailure
-	switch {
-	case errors.Is(err, errDrift):
-		code = exitDrift
-	case !errors.As(err, &re):
-		// cobra's own errors: unknown command or flag, missing -o, bad value.
-		code = exitInvalid
-	case schema.IsInvalid(err):
-		code = exitInvalid
+	path := root.CommandPath()
+	if cmd != nil {
+		path = cmd.CommandPath()
 	}
-	var es schema.Errors
-	if errors.As(err, &es) && es.Error() == err.Error() && len(es) > 1 {
-		fmt.Fprintf(stderr, "error: %d problems:\n", len(es))
-		for _, e := range es {
-			fmt.Fprintf(stderr, "  %s\n", e.Error())
-		}
-	} else {
-		fmt.Fprintf(stderr, "error: %s\n", err)
-	}
-	if code == exitInvalid && !errors.As(err, &re) {
-		fmt.Fprintln(stderr, "Run 'fleetgen --help' for usage.")
-	}
-	return code
+	return report(stdout, stderr, g.errFormat, path, err)
 }
 
 // globals are the flags every command shares.
@@ -90,12 +64,15 @@ type globals struct {
 	logFormat string
 	verbose   bool
 	quiet     bool
-	logger    *slog.Logger
-	progress  io.Writer
+	errFormat string // text, json or github: how input problems are printed
+	// ageKeyFile verifies sealed Secrets by decrypting them (pipeline.Config.AgeKeyFile).
+	ageKeyFile string
+	logger     *slog.Logger
+	progress   io.Writer
+	envPrefix  string
 }
 
-func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
-	g := &globals{}
+func newRoot(g *globals, stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "fleetgen",
 		Short: "Compile fleet.yaml into Fleet, Verrazzano and Flux manifests",
@@ -126,12 +103,15 @@ Exit codes: 0 ok, 1 runtime failure, 2 invalid input or usage, 3 drift (render -
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return fmt.Errorf("%s: %w", cmd.CommandPath(), err)
+		return &usageError{fmt.Errorf("%s: %w", cmd.CommandPath(), err)}
 	})
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.logFormat, "log-format", "text", "log format on stderr: text or json")
 	pf.BoolVarP(&g.verbose, "verbose", "v", false, "log debug details")
 	pf.BoolVarP(&g.quiet, "quiet", "q", false, "log only errors")
+	pf.StringVar(&g.envPrefix, "kubeconfig-env-prefix", "", "also let {env: VAR} read variables whose names start with this (always: FLEETGEN_KUBECONFIG_)")
+	_ = root.RegisterFlagCompletionFunc("log-format", completeValues("text", "json"))
+	pf.StringVar(&g.ageKeyFile, "age-key-file", "", "age identities with which render, check and publish decrypt and verify the sealed Secrets of the output folder (default $SOPS_AGE_KEY_FILE)")
 
 	root.AddCommand(
 		newValidate(g),
@@ -141,6 +121,8 @@ Exit codes: 0 ok, 1 runtime failure, 2 invalid input or usage, 3 drift (render -
 		newPublish(g),
 		newBuild(g),
 		newVersion(stdout),
+		newCompletion(stdout),
+		newSchema(stdout),
 	)
 	return root
 }
@@ -148,9 +130,14 @@ Exit codes: 0 ok, 1 runtime failure, 2 invalid input or usage, 3 drift (render -
 // setup checks the global flags and builds the logger.
 func (g *globals) setup(stderr io.Writer) error {
 	level := slog.LevelInfo
+	switch g.errFormat {
+	case formatText, formatJSON, formatGitHub:
+	default:
+		return usagef("invalid format %q: want text, json or github", g.errFormat)
+	}
 	switch {
 	case g.verbose && g.quiet:
-		return errors.New("--verbose and --quiet exclude each other")
+		return usagef("--verbose and --quiet exclude each other")
 	case g.verbose:
 		level = slog.LevelDebug
 	case g.quiet:
@@ -170,17 +157,23 @@ func (g *globals) setup(stderr io.Writer) error {
 	case "json":
 		g.logger = slog.New(slog.NewJSONHandler(stderr, opts))
 	default:
-		return fmt.Errorf("invalid --log-format %q: want text or json", g.logFormat)
+		return usagef("invalid --log-format %q: want text or json", g.logFormat)
 	}
-	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) && !g.quiet {
+	// Live on a terminal, one line per image otherwise (pipeline decides).
+	if !g.quiet {
 		g.progress = stderr
 	}
 	return nil
 }
 
-// config is the pipeline.Config every command starts from.
-func (g *globals) config(file string) pipeline.Config {
-	return pipeline.Config{File: file, Logger: g.logger, Progress: g.progress}
+// configFor is the pipeline.Config every command that reads fleet.yaml
+// starts from: the fleet file from -f or the argument (fleetFile).
+func (g *globals) configFor(cmd *cobra.Command, file string, args []string) (pipeline.Config, error) {
+	f, err := fleetFile(cmd, file, args)
+	if err != nil {
+		return pipeline.Config{}, err
+	}
+	return pipeline.Config{File: f, Logger: g.logger, Progress: g.progress, KubeconfigEnvPrefix: g.envPrefix, AgeKeyFile: g.ageKeyFile}, nil
 }
 
 // wrap marks an error from a command's work so that report does not take it
@@ -192,13 +185,23 @@ func wrap(err error) error {
 	return &runError{err: err}
 }
 
-func addFile(cmd *cobra.Command, file *string) {
-	cmd.Flags().StringVarP(file, "file", "f", pipeline.DefaultFile, "path of fleet.yaml")
+// addFile adds -f and the optional [PATH] argument (see fleetFile), and
+// --error-format, to a command that reads fleet.yaml.
+func addFile(g *globals, cmd *cobra.Command, file *string) {
+	cmd.Flags().StringVarP(file, "file", "f", pipeline.DefaultFile, "path of fleet.yaml, or its folder")
+	cmd.Args = fleetArgs
+	cmd.ValidArgsFunction = completeFleetFile
+	_ = cmd.MarkFlagFilename("file", "yaml", "yml")
+	if cmd.Flags().Lookup("error-format") == nil {
+		cmd.Flags().StringVar(&g.errFormat, "error-format", formatText, "how input problems are printed: text (stderr), json or github (stdout)")
+		_ = cmd.RegisterFlagCompletionFunc("error-format", completeValues(formatText, formatJSON, formatGitHub))
+	}
 }
 
 func addOutput(cmd *cobra.Command, out *string) {
 	cmd.Flags().StringVarP(out, "output", "o", "", "output folder of the rendered tree (required)")
 	_ = cmd.MarkFlagRequired("output")
+	_ = cmd.MarkFlagDirname("output")
 }
 
 func example(lines ...string) string {

@@ -49,6 +49,7 @@ func (g GVK) String() string {
 }
 
 type crdSchema struct {
+	source     string // the embedded file, e.g. crds/compat/fleet-v0.13.15/fleet-crds.yaml
 	namespaced bool
 	structural *structuralschema.Structural
 	validator  apiservervalidation.SchemaValidator
@@ -57,14 +58,16 @@ type crdSchema struct {
 
 var (
 	loadOnce sync.Once
-	schemas  map[GVK]*crdSchema
+	schemas  map[GVK][]*crdSchema
 	loadErr  error
 )
 
-// load parses every embedded CRD once.
-func load() (map[GVK]*crdSchema, error) {
+// load parses every embedded CRD once. A kind may have several schemas: the
+// current release's (crds/fleet: Fleet v0.16.1) and an older supported one's
+// (crds/compat/fleet-v0.13.15), in path order, compat first.
+func load() (map[GVK][]*crdSchema, error) {
 	loadOnce.Do(func() {
-		schemas = map[GVK]*crdSchema{}
+		schemas = map[GVK][]*crdSchema{}
 		loadErr = fs.WalkDir(crdFS, "crds", func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
@@ -80,7 +83,7 @@ func load() (map[GVK]*crdSchema, error) {
 				return err
 			}
 			for i, doc := range SplitDocuments(data) {
-				if err := addCRD(doc); err != nil {
+				if err := addCRD(p, doc); err != nil {
 					return fmt.Errorf("%s document %d: %w", p, i, err)
 				}
 			}
@@ -90,7 +93,7 @@ func load() (map[GVK]*crdSchema, error) {
 	return schemas, loadErr
 }
 
-func addCRD(doc []byte) error {
+func addCRD(source string, doc []byte) error {
 	var crd apiextensionsv1.CustomResourceDefinition
 	if err := yaml.Unmarshal(doc, &crd); err != nil {
 		return err
@@ -115,12 +118,13 @@ func addCRD(doc []byte) error {
 			return fmt.Errorf("%s %s: schema validator: %w", crd.Name, v.Name, err)
 		}
 		gvk := GVK{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.Kind}
-		schemas[gvk] = &crdSchema{
+		schemas[gvk] = append(schemas[gvk], &crdSchema{
+			source:     source,
 			namespaced: crd.Spec.Scope == apiextensionsv1.NamespaceScoped,
 			structural: s,
 			validator:  validator,
 			cel:        cel.NewValidator(s, true, celconfig.PerCallLimit),
-		}
+		})
 	}
 	return nil
 }
@@ -140,8 +144,10 @@ func Kinds() ([]GVK, error) {
 }
 
 // Validate checks one YAML (or JSON) document holding one object. Custom
-// resources are validated against their embedded CRD: schema and CEL errors,
-// and every field structural pruning would drop, are reported. Secret,
+// resources are validated against every embedded CRD that serves their kind
+// (Fleet kinds against both v0.16.1 and v0.13.15): schema and CEL errors, and
+// every field structural pruning would drop, are reported, each naming the
+// CRD file when several serve the kind. Secret,
 // ConfigMap and Namespace are strictly decoded into k8s.io/api/core/v1. Any
 // other kind is an error. The error lists every problem, one per line.
 func Validate(doc []byte) error {
@@ -184,12 +190,22 @@ func Validate(doc []byte) error {
 		if err != nil {
 			return fmt.Errorf("load CRDs: %w", err)
 		}
-		s, ok := m[gvk]
+		set, ok := m[gvk]
 		if !ok {
 			return fmt.Errorf("%s: no CRD serves this kind", gvk)
 		}
-		namespaced = s.namespaced
-		errs = append(errs, validateCustom(obj, s)...)
+		for _, s := range set {
+			if s.namespaced != set[0].namespaced {
+				errs = append(errs, fmt.Sprintf("%s: scope differs from %s", s.source, set[0].source))
+			}
+			for _, e := range validateCustom(obj, s) {
+				if len(set) > 1 {
+					e = s.source + ": " + e
+				}
+				errs = append(errs, e)
+			}
+		}
+		namespaced = set[0].namespaced
 	}
 	errs = append(errs, validateMeta(obj["metadata"], namespaced)...)
 	if len(errs) > 0 {

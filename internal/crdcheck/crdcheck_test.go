@@ -199,3 +199,45 @@ func TestSplitDocuments(t *testing.T) {
 		t.Errorf("SplitDocuments = %q", docs)
 	}
 }
+
+// TestBothFleetVersions: Fleet kinds are checked against v0.16.1 and
+// v0.13.15 alike, so a field only the newer release knows fails, naming the
+// older CRD, and a kind only the newer one serves still validates.
+func TestBothFleetVersions(t *testing.T) {
+	newer := `apiVersion: fleet.cattle.io/v1alpha1
+kind: Cluster
+metadata: {name: a, namespace: clusters}
+spec:
+  clientID: x
+  agentPullSecrets: [{name: regcred}]
+`
+	err := Validate([]byte(newer))
+	if err == nil || !strings.Contains(err.Error(), "crds/compat/fleet-v0.13.15/fleet-crds.yaml") || strings.Contains(err.Error(), "crds/fleet/fleet-crds.yaml") {
+		t.Errorf("Validate(Cluster with a v0.16-only field) = %v, want an error from the v0.13.15 CRD only", err)
+	}
+	both := `apiVersion: fleet.cattle.io/v1alpha1
+kind: Cluster
+metadata: {name: a, namespace: clusters}
+spec: {clientID: x}
+`
+	if err := Validate([]byte(both)); err != nil {
+		t.Errorf("Validate(Cluster) = %v", err)
+	}
+	m, err := load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kind := range []string{"Cluster", "ClusterGroup", "ClusterRegistrationToken"} {
+		var sources []string
+		for _, s := range m[GVK{Group: "fleet.cattle.io", Version: "v1alpha1", Kind: kind}] {
+			sources = append(sources, s.source)
+		}
+		want := []string{"crds/compat/fleet-v0.13.15/fleet-crds.yaml", "crds/fleet/fleet-crds.yaml"}
+		if strings.Join(sources, " ") != strings.Join(want, " ") {
+			t.Errorf("%s is checked against %v, want %v", kind, sources, want)
+		}
+	}
+	if got := len(m[GVK{Group: "fleet.cattle.io", Version: "v1alpha1", Kind: "Schedule"}]); got != 1 {
+		t.Errorf("Schedule (new in v0.16) has %d CRDs, want 1", got)
+	}
+}

@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"bytes"
 	"io"
 	"log"
 	"math/rand"
@@ -8,10 +9,12 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // Proxy is a reverse proxy in front of a registry that counts the blob bytes
@@ -28,6 +31,8 @@ type Proxy struct {
 	requests atomic.Int64
 	injected atomic.Int64
 	down     atomic.Bool
+	stall    atomic.Bool
+	truncate atomic.Int64
 	srv      *http.Server
 	ln       net.Listener
 }
@@ -39,6 +44,11 @@ type ProxyOptions struct {
 	Faults float64
 	// Seed makes the faults reproducible.
 	Seed int64
+	// CloseIdle is the fraction of connections (0..1) closed a moment after
+	// they go idle, without telling the client (no Connection: close), so
+	// that a client reusing one meets a closed connection ("server closed
+	// idle connection", EOF).
+	CloseIdle float64
 }
 
 // NewProxy starts a proxy on 127.0.0.1 in front of the registry at target
@@ -58,6 +68,17 @@ func NewProxy(target string, o ProxyOptions) (*Proxy, error) {
 	p.ln = ln
 	p.Host = ln.Addr().String()
 	p.srv = &http.Server{Handler: p}
+	if o.CloseIdle > 0 {
+		p.srv.ConnState = func(c net.Conn, st http.ConnState) {
+			if st != http.StateIdle || p.float() >= o.CloseIdle {
+				return
+			}
+			p.injected.Add(1)
+			// A little later, so that the client has put the connection back
+			// in its pool and may be sending on it.
+			time.AfterFunc(time.Duration(p.intn(2000))*time.Microsecond, func() { c.Close() })
+		}
+	}
 	go p.srv.Serve(ln)
 	return p, nil
 }
@@ -97,11 +118,53 @@ func (p *Proxy) Reset() {
 // SetDown makes every request fail with 503 (a permanently failing registry).
 func (p *Proxy) SetDown(down bool) { p.down.Store(down) }
 
+// SetStall makes every request but the /v2/ ping hang without an answer
+// until the client gives up (a registry that accepts and never answers).
+func (p *Proxy) SetStall(stall bool) { p.stall.Store(stall) }
+
+// Truncate makes the next n blob upload bodies (PATCH or PUT to
+// /blobs/uploads/) reach the registry one byte short, as a connection cut by
+// a middlebox would, while the client believes it sent them whole; the
+// registry then refuses the upload with DIGEST_INVALID.
+func (p *Proxy) Truncate(n int) { p.truncate.Store(int64(n)) }
+
+func (p *Proxy) float() float64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.rng.Float64()
+}
+
+func (p *Proxy) intn(n int) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.rng.Intn(n)
+}
+
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.requests.Add(1)
 	if p.down.Load() {
 		http.Error(w, "down", http.StatusServiceUnavailable)
 		return
+	}
+	if p.stall.Load() && r.URL.Path != "/v2/" {
+		p.injected.Add(1)
+		<-r.Context().Done()
+		return
+	}
+	upload := r.Body != nil && strings.Contains(r.URL.Path, "/blobs/uploads/") && (r.Method == http.MethodPatch || r.Method == http.MethodPut)
+	if upload && p.truncate.Load() > 0 {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, "read body", http.StatusBadRequest)
+			return
+		}
+		if len(body) > 0 && p.truncate.Add(-1) >= 0 {
+			p.injected.Add(1)
+			body = body[:len(body)-1]
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		r.Header.Set("Content-Length", strconv.Itoa(len(body)))
 	}
 	fault := -1
 	if p.faults > 0 && r.URL.Path != "/v2/" {

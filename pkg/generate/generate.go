@@ -3,7 +3,6 @@
 package generate
 
 import (
-	"encoding/base64"
 	"fmt"
 	"path"
 	"runtime"
@@ -82,12 +81,13 @@ type renderer struct {
 	l    *lock.Lock
 	opts Options
 
-	sourceRef  sourceRef // what every Kustomization reads
-	sourceDoc  []byte    // clusters/<name>/source.yaml (bootstrap none), the same for every cluster
-	decrypt    *decryption
-	agentImage *agentImage                 // nil: the chart's default image
-	layerIndex map[string]int              // layer name → index in spec.layers
-	images     map[string]*layerPathImages // cleaned layer path → spec.images
+	sourceRef     sourceRef // what every Kustomization reads
+	sourceDoc     []byte    // clusters/<name>/source.yaml (bootstrap none), the same for every cluster
+	decrypt       *decryption
+	agentImage    *agentImage                 // the fleet-agent image pinned to the mirror
+	agentImageErr *schema.FieldError          // why agentImage is nil; reported once, when an agent cluster needs it
+	layerIndex    map[string]int              // layer name → index in spec.layers
+	images        map[string]*layerPathImages // cleaned layer path → spec.images
 }
 
 // layerPathImages is what one cleaned layer path's images rewrite to.
@@ -102,11 +102,6 @@ func newRenderer(f *schema.Fleet, l *lock.Lock, opts Options) (*renderer, error)
 	var errs schema.Errors
 	for i, ly := range f.Spec.Layers {
 		r.layerIndex[ly.Name] = i
-		switch ly.Name {
-		case "source", "kustomization":
-			errs = append(errs, r.fieldErr(fmt.Sprintf("spec.layers[%d].name", i),
-				fmt.Sprintf("layer name %q is reserved: clusters/<cluster>/%s.yaml is fleetgen's own", ly.Name, ly.Name)))
-		}
 	}
 	if ca := f.Spec.Manager.APIServerCA; ca != nil && !validText(ca.Data) {
 		errs = append(errs, r.fieldErr("spec.manager.apiServerCA", "not a PEM text file: want PEM certificates"))
@@ -115,7 +110,7 @@ func newRenderer(f *schema.Fleet, l *lock.Lock, opts Options) (*renderer, error)
 	if s := f.Spec.Encryption; s != nil && s.SOPS != nil {
 		r.decrypt = &decryption{Provider: "sops", SecretRef: &localObjectRef{Name: s.SOPS.SecretRef}}
 	}
-	r.agentImage = r.fleetAgentImage()
+	r.agentImage, r.agentImageErr = r.fleetAgentImage()
 	r.images = r.layerImages()
 	if len(errs) > 0 {
 		return nil, errs
@@ -251,86 +246,15 @@ func (r *renderer) cluster(i int) clusterResult {
 	f := r.f
 	c := &f.Spec.Clusters[i]
 	var res clusterResult
-	ns := f.Spec.Manager.Namespace
-	fleetDir := "manager/fleet/" + c.Name + "/"
-
-	switch c.Registration.Mode {
-	case schema.ModeAgent:
-		clientID := c.Registration.ClientID
-		if clientID == "auto" {
-			id, ok := r.l.ClientID(c.Name)
-			if !ok {
-				res.errs = append(res.errs, r.fieldErr(fmt.Sprintf("spec.clusters[%d].registration.clientID", i),
-					fmt.Sprintf("cluster %s has clientID auto but %s has no client ID for it: `fleetgen render` generates one", c.Name, lock.FileName)))
-				break
-			}
-			clientID = id
+	if mode, ok := modes[c.Registration.Mode]; ok {
+		files, err := mode.render(r, i, c)
+		res.files = append(res.files, files...)
+		if err != nil {
+			res.errs = append(res.errs, err)
 		}
-		res.files = append(res.files,
-			r.file(fleetDir+"token.yaml", &registrationToken{
-				APIVersion: fleetAPIVersion, Kind: "ClusterRegistrationToken",
-				Metadata: objectMeta{Name: c.Name + "-token", Namespace: ns},
-				Spec:     registrationTokenSpec{TTL: c.Registration.TokenTTL},
-			}, false),
-			r.file(fleetDir+"cluster.yaml", &fleetCluster{
-				APIVersion: fleetAPIVersion, Kind: "Cluster",
-				Metadata: objectMeta{Name: c.Name, Namespace: ns, Labels: c.Labels},
-				Spec:     fleetClusterSpec{ClientID: clientID},
-			}, false),
-		)
-		values := &agentValues{APIServerURL: f.Spec.Manager.APIServerURL, ClientID: clientID, Image: r.agentImage}
-		if ca := f.Spec.Manager.APIServerCA; ca != nil {
-			values.APIServerCA = string(ca.Data)
-		}
-		res.files = append(res.files, r.file("agents/"+c.Name+"/values.yaml", values, false))
-	case schema.ModeManager:
-		secretName := c.Name + "-kubeconfig"
-		var kubeconfig []byte
-		if c.Registration.Kubeconfig != nil {
-			kubeconfig = c.Registration.Kubeconfig.Data
-		}
-		res.files = append(res.files,
-			r.file(fleetDir+"kubeconfig.yaml", &secret{
-				APIVersion: "v1", Kind: "Secret",
-				Metadata: objectMeta{Name: secretName, Namespace: ns, Labels: map[string]string{capiClusterName: c.Name}},
-				Type:     capiSecretType,
-				Data:     map[string]string{"value": base64.StdEncoding.EncodeToString(kubeconfig)},
-			}, true),
-			r.file(fleetDir+"cluster.yaml", &fleetCluster{
-				APIVersion: fleetAPIVersion, Kind: "Cluster",
-				Metadata: objectMeta{Name: c.Name, Namespace: ns, Labels: c.Labels},
-				Spec:     fleetClusterSpec{KubeConfigSecret: secretName},
-			}, false),
-		)
-	case schema.ModeCAPI:
-		res.files = append(res.files, r.file(fleetDir+"cluster.yaml", &fleetCluster{
-			APIVersion: fleetAPIVersion, Kind: "Cluster",
-			Metadata: objectMeta{Name: c.Name, Namespace: ns, Labels: c.Labels},
-			Spec:     fleetClusterSpec{KubeConfigSecret: c.Name + "-kubeconfig"}, // made by cluster-api
-		}, false))
-	case schema.ModeVerrazzano:
-		dir := "manager/verrazzano/" + c.Name + "/"
-		caName := "ca-secret-" + c.Name
-		var ca []byte
-		if c.Registration.CACert != nil {
-			ca = c.Registration.CACert.Data
-		}
-		res.files = append(res.files,
-			r.file(dir+"vmc.yaml", &managedCluster{
-				APIVersion: verrazzanoAPIVersion, Kind: "VerrazzanoManagedCluster",
-				Metadata: objectMeta{Name: c.Name, Namespace: verrazzanoNamespace},
-				Spec:     managedClusterSpec{CASecret: caName},
-			}, false),
-			// A CA certificate is public: this Secret is not a credential.
-			r.file(dir+"ca-secret.yaml", &secret{
-				APIVersion: "v1", Kind: "Secret",
-				Metadata: objectMeta{Name: caName, Namespace: verrazzanoNamespace},
-				Data:     map[string]string{"cacrt": base64.StdEncoding.EncodeToString(ca)},
-			}, false),
-		)
-	default:
+	} else {
 		res.errs = append(res.errs, r.fieldErr(fmt.Sprintf("spec.clusters[%d].registration.mode", i),
-			fmt.Sprintf("unsupported value %q: want agent, manager, capi or verrazzano", c.Registration.Mode)))
+			fmt.Sprintf("unsupported value %q: want %s", c.Registration.Mode, modeNames())))
 	}
 
 	// The cluster's own Flux entry point.
@@ -381,20 +305,7 @@ func (r *renderer) ownSource() bool {
 
 // layerKustomization is the Flux Kustomization of layer ly for cluster c.
 func (r *renderer) layerKustomization(ly *schema.Layer, c *schema.Cluster, key string) *kustomization {
-	subst := make(map[string]string, len(c.Labels)+len(ly.Substitute)+1)
-	// The layer's extras are defaults; the cluster's labels override them and
-	// ${cluster} is always the cluster's name, as in ExpandPath.
-	for k, v := range ly.Substitute {
-		subst[k] = v
-	}
-	for k, v := range c.Labels {
-		// Flux rejects variable names outside [_a-zA-Z][_a-zA-Z0-9]*; a label
-		// such as kubernetes.io/os cannot be a variable, so it is left out.
-		if varName(k) {
-			subst[k] = v
-		}
-	}
-	subst["cluster"] = c.Name
+	subst := ly.Variables(c)
 	k := &kustomization{
 		APIVersion: kustomizeAPIVersion, Kind: "Kustomization",
 		Metadata: objectMeta{Name: ly.Name, Namespace: fluxNamespace},
@@ -418,20 +329,6 @@ func (r *renderer) layerKustomization(ly *schema.Layer, c *schema.Cluster, key s
 	return k
 }
 
-// varName reports whether Flux accepts k as a postBuild variable name.
-func varName(k string) bool {
-	if k == "" {
-		return false
-	}
-	for i := 0; i < len(k); i++ {
-		c := k[i]
-		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
-			return false
-		}
-	}
-	return true
-}
-
 // cleanPath is a layer path as Options.LayerImages keys it: cleaned,
 // slash-separated, relative, no leading "./".
 func cleanPath(p string) string {
@@ -444,29 +341,31 @@ func cleanPath(p string) string {
 func (r *renderer) managerFiles() []File {
 	f := r.f
 	var files []File
-	// Declare the Fleet workspace when Fleet objects go in it (or nothing at
-	// all would), verrazzano-mc when Verrazzano objects do.
-	hasVZ, hasFleet := false, len(f.Spec.Groups) > 0
+	// Declare each namespace the fleet's modes put objects in (groups go in
+	// the Fleet workspace, as does everything when nothing else would), and
+	// render what a mode needs once.
+	set := map[string]bool{}
+	if len(f.Spec.Groups) > 0 {
+		set[f.Spec.Manager.Namespace] = true
+	}
+	used := map[string]bool{}
 	for _, c := range f.Spec.Clusters {
-		if c.Registration.Mode == schema.ModeVerrazzano {
-			hasVZ = true
-		} else {
-			hasFleet = true
+		if m, ok := modes[c.Registration.Mode]; ok {
+			set[m.namespace(f)] = true
+			used[c.Registration.Mode] = true
 		}
 	}
-	var namespaces []string
-	if hasFleet || !hasVZ {
-		namespaces = append(namespaces, f.Spec.Manager.Namespace)
+	if len(set) == 0 {
+		set[f.Spec.Manager.Namespace] = true
 	}
-	if hasVZ {
-		if !hasFleet || f.Spec.Manager.Namespace != verrazzanoNamespace {
-			namespaces = append(namespaces, verrazzanoNamespace)
+	namespaces := make([]string, 0, len(set))
+	for ns := range set {
+		namespaces = append(namespaces, ns)
+	}
+	for name, m := range modes {
+		if used[name] && m.shared != nil {
+			files = append(files, m.shared(r)...)
 		}
-		files = append(files, r.file("manager/verrazzano/admin-cluster.yaml", &configMap{
-			APIVersion: "v1", Kind: "ConfigMap",
-			Metadata: objectMeta{Name: adminConfigMapName, Namespace: verrazzanoNamespace},
-			Data:     map[string]string{"server": f.Spec.Manager.APIServerURL},
-		}, false))
 	}
 	sort.Strings(namespaces)
 	var ns []byte

@@ -9,35 +9,35 @@ import (
 	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
-// fleetAgentRepo is the fleet-agent image's repository path on any registry.
-const fleetAgentRepo = "rancher/fleet-agent"
-
-// fleetAgentImage returns the agent chart's image values when spec.images
-// lists the fleet-agent image (first such entry) and the lock has it; nil
-// otherwise, which leaves the chart's default image.
-func (r *renderer) fleetAgentImage() *agentImage {
-	for _, ref := range r.f.Spec.Images {
-		n, err := lock.Normalize(ref)
-		if err != nil {
-			continue
-		}
-		if repoPath(n) != fleetAgentRepo {
-			continue
-		}
-		img, ok := r.l.Image(n)
-		if !ok {
-			return nil
-		}
-		_, tag := lock.SplitRef(n)
-		if tag == "" {
-			_, tag = lock.SplitRef(img.Target)
-		}
-		if tag == "" {
-			tag = "latest" // the chart needs repository:tag; the digest decides
-		}
-		return &agentImage{Repository: img.Repository(), Tag: tag + "@" + img.Digest}
+// fleetAgentImage returns the agent chart's image values: the fleet-agent
+// image of spec.images (schema.Fleet.AgentImage) pinned to its mirror by
+// digest. The chart writes the image as repository:tag, so the digest rides
+// in the tag (v0.16.1@sha256:…), which pins it as a reference with both
+// does. nil, and an error for the fleet's agent clusters, when spec.images
+// lists none or the lock lacks it.
+func (r *renderer) fleetAgentImage() (*agentImage, *schema.FieldError) {
+	i, ok := r.f.AgentImage()
+	if !ok {
+		return nil, r.fieldErr("spec.images", fmt.Sprintf("spec.images lists no fleet-agent image: add %s, which agents/<cluster>/values.yaml pins to the mirror", schema.FleetAgentImage))
 	}
-	return nil
+	ref := r.f.Spec.Images[i]
+	p := fmt.Sprintf("spec.images[%d]", i)
+	n, err := lock.Normalize(ref)
+	if err != nil {
+		return nil, r.fieldErr(p, fmt.Sprintf("invalid image %q: %v", ref, err))
+	}
+	img, ok := r.l.Image(n)
+	if !ok {
+		return nil, r.fieldErr(p, fmt.Sprintf("fleet-agent image %s is not in %s: run `fleetgen mirror`", ref, lock.FileName))
+	}
+	_, tag := lock.SplitRef(n)
+	if tag == "" {
+		_, tag = lock.SplitRef(img.Target)
+	}
+	if tag == "" {
+		tag = "latest" // the chart needs repository:tag; the digest decides
+	}
+	return &agentImage{Repository: img.Repository(), Tag: tag + "@" + img.Digest}, nil
 }
 
 // layerImages resolves every path of Options.LayerImages once.

@@ -214,12 +214,17 @@ type kustomizeFile struct {
 	Resources  []string `json:"resources"`
 }
 
-// agentValues are the fleet-agent Helm chart values fleetgen writes.
+// agentValues are the fleet-agent Helm chart values fleetgen writes (chart
+// fleet-agent of Fleet v0.16: values.yaml and templates/validate.yaml, which
+// requires apiServerURL and tokenName). Labels are not among them: the agent
+// applies them once, at registration, so they live on the Cluster.
 type agentValues struct {
-	APIServerURL string      `json:"apiServerURL"`
-	APIServerCA  string      `json:"apiServerCA,omitempty"`
-	ClientID     string      `json:"clientID"`
-	Image        *agentImage `json:"image,omitempty"`
+	APIServerURL     string      `json:"apiServerURL"`
+	APIServerCA      string      `json:"apiServerCA,omitempty"`
+	ClientID         string      `json:"clientID"`
+	ClusterNamespace string      `json:"clusterNamespace"`
+	TokenName        string      `json:"tokenName"`
+	Image            *agentImage `json:"image"`
 }
 
 type agentImage struct {

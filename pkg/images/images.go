@@ -1,23 +1,18 @@
-// Package images finds every image a fleet needs: spec.images plus every image in
-// the kustomize build (krusty) of each layer path.
+// Package images builds every layer of a fleet with kustomize, confined to the
+// folder of fleet.yaml, and finds every image the fleet needs: spec.images plus
+// every image in those builds. It is also where the builds are checked the way
+// Flux will apply them (Substitutions).
 package images
 
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"sigs.k8s.io/kustomize/api/konfig"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/api/types"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
-	"sigs.k8s.io/yaml"
 
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/schema"
@@ -30,6 +25,9 @@ type Use struct {
 	// Why lists who asked for it, sorted: "spec.images[0]",
 	// "layer infrastructure (infrastructure/prod)".
 	Why []string
+	// Fields are the fields of fleet.yaml that ask for it, in document
+	// order: spec.images[0], spec.layers[2].path.
+	Fields []string
 }
 
 // Result is what Discover found.
@@ -41,6 +39,9 @@ type Result struct {
 	// Container images only: chart references are mirrored, but Flux's
 	// spec.images cannot rewrite them.
 	LayerImages map[string][]string
+
+	// builds holds each built layer path's objects, for Substitutions.
+	builds map[string][]object
 }
 
 // Refs returns the normalised references of r.Images, sorted.
@@ -52,86 +53,141 @@ func (r *Result) Refs() []string {
 	return out
 }
 
-// Discover builds each distinct expanded layer path of f once, with krusty, and
-// collects images from pod templates of every workload kind (containers,
-// initContainers, ephemeralContainers; CronJob included) and HelmRelease /
-// OCIRepository chart references. A layer path that does not build is an input
-// error naming the layer.
+// Discover builds each distinct expanded layer path of f once, with kustomize
+// confined to the folder of fleet.yaml (see builder), and collects images from
+// pod templates of every workload kind (containers, initContainers,
+// ephemeralContainers; CronJob included) and HelmRelease / OCIRepository chart
+// references.
 //
-// Layer paths are relative to f.Dir and read from the real file system. A
-// folder without a kustomization.yaml is built the way Flux's
+// Problems are schema.Errors located at the layer concerned in fleet.yaml: a
+// layer path that does not exist or does not build (naming the cluster whose
+// labels expanded it), an invalid image (naming the object, never the value).
+// A folder without a kustomization.yaml is built the way Flux's
 // kustomize-controller does: as if it listed every Kubernetes manifest below it.
 // Paths that still hold a ${variable} after expansion are skipped (Validate
 // reports them).
 func Discover(f *schema.Fleet) (*Result, error) {
 	why := map[string]map[string]bool{}
-	var errs []string
-	add := func(ref, who string) {
+	fields := map[string]map[int]string{} // ref → document order → field
+	var errs schema.Errors
+	add := func(ref, who string, order int, field string) bool {
 		n, err := lock.Normalize(ref)
 		if err != nil {
-			errs = append(errs, fmt.Sprintf("%s: image %q: invalid reference: %v", who, ref, err))
-			return
+			return false
 		}
 		if why[n] == nil {
-			why[n] = map[string]bool{}
+			why[n], fields[n] = map[string]bool{}, map[int]string{}
 		}
 		why[n][who] = true
+		fields[n][order] = field
+		return true
 	}
 	for i, ref := range f.Spec.Images {
-		add(ref, fmt.Sprintf("spec.images[%d]", i))
+		p := fmt.Sprintf("spec.images[%d]", i)
+		if !add(ref, p, i, p) {
+			errs = append(errs, f.Errorf(p, "invalid image reference: want [HOST[:PORT]/]PATH[:TAG][@sha256:DIGEST]"))
+		}
 	}
 
-	// Distinct expanded paths, each with the layers that use it.
-	layersOf := map[string]map[string]bool{}
+	// Distinct expanded paths, each with the layers that use it and the
+	// first cluster that expands a layer to it.
+	type pathUse struct {
+		layers  map[int]bool
+		cluster string
+	}
+	uses := map[string]*pathUse{}
 	for i := range f.Spec.Clusters {
 		c := &f.Spec.Clusters[i]
-		for _, l := range f.SelectedLayers(c) {
+		for li := range f.Spec.Layers {
+			l := &f.Spec.Layers[li]
+			if !schema.Selects(l.Selector, c.Labels) {
+				continue
+			}
 			p := cleanPath(schema.ExpandPath(l.Path, c))
 			if strings.Contains(p, "${") {
 				continue
 			}
-			if layersOf[p] == nil {
-				layersOf[p] = map[string]bool{}
+			u := uses[p]
+			if u == nil {
+				u = &pathUse{layers: map[int]bool{}}
+				if p != cleanPath(l.Path) {
+					u.cluster = c.Name
+				}
+				uses[p] = u
 			}
-			layersOf[p][l.Name] = true
+			u.layers[li] = true
 		}
 	}
-	paths := sortedKeys(layersOf)
-	layerImages := map[string][]string{}
 	dir := f.Dir
 	if dir == "" {
 		dir = "."
 	}
-	for _, p := range paths {
-		names := sortedKeys(layersOf[p])
-		objs, err := build(filepath.Join(dir, filepath.FromSlash(p)))
-		if err != nil {
-			errs = append(errs, fmt.Sprintf("layer %s: path %s: kustomize build: %v", strings.Join(names, ", "), p, err))
+	b, err := newBuilder(dir)
+	if err != nil {
+		return nil, fmt.Errorf("layers: %w", err)
+	}
+	res := &Result{LayerImages: map[string][]string{}, builds: map[string][]object{}}
+	for _, p := range sortedKeys(uses) {
+		u := uses[p]
+		var idx []int
+		for li := range u.layers {
+			idx = append(idx, li)
+		}
+		sort.Ints(idx)
+		// One error per path, at the first layer that uses it.
+		at := fmt.Sprintf("spec.layers[%d].path", idx[0])
+		var names []string
+		for _, li := range idx {
+			names = append(names, f.Spec.Layers[li].Name)
+		}
+		expanded := ""
+		if u.cluster != "" {
+			expanded = fmt.Sprintf(" (as expanded for cluster %s)", u.cluster)
+		}
+		objs, err := b.build(p)
+		if errors.Is(err, errNoFolder) {
+			errs = append(errs, f.Errorf(at, "layer %s: folder %s%s does not exist: want a folder inside the folder of fleet.yaml", strings.Join(names, ", "), p, expanded))
 			continue
 		}
-		found, err := collect(objs)
 		if err != nil {
-			errs = append(errs, fmt.Sprintf("layer %s: path %s: %v", strings.Join(names, ", "), p, err))
+			errs = append(errs, f.Errorf(at, "layer %s: folder %s%s does not build with kustomize: %v", strings.Join(names, ", "), p, expanded, err))
 			continue
+		}
+		res.builds[p] = objs
+		found, bad := collect(objs)
+		for _, o := range bad {
+			errs = append(errs, f.Errorf(at, "layer %s: folder %s%s: %s", strings.Join(names, ", "), p, expanded, o))
 		}
 		var written []string
 		for _, img := range found {
-			for _, n := range names {
-				add(img.ref, fmt.Sprintf("layer %s (%s)", n, p))
+			ok := true
+			for _, li := range idx {
+				ok = add(img.ref, fmt.Sprintf("layer %s (%s)", f.Spec.Layers[li].Name, p), len(f.Spec.Images)+li, fmt.Sprintf("spec.layers[%d].path", li)) && ok
+			}
+			if !ok {
+				errs = append(errs, f.Errorf(at, "layer %s: folder %s%s: %s: invalid image reference: want [HOST[:PORT]/]PATH[:TAG][@sha256:DIGEST]", strings.Join(names, ", "), p, expanded, img.who))
+				continue
 			}
 			if !img.chart {
 				written = append(written, img.ref)
 			}
 		}
-		layerImages[p] = dedupe(written)
+		res.LayerImages[p] = dedupe(written)
 	}
 	if len(errs) > 0 {
-		sort.Strings(errs)
-		return nil, schema.Invalid(errors.New(strings.Join(errs, "\n")))
+		return nil, schema.Sorted(errs)
 	}
-	res := &Result{LayerImages: layerImages}
 	for _, ref := range sortedKeys(why) {
-		res.Images = append(res.Images, Use{Ref: ref, Why: sortedKeys(why[ref])})
+		u := Use{Ref: ref, Why: sortedKeys(why[ref])}
+		var order []int
+		for o := range fields[ref] {
+			order = append(order, o)
+		}
+		sort.Ints(order)
+		for _, o := range order {
+			u.Fields = append(u.Fields, fields[ref][o])
+		}
+		res.Images = append(res.Images, u)
 	}
 	return res, nil
 }
@@ -142,149 +198,41 @@ func cleanPath(p string) string {
 	return path.Clean(strings.TrimPrefix(filepath.ToSlash(p), "/"))
 }
 
-// build runs kustomize on dir and returns every object as a map.
-func build(dir string) ([]map[string]any, error) {
-	st, err := os.Stat(dir)
-	if err != nil {
-		return nil, fmt.Errorf("no such folder")
-	}
-	if !st.IsDir() {
-		return nil, fmt.Errorf("not a folder")
-	}
-	opts := krusty.MakeDefaultOptions()
-	// Flux's kustomize-controller lets a layer reach files elsewhere in the
-	// source (../base/patch.yaml), so do we.
-	opts.LoadRestrictions = types.LoadRestrictionsNone
-	k := krusty.MakeKustomizer(opts)
-
-	fsys := filesys.MakeFsOnDisk()
-	root := dir
-	if !hasKustomization(dir) {
-		mem, err := generated(dir)
-		if err != nil {
-			return nil, err
-		}
-		fsys, root = mem, "/"
-	}
-	rm, err := k.Run(fsys, root)
-	if err != nil {
-		return nil, err
-	}
-	var out []map[string]any
-	for _, r := range rm.Resources() {
-		m, err := r.Map()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, m)
-	}
-	return out, nil
-}
-
-func hasKustomization(dir string) bool {
-	for _, n := range konfig.RecognizedKustomizationFileNames() {
-		if _, err := os.Stat(filepath.Join(dir, n)); err == nil {
-			return true
-		}
-	}
-	return false
-}
-
-// generated copies the Kubernetes manifests below dir into memory with a
-// kustomization.yaml listing them, as Flux does for a plain folder.
-func generated(dir string) (filesys.FileSystem, error) {
-	mem := filesys.MakeFsInMemory()
-	var resources []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if strings.HasPrefix(d.Name(), ".") && p != dir {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		ext := filepath.Ext(p)
-		if ext != ".yaml" && ext != ".yml" && ext != ".json" {
-			return nil
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		if !isManifest(data) {
-			return nil
-		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
-		if err := mem.WriteFile("/"+rel, data); err != nil {
-			return err
-		}
-		resources = append(resources, rel)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	sort.Strings(resources)
-	k, err := yaml.Marshal(map[string]any{
-		"apiVersion": "kustomize.config.k8s.io/v1beta1",
-		"kind":       "Kustomization",
-		"resources":  resources,
-	})
-	if err != nil {
-		return nil, err
-	}
-	if err := mem.WriteFile("/kustomization.yaml", k); err != nil {
-		return nil, err
-	}
-	return mem, nil
-}
-
-// isManifest reports whether every document of data has apiVersion and kind.
-func isManifest(data []byte) bool {
-	ok := false
-	for _, doc := range strings.Split(string(data), "\n---") {
-		var m struct {
-			APIVersion string `json:"apiVersion"`
-			Kind       string `json:"kind"`
-		}
-		if strings.TrimSpace(strings.TrimPrefix(doc, "---")) == "" {
-			continue
-		}
-		if err := yaml.Unmarshal([]byte(doc), &m); err != nil || m.APIVersion == "" || m.Kind == "" {
-			return false
-		}
-		ok = true
-	}
-	return ok
-}
-
 type found struct {
 	ref   string
 	chart bool
+	// who names where ref was found without quoting it: kind,
+	// namespace/name and container.
+	who string
 }
 
-// collect returns the images and charts objs refer to, in no particular order.
-func collect(objs []map[string]any) ([]found, error) {
-	var out []found
+// collect returns the images and charts objs refer to, in no particular
+// order, and the objects whose references cannot be mirrored (each named, its
+// values never quoted).
+func collect(objs []object) (out []found, bad []string) {
+	maps := make([]map[string]any, len(objs))
 	byKey := map[string]map[string]any{}
-	for _, o := range objs {
-		byKey[objKey(str(o, "kind"), str(o, "metadata", "namespace"), str(o, "metadata", "name"))] = o
+	for i, o := range objs {
+		m, err := o.res.Map()
+		if err != nil {
+			bad = append(bad, o.describe()+": not a valid object")
+			continue
+		}
+		maps[i] = m
+		byKey[objKey(str(m, "kind"), str(m, "metadata", "namespace"), str(m, "metadata", "name"))] = m
 	}
-	var errs []string
-	for _, o := range objs {
+	for i, o := range maps {
+		if o == nil {
+			continue
+		}
 		for _, spec := range podSpecs(o) {
 			for _, field := range []string{"initContainers", "containers", "ephemeralContainers"} {
 				list, _ := spec[field].([]any)
 				for _, c := range list {
 					cm, _ := c.(map[string]any)
 					if img, _ := cm["image"].(string); img != "" {
-						out = append(out, found{ref: img})
+						cname, _ := cm["name"].(string)
+						out = append(out, found{ref: img, who: fmt.Sprintf("%s %s %s", objs[i].describe(), field, cname)})
 					}
 				}
 			}
@@ -292,19 +240,16 @@ func collect(objs []map[string]any) ([]found, error) {
 		if str(o, "kind") == "HelmRelease" && strings.HasPrefix(str(o, "apiVersion"), "helm.toolkit.fluxcd.io/") {
 			ref, err := chartRef(o, byKey)
 			if err != nil {
-				errs = append(errs, fmt.Sprintf("HelmRelease %s/%s: %v", ns(o), str(o, "metadata", "name"), err))
+				bad = append(bad, fmt.Sprintf("%s: %v", objs[i].describe(), err))
 				continue
 			}
 			if ref != "" {
-				out = append(out, found{ref: ref, chart: true})
+				out = append(out, found{ref: ref, chart: true, who: objs[i].describe() + " chart"})
 			}
 		}
 	}
-	if len(errs) > 0 {
-		sort.Strings(errs)
-		return nil, errors.New(strings.Join(errs, "; "))
-	}
-	return out, nil
+	sort.Strings(bad)
+	return out, bad
 }
 
 // podSpecs returns the pod specs in o: a Pod's spec, spec.template.spec of every
@@ -358,7 +303,7 @@ func chartRef(hr map[string]any, byKey map[string]map[string]any) (string, error
 	}
 	version := str(spec, "version")
 	if !exactTag(version) {
-		return "", fmt.Errorf("chart %s version %q is not an exact version: an OCI chart is mirrored by tag", str(spec, "chart"), version)
+		return "", errors.New("the chart version is not an exact version: an OCI chart is mirrored by tag, want e.g. 1.2.3")
 	}
 	return strings.TrimSuffix(url, "/") + "/" + str(spec, "chart") + ":" + version, nil
 }
@@ -373,7 +318,7 @@ func ociRepositoryRef(src map[string]any) (string, error) {
 	case str(src, "spec", "ref", "tag") != "":
 		return url + ":" + str(src, "spec", "ref", "tag"), nil
 	case str(src, "spec", "ref", "semver") != "":
-		return "", fmt.Errorf("OCIRepository %s/%s: ref.semver %q is not an exact version: an OCI chart is mirrored by tag or digest", ns(src), str(src, "metadata", "name"), str(src, "spec", "ref", "semver"))
+		return "", fmt.Errorf("OCIRepository %s/%s: ref.semver is not an exact version: an OCI chart is mirrored by tag or digest", ns(src), str(src, "metadata", "name"))
 	}
 	return url + ":latest", nil // Flux's default
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"fleetgen.dev/fleetgen/pkg/images"
 	"fleetgen.dev/fleetgen/pkg/schema"
@@ -184,7 +185,7 @@ spec:
     spec:
       containers: [{name: l, image: "ghcr.io/acme/legacy:0.9"}]
 `,
-	"apps/README.yaml": "not: a manifest\n",
+	"apps/README.md": "not: a manifest\n",
 }
 
 func TestDiscover(t *testing.T) {
@@ -233,8 +234,15 @@ func TestDiscover(t *testing.T) {
 			},
 		},
 	}
-	if d := cmp.Diff(want, got); d != "" {
+	if d := cmp.Diff(want, got, cmpopts.IgnoreUnexported(images.Result{}), cmpopts.IgnoreFields(images.Use{}, "Fields")); d != "" {
 		t.Errorf("Discover (-want +got):\n%s", d)
+	}
+	for _, u := range got.Images {
+		if u.Ref == "ghcr.io/kubereboot/kured:1.12.0" {
+			if d := cmp.Diff([]string{"spec.images[0]", "spec.layers[0].path"}, u.Fields); d != "" {
+				t.Errorf("Fields of %s (-want +got):\n%s", u.Ref, d)
+			}
+		}
 	}
 }
 
@@ -250,15 +258,15 @@ func TestDiscoverErrors(t *testing.T) {
 				"broken/kustomization.yaml": "resources: [missing.yaml]\n",
 			},
 			layers: []schema.Layer{{Name: "broken", Path: "./broken"}},
-			want:   []string{"layer broken: path broken: kustomize build:", "missing.yaml"},
+			want:   []string{"spec.layers[0].path: layer broken: folder broken does not build with kustomize:", `"missing.yaml" is neither a file nor a folder`},
 		},
 		"layer path missing": {
 			layers: []schema.Layer{{Name: "gone", Path: "./nowhere"}},
-			want:   []string{"layer gone: path nowhere: kustomize build: no such folder"},
+			want:   []string{"spec.layers[0].path: layer gone: folder nowhere does not exist"},
 		},
 		"invalid spec.images entry": {
 			images: []string{"UPPER/Case:1"},
-			want:   []string{`spec.images[0]: image "UPPER/Case:1": invalid reference`},
+			want:   []string{`spec.images[0]: invalid image reference`},
 		},
 		"chart version range": {
 			files: map[string]string{
@@ -277,7 +285,7 @@ spec:
 `,
 			},
 			layers: []schema.Layer{{Name: "helm", Path: "helm"}},
-			want:   []string{"layer helm: path helm: HelmRelease /app: chart app version \">=1.0.0\" is not an exact version"},
+			want:   []string{"spec.layers[0].path: layer helm: folder helm: HelmRelease app: the chart version is not an exact version"},
 		},
 	}
 	for name, tc := range tests {

@@ -16,6 +16,9 @@ import (
 	"sort"
 
 	"sigs.k8s.io/yaml"
+
+	"fleetgen.dev/fleetgen/internal/safefs"
+	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
 // FileName is the lock's name beside fleet.yaml.
@@ -73,31 +76,45 @@ func New() *Lock {
 }
 
 // Load reads the lock at path. A missing file is an empty lock, not an error.
+// See Read for what is refused.
 func Load(path string) (*Lock, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return New(), nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return Parse(data)
+	l, _, err := Read(path)
+	return l, err
 }
 
-// Parse decodes lock bytes strictly.
-func Parse(data []byte) (*Lock, error) {
-	l := New()
-	if len(bytes.TrimSpace(data)) == 0 {
-		return l, nil
+// Read is Load that also returns the file's bytes (nil when there is none).
+// The lock comes with pull requests: a symlink out of its folder, a FIFO, a
+// device, a file over MaxSize and anything Parse refuses are input errors
+// (schema.Errors naming path), and nothing past MaxSize is ever read.
+func Read(path string) (*Lock, []byte, error) {
+	data, err := safefs.ReadFile(filepath.Dir(path), filepath.Base(path), MaxSize)
+	if err != nil {
+		msg := ""
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return New(), nil, nil
+		case errors.Is(err, safefs.ErrOutside):
+			msg = "a symlink that leads out of the folder of fleet.yaml"
+		case errors.Is(err, safefs.ErrNotRegular):
+			msg = "not a regular file (a folder, FIFO or device)"
+		case errors.Is(err, safefs.ErrTooLarge):
+			msg = fmt.Sprintf("larger than %d bytes", MaxSize)
+		default:
+			return nil, nil, fmt.Errorf("read %s: %w", path, err)
+		}
+		return nil, nil, schema.Errors{{File: path, Msg: msg + ": " + rewrite}}
 	}
-	if err := yaml.UnmarshalStrict(data, l); err != nil {
-		return nil, fmt.Errorf("parse %s: %w", FileName, err)
+	l, err := Parse(data)
+	if err != nil {
+		var es schema.Errors
+		if errors.As(err, &es) {
+			for _, e := range es {
+				e.File = path
+			}
+		}
+		return nil, nil, err
 	}
-	if l.APIVersion != APIVersion || l.Kind != Kind {
-		return nil, fmt.Errorf("parse %s: want apiVersion %s and kind %s", FileName, APIVersion, Kind)
-	}
-	l.sort()
-	return l, nil
+	return l, data, nil
 }
 
 func (l *Lock) sort() {
@@ -193,4 +210,29 @@ func (l *Lock) AssignClientIDs(clusters []string, r io.Reader) (bool, error) {
 		added = true
 	}
 	return added, nil
+}
+
+// Clone returns a deep copy of l, for a render that may add client IDs to its
+// own copy only.
+func (l *Lock) Clone() *Lock {
+	c := *l
+	c.Images = append([]Image(nil), l.Images...)
+	c.Clients = append([]Client(nil), l.Clients...)
+	return &c
+}
+
+// AssignPlaceholders gives every cluster in clusters that has no client ID yet
+// the client ID placeholder, and reports whether it added any. `render
+// --check` shows a missing client ID this way rather than inventing one.
+func (l *Lock) AssignPlaceholders(clusters []string, placeholder string) bool {
+	added := false
+	for _, c := range clusters {
+		if _, ok := l.ClientID(c); ok {
+			continue
+		}
+		l.Clients = append(l.Clients, Client{Cluster: c, ClientID: placeholder})
+		l.sort()
+		added = true
+	}
+	return added
 }

@@ -40,9 +40,11 @@ type Stats struct {
 	Elapsed     time.Duration
 }
 
-// Event is one progress report: one when a pair starts (Done false) and one
-// when it ends (Done true, with Err, Bytes pushed for it and Present when the
-// target already had it).
+// Event is one progress report: one when a pair starts (Done false, Bytes 0),
+// while it copies one every ProgressInterval that moved bytes (Done false,
+// Bytes read for it since its last event), and one when it ends (Done true,
+// with Err, all Bytes pushed for it and Present when the target already had
+// it).
 type Event struct {
 	Pair    Pair
 	Done    bool
@@ -60,8 +62,27 @@ type options struct {
 	user      string
 	password  string
 	transport http.RoundTripper
+	timeouts  Timeouts
 	backoff   remote.Backoff
 }
+
+// Timeouts bound each request to a registry, so that one that accepts
+// connections and never answers fails (and is retried, then reported) in
+// bounded time instead of hanging the run. Zero leaves a bound unset.
+type Timeouts struct {
+	// Dial bounds opening a TCP connection.
+	Dial time.Duration
+	// TLSHandshake bounds the TLS handshake.
+	TLSHandshake time.Duration
+	// ResponseHeader bounds the wait for a response's headers after the
+	// request (body included) was sent; a large upload is not cut short.
+	ResponseHeader time.Duration
+}
+
+// DefaultTimeouts are go-containerregistry's dial and TLS bounds plus a
+// response-header bound, which it lacks; a registry slower than a minute to
+// start answering is treated as down.
+var DefaultTimeouts = Timeouts{Dial: 30 * time.Second, TLSHandshake: 10 * time.Second, ResponseHeader: time.Minute}
 
 // Option configures Run.
 type Option func(*options) error
@@ -109,13 +130,41 @@ func WithTargetCredentials(user, password string) Option {
 	return func(o *options) error { o.user, o.password = user, password; return nil }
 }
 
-// WithTransport sends every request through t (default remote.DefaultTransport).
+// WithTransport sends every request through t instead of the default (an
+// http.Transport like remote.DefaultTransport, bounded by WithTimeouts);
+// WithTimeouts does not apply to t.
 func WithTransport(t http.RoundTripper) Option {
 	return func(o *options) error { o.transport = t; return nil }
 }
 
+// WithTimeouts bounds each request of the default transport (default
+// DefaultTimeouts).
+func WithTimeouts(t Timeouts) Option {
+	return func(o *options) error {
+		if t.Dial < 0 || t.TLSHandshake < 0 || t.ResponseHeader < 0 {
+			return fmt.Errorf("timeouts %+v: want 0 or more", t)
+		}
+		o.timeouts = t
+		return nil
+	}
+}
+
+// newTransport is remote.DefaultTransport with the timeouts t.
+func newTransport(t Timeouts) http.RoundTripper {
+	base, ok := remote.DefaultTransport.(*http.Transport)
+	if !ok {
+		base = http.DefaultTransport.(*http.Transport)
+	}
+	tr := base.Clone()
+	tr.DialContext = (&net.Dialer{Timeout: t.Dial, KeepAlive: 30 * time.Second}).DialContext
+	tr.TLSHandshakeTimeout = t.TLSHandshake
+	tr.ResponseHeaderTimeout = t.ResponseHeader
+	return tr
+}
+
 // WithBackoff sets the retry backoff for transient failures (timeouts,
-// connection resets, 429, 5xx). The default waits 100ms, doubling, 6 tries.
+// connection resets, idle connections the server closed, 429, 5xx, an upload
+// that arrived truncated). The default waits 100ms, doubling, 6 tries.
 func WithBackoff(b remote.Backoff) Option {
 	return func(o *options) error { o.backoff = b; return nil }
 }
@@ -131,15 +180,26 @@ var retryCodes = []int{
 	http.StatusServiceUnavailable, http.StatusGatewayTimeout,
 }
 
-// transient reports whether err is worth retrying. A digest mismatch never is.
+// transient reports whether err is worth retrying. A digest mismatch of the
+// source's content never is; DIGEST_INVALID from the target after an upload
+// is (see digestInvalid).
 func transient(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrDigestMismatch) {
 		return false
 	}
-	// go-containerregistry's checksum errors (internal/verify), even when they
-	// surface through a network error while streaming an upload.
+	// go-containerregistry's checksum errors (internal/verify): the source
+	// served bytes that do not match their digest, even when they surface
+	// through a network error while streaming an upload.
 	if strings.Contains(err.Error(), "error verifying ") {
 		return false
+	}
+	// net/http's error when a reused keep-alive connection turns out to have
+	// been closed by the server; a body it could not replay is not resent.
+	if strings.Contains(err.Error(), "server closed idle connection") {
+		return true
+	}
+	if digestInvalid(err) {
+		return true
 	}
 	var te *transport.Error
 	if errors.As(err, &te) {
@@ -161,6 +221,24 @@ func transient(err error) bool {
 	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
 		errors.Is(err, syscall.ECONNREFUSED) || strings.Contains(err.Error(), "connection reset")
+}
+
+// digestInvalid reports whether the target refused a blob upload because the
+// bytes it received do not hash to the digest: the body was cut or damaged on
+// the way (the source's bytes are verified as they are read, so a source that
+// lies fails with "error verifying" first). go-containerregistry retries the
+// whole upload (new session, bytes read again), up to the backoff's steps.
+func digestInvalid(err error) bool {
+	var te *transport.Error
+	if !errors.As(err, &te) {
+		return false
+	}
+	for _, d := range te.Errors {
+		if d.Code == transport.DigestInvalidErrorCode {
+			return true
+		}
+	}
+	return false
 }
 
 // targetKeychain answers with fixed credentials for the target registries and
@@ -191,7 +269,7 @@ func (k targetKeychain) Resolve(r authn.Resource) (authn.Authenticator, error) {
 // instead of being uploaded again.
 func Run(ctx context.Context, pairs []Pair, opts ...Option) ([]lock.Image, Stats, error) {
 	start := time.Now()
-	o := &options{jobs: 8, keychain: authn.DefaultKeychain, transport: remote.DefaultTransport, backoff: DefaultBackoff}
+	o := &options{jobs: 8, keychain: authn.DefaultKeychain, timeouts: DefaultTimeouts, backoff: DefaultBackoff}
 	for _, opt := range opts {
 		if err := opt(o); err != nil {
 			return nil, Stats{}, err
@@ -199,6 +277,19 @@ func Run(ctx context.Context, pairs []Pair, opts ...Option) ([]lock.Image, Stats
 	}
 	if o.logger == nil {
 		o.logger = slog.New(slog.DiscardHandler)
+	}
+	if o.transport == nil {
+		o.transport = newTransport(o.timeouts)
+	}
+	// Retried, but never silently: a truncated upload is worth a warning.
+	retry := func(err error) bool {
+		if !transient(err) {
+			return false
+		}
+		if digestInvalid(err) {
+			o.logger.Warn("the registry received a blob that does not match its digest; uploading it again", "err", err)
+		}
+		return true
 	}
 	var nameOpts []name.Option
 	if o.insecure {
@@ -221,7 +312,7 @@ func Run(ctx context.Context, pairs []Pair, opts ...Option) ([]lock.Image, Stats
 		remote.WithJobs(o.jobs),
 		remote.WithRetryBackoff(o.backoff),
 		remote.WithRetryStatusCodes(retryCodes...),
-		remote.WithRetryPredicate(transient),
+		remote.WithRetryPredicate(retry),
 		remote.WithUserAgent("fleetgen"),
 	}
 	puller, err := remote.NewPuller(ropts...)
@@ -259,8 +350,17 @@ func Run(ctx context.Context, pairs []Pair, opts ...Option) ([]lock.Image, Stats
 				if o.progress != nil {
 					o.progress(Event{Pair: p})
 				}
-				var pushed atomic.Int64
-				digest, present, err := r.copyPair(ctx, p, &pushed)
+				var (
+					pushed  atomic.Int64
+					digest  string
+					present bool
+					err     = ctx.Err()
+				)
+				if err == nil {
+					stop := r.reportBytes(p, &pushed)
+					digest, present, err = r.copyPair(ctx, p, &pushed)
+					stop()
+				}
 				if err != nil {
 					err = fmt.Errorf("mirror %s -> %s: %w", p.Source, p.Target, err)
 				}
@@ -279,7 +379,8 @@ func Run(ctx context.Context, pairs []Pair, opts ...Option) ([]lock.Image, Stats
 				}
 				mu.Unlock()
 				if err != nil {
-					o.logger.Error("mirror", "source", p.Source, "target", p.Target, "err", err)
+					// Debug: the error is returned; logging it too would print it twice.
+					o.logger.Debug("mirror", "source", p.Source, "target", p.Target, "err", err)
 				} else {
 					o.logger.Debug("mirror", "source", p.Source, "target", p.Target, "digest", digest, "present", present, "bytes", pushed.Load())
 				}
@@ -289,11 +390,21 @@ func Run(ctx context.Context, pairs []Pair, opts ...Option) ([]lock.Image, Stats
 			}
 		}()
 	}
+	fed := 0
+feed:
 	for _, p := range interleave(pairs) {
-		work <- p
+		select {
+		case work <- p:
+			fed++
+		case <-ctx.Done():
+			break feed
+		}
 	}
 	close(work)
 	wg.Wait()
+	if fed < len(pairs) {
+		errs = append(errs, fmt.Errorf("mirror: %d image(s) not started: %w", len(pairs)-fed, ctx.Err()))
+	}
 
 	sort.Slice(entries, func(i, j int) bool { return entries[i].Source < entries[j].Source })
 	stats.Elapsed = time.Since(start)
@@ -302,6 +413,37 @@ func Run(ctx context.Context, pairs []Pair, opts ...Option) ([]lock.Image, Stats
 		return entries, stats, errors.Join(errs...)
 	}
 	return entries, stats, nil
+}
+
+// ProgressInterval is how often Run reports the bytes an image in flight moved.
+const ProgressInterval = 250 * time.Millisecond
+
+// reportBytes sends byte events for p from its counter until stop is called.
+func (r *runner) reportBytes(p Pair, pushed *atomic.Int64) (stop func()) {
+	if r.o.progress == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(ProgressInterval)
+		defer t.Stop()
+		var sent int64
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if n := pushed.Load(); n > sent {
+					r.o.progress(Event{Pair: p, Bytes: n - sent})
+					sent = n
+				}
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
 }
 
 // imagesPerJob is how many images are in flight per upload slot (WithJobs).
@@ -429,6 +571,7 @@ func (r *runner) copyManifest(ctx context.Context, srcRepo, dstRepo name.Reposit
 			return fmt.Errorf("parse index %s: %w", d, err)
 		}
 		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(r.o.jobs)
 		for _, child := range idx.Manifests {
 			g.Go(func() error {
 				if _, err := r.puller.Head(gctx, dstRepo.Digest(child.Digest.String())); err == nil {
@@ -455,6 +598,9 @@ func (r *runner) copyManifest(ctx context.Context, srcRepo, dstRepo name.Reposit
 		}
 		descs := append([]v1.Descriptor{m.Config}, m.Layers...)
 		g, gctx := errgroup.WithContext(ctx)
+		// Uploads take a slot of blobSem; this bounds the goroutines and the
+		// mounts, which do not.
+		g.SetLimit(r.o.jobs)
 		seen := map[v1.Hash]bool{}
 		for _, b := range descs {
 			if seen[b.Digest] || len(b.URLs) > 0 || !b.MediaType.IsDistributable() {

@@ -90,8 +90,7 @@ spec:
       path: ./cluster-manifests/cluster-baseline-settings
   defaults:
     labels: {baseline: "true"}
-    registration: agent
-    tokenTTL: 720h
+    registration: capi   # agent clusters would need a fleet-agent image in spec.images
   clusters:
     - name: aks-eastus2
       labels: {region: eastus2}

@@ -19,7 +19,8 @@ type Config struct {
 	AllowPlaintextSecrets bool
 	// Logger gets logs (never secrets); nil discards.
 	Logger *slog.Logger
-	// Progress, when non-nil, gets human progress for long work (a terminal).
+	// Progress, when non-nil, gets human progress for long work: live when it
+	// is a terminal, one line per finished item otherwise.
 	Progress io.Writer
 	// Jobs bounds mirror concurrency; 0 means the default.
 	Jobs int
@@ -27,6 +28,14 @@ type Config struct {
 	PushURL string
 	// LookupEnv resolves {env: VAR}; nil means os.LookupEnv.
 	LookupEnv func(string) (string, bool)
+	// KubeconfigEnvPrefix is a second prefix, besides FLEETGEN_KUBECONFIG_,
+	// of the variables {env: VAR} may read (schema.LoadOptions.EnvPrefix).
+	KubeconfigEnvPrefix string
+	// AgeKeyFile holds age identities (trusted CI configuration) with which
+	// render, check and publish decrypt the sealed Secrets of OutDir before
+	// trusting them; empty means $SOPS_AGE_KEY_FILE, and neither means the
+	// plaintext-hash annotations are trusted (docs/secrets.md).
+	AgeKeyFile string
 }
 
 func (c Config) logger() *slog.Logger {

@@ -1,12 +1,11 @@
 package pipeline
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
+	"log/slog"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -17,47 +16,57 @@ import (
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/publish"
 	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/pkg/tree"
 )
 
-// Publish verifies that every locked image is in the registry at its digest and
-// that OutDir matches a fresh render, then publishes OutDir to spec.source.
+// Publish renders in memory, checks that OutDir holds exactly that render,
+// verifies that every locked image is in the registry at its digest, and
+// publishes the render (from memory, never from OutDir) plus the layer
+// folders to spec.source.
 //
-// Pre-flight, in order, each refusing with nothing pushed: every image digest
-// a fleetgen-written file of OutDir names is in the lock (a mirror reference
-// repo@sha256:… must match its lock entry); OutDir equals what `render` would
-// write now (Check); every lock image is present in the registry at its
-// digest (publish.Verify), the only check that needs the network. Then it
-// commits and pushes (spec.source.kind git) or pushes a Flux artifact (oci)
-// to spec.source.url, or cfg.PushURL.
+// Pre-flight, in order, each refusing with nothing pushed: the render (as
+// `render --check` runs it) equals OutDir, hand edits and stale fleetgen files
+// included; every image digest a rendered file names is in the lock (a mirror
+// reference repo@sha256:… must match its lock entry); every lock image is
+// present in the registry at its digest (publish.Verify), the only check that
+// needs the network. Files in OutDir that the render does not write (a file
+// dropped there, leftovers of a killed run) are never pushed; Publish logs
+// them. Then it commits and pushes (spec.source.kind git) or pushes a Flux
+// artifact (oci) to spec.source.url, or cfg.PushURL; both scan everything
+// they push and refuse a Secret with plaintext data. Further checks on the
+// pushed content plug in as publish.WithContentCheck options.
 func Publish(ctx context.Context, cfg Config) error {
-	log := cfg.logger()
 	if cfg.OutDir == "" {
 		return schema.Invalid(errors.New("publish: the output folder (-o DIR) is required"))
 	}
-	f, err := load(cfg)
+	ld, err := Load(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	l, _, err := loadLock(f)
-	if err != nil {
-		return err
-	}
-	opts := []publish.Option{publish.WithLogger(log)}
-	if cfg.LookupEnv != nil {
-		opts = append(opts, publish.WithLookupEnv(cfg.LookupEnv))
-	}
+	return publishLoaded(ctx, cfg, ld)
+}
 
-	if err := checkReferences(f, l, cfg.OutDir); err != nil {
-		return err
-	}
+func publishLoaded(ctx context.Context, cfg Config, ld *Loaded) error {
+	log := cfg.logger()
 	// Local checks first: a hand-edited tree fails without a registry round trip.
-	diff, err := Check(ctx, cfg)
+	r, diff, err := checkLoaded(ctx, cfg, ld)
 	if err != nil {
 		return err
 	}
 	if diff != "" {
 		return fmt.Errorf("publish: nothing pushed: %s differs from a fresh render (hand edits, or run `fleetgen render -o %s`):\n%s",
 			cfg.OutDir, cfg.OutDir, truncateLines(diff, 40))
+	}
+	f, l := r.fleet, r.lock
+	if err := checkReferences(f, l, r.files); err != nil {
+		return err
+	}
+	if err := reportUnrendered(cfg.OutDir, r.files, log); err != nil {
+		return err
+	}
+	opts := []publish.Option{publish.WithLogger(log), publish.WithOutDir(cfg.OutDir)}
+	if cfg.LookupEnv != nil {
+		opts = append(opts, publish.WithLookupEnv(cfg.LookupEnv))
 	}
 	vopts := opts
 	if cfg.Jobs > 0 {
@@ -74,9 +83,9 @@ func Publish(ctx context.Context, cfg Config) error {
 	var res publish.Result
 	switch f.Spec.Source.Kind {
 	case schema.SourceGit:
-		res, err = publish.Git(ctx, f, l, cfg.OutDir, opts...)
+		res, err = publish.Git(ctx, f, l, r.files, opts...)
 	case schema.SourceOCI:
-		res, err = publish.OCI(ctx, f, l, cfg.OutDir, opts...)
+		res, err = publish.OCI(ctx, f, l, r.files, opts...)
 	default:
 		return schema.Invalid(fmt.Errorf("publish: spec.source.kind %q: want git or oci", f.Spec.Source.Kind))
 	}
@@ -88,41 +97,63 @@ func Publish(ctx context.Context, cfg Config) error {
 	return nil
 }
 
+// maxReported bounds how many unrendered files Publish names.
+const maxReported = 20
+
+// reportUnrendered logs the files of outDir that the render does not write:
+// they stay out of the publish. It names paths, never content.
+func reportUnrendered(outDir string, files []generate.File, log *slog.Logger) error {
+	want := make(map[string]bool, len(files))
+	for _, f := range files {
+		want[f.Path] = true
+	}
+	var extra []string
+	err := filepath.WalkDir(outDir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if d.Name() == ".git" || p == filepath.Join(outDir, tree.MetaDir) {
+				return filepath.SkipDir // fleetgen's own lock, journal and cache
+			}
+			return nil
+		}
+		rel, err := filepath.Rel(outDir, p)
+		if err != nil {
+			return err
+		}
+		if rel = filepath.ToSlash(rel); !want[rel] {
+			extra = append(extra, rel)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("publish: read %s: %w", outDir, err)
+	}
+	if len(extra) == 0 {
+		return nil
+	}
+	sort.Strings(extra)
+	shown := extra[:min(len(extra), maxReported)]
+	log.Warn("not publishing files in the output folder that render does not write", "dir", outDir, "count", len(extra), "paths", shown)
+	return nil
+}
+
 var digestRE = regexp.MustCompile(`sha256:[0-9a-f]{64}`)
 
-// checkReferences finds every sha256 digest in the fleetgen-written files of
-// outDir (those starting with generate.Header): each must be the digest of a
-// lock image, and one written as <registry host>/<repo>[:tag]@sha256:… must
-// be that repository's lock entry. fleetgen writes no other digests.
-func checkReferences(f *schema.Fleet, l *lock.Lock, outDir string) error {
+// checkReferences finds every sha256 digest in the rendered files: each must
+// be the digest of a lock image, and one written as <registry
+// host>/<repo>[:tag]@sha256:… must be that repository's lock entry. fleetgen
+// writes no other digests.
+func checkReferences(f *schema.Fleet, l *lock.Lock, files []generate.File) error {
 	byDigest := map[string][]lock.Image{}
 	for _, img := range l.Images {
 		byDigest[img.Digest] = append(byDigest[img.Digest], img)
 	}
 	host := f.Spec.Registry.Host
 	problems := map[string]bool{}
-	err := filepath.WalkDir(outDir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if d.Name() == ".git" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		if !bytes.HasPrefix(data, []byte(generate.Header)) {
-			return nil
-		}
-		rel, _ := filepath.Rel(outDir, p)
-		rel = filepath.ToSlash(rel)
+	for _, file := range files {
+		data := file.Data
 		for _, loc := range digestRE.FindAllIndex(data, -1) {
 			digest := string(data[loc[0]:loc[1]])
 			entries := byDigest[digest]
@@ -137,16 +168,12 @@ func checkReferences(f *schema.Fleet, l *lock.Lock, outDir string) error {
 					found = found || e.Repository() == repo
 				}
 				if !found {
-					problems[fmt.Sprintf("%s: %s@%s", rel, repo, digest)] = true
+					problems[fmt.Sprintf("%s: %s@%s", file.Path, repo, digest)] = true
 				}
 			case len(entries) == 0:
-				problems[fmt.Sprintf("%s: %s", rel, digest)] = true
+				problems[fmt.Sprintf("%s: %s", file.Path, digest)] = true
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("publish: read %s: %w", outDir, err)
 	}
 	if len(problems) == 0 {
 		return nil
@@ -156,8 +183,8 @@ func checkReferences(f *schema.Fleet, l *lock.Lock, outDir string) error {
 		list = append(list, p)
 	}
 	sort.Strings(list)
-	return fmt.Errorf("publish: nothing pushed: %s references %d image digest(s) that %s lacks (run `fleetgen mirror`, then `fleetgen render`):\n  %s",
-		outDir, len(list), lock.FileName, strings.Join(list, "\n  "))
+	return fmt.Errorf("publish: nothing pushed: the render references %d image digest(s) that %s lacks (run `fleetgen mirror`, then `fleetgen render`):\n  %s",
+		len(list), lock.FileName, strings.Join(list, "\n  "))
 }
 
 // refBefore returns the image repository written right before "@" at i

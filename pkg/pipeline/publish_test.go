@@ -2,6 +2,8 @@ package pipeline
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -11,6 +13,8 @@ import (
 	"fleetgen.dev/fleetgen/internal/testenv"
 	"fleetgen.dev/fleetgen/pkg/generate"
 	"fleetgen.dev/fleetgen/pkg/lock"
+	"fleetgen.dev/fleetgen/pkg/publish"
+	"fleetgen.dev/fleetgen/pkg/schema"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/random"
@@ -174,11 +178,12 @@ func TestPublishRefuses(t *testing.T) {
 			wantErr: []string{"nothing pushed", "/x/gone@sha256:" + strings.Repeat("0", 64), "fleetgen mirror"},
 		},
 		{
-			name: "output names a digest the lock lacks",
+			// A fleetgen file the render does not write is drift.
+			name: "output holds a stale fleetgen file",
 			extra: func(host string) string {
 				return generate.Header + "image: " + host + "/kubereboot/kured@sha256:" + strings.Repeat("1", 64) + "\n"
 			},
-			wantErr: []string{"nothing pushed", "extra.yaml: ", "kubereboot/kured@sha256:" + strings.Repeat("1", 64)},
+			wantErr: []string{"nothing pushed", "differs from a fresh render", "a/manager/extra.yaml"},
 		},
 		{
 			// The registry lacks a digest too: the local drift check comes
@@ -223,5 +228,176 @@ func TestPublishRefuses(t *testing.T) {
 				t.Errorf("something was pushed: %s", refs)
 			}
 		})
+	}
+}
+
+func TestCheckReferences(t *testing.T) {
+	f := &schema.Fleet{Spec: schema.Spec{Registry: schema.Registry{Host: "acr.example.io"}}}
+	l := lock.New()
+	good := "sha256:" + strings.Repeat("a", 64)
+	l.SetImages([]lock.Image{{Source: "ghcr.io/x/y:1", Target: "acr.example.io/x/y:1", Digest: good}})
+	files := []generate.File{
+		{Path: "clusters/c/ok.yaml", Data: []byte(generate.Header + "newName: acr.example.io/x/y\ndigest: " + good + "\nimage: acr.example.io/x/y:1@" + good + "\n")},
+		{Path: "clusters/c/unknown.yaml", Data: []byte(generate.Header + "digest: sha256:" + strings.Repeat("b", 64) + "\n")},
+		{Path: "clusters/c/repo.yaml", Data: []byte(generate.Header + "image: acr.example.io/x/z@" + good + "\n")},
+	}
+	err := checkReferences(f, l, files)
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, w := range []string{"nothing pushed", "clusters/c/unknown.yaml: sha256:bbbb", "clusters/c/repo.yaml: acr.example.io/x/z@" + good} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error lacks %q:\n%v", w, err)
+		}
+	}
+	if strings.Contains(err.Error(), "ok.yaml") {
+		t.Errorf("error names ok.yaml:\n%v", err)
+	}
+}
+
+// TestPublishPushesOnlyTheRender: files dropped into the output folder, a
+// plaintext Secret among them, pass the drift check (they are not fleetgen's)
+// but are never pushed; Publish names them in its log, without content.
+func TestPublishPushesOnlyTheRender(t *testing.T) {
+	cfg, bare, _ := pubSetup(t, false)
+	const marker = "c2VjcmV0LW1hcmtlcg=="
+	pubWrite(t, cfg.OutDir, map[string]string{
+		"clusters/prod-1/stolen.yaml":        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: stolen\ndata:\n  value: " + marker + "\n",
+		"clusters/prod-1/.fleetgen-tmp-1-ks": "a leftover of a killed run\n",
+		"notes.txt":                          "hello\n",
+	})
+	var logs strings.Builder
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	if err := Publish(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	files := testenv.Git(t, bare, "ls-tree", "-r", "--name-only", "main")
+	for _, p := range []string{"stolen.yaml", ".fleetgen-tmp", "notes.txt"} {
+		if strings.Contains(files, p) {
+			t.Errorf("pushed %s:\n%s", p, files)
+		}
+	}
+	if !strings.Contains(files, "clusters/prod-1/") {
+		t.Errorf("render not pushed:\n%s", files)
+	}
+	for _, w := range []string{"not publishing files in the output folder", "count=3", "clusters/prod-1/stolen.yaml", "notes.txt"} {
+		if !strings.Contains(logs.String(), w) {
+			t.Errorf("log lacks %q:\n%s", w, logs.String())
+		}
+	}
+	if strings.Contains(logs.String(), marker) {
+		t.Error("the log quotes the dropped Secret")
+	}
+}
+
+// TestPublishRefusesPlaintextInLayer: a kubeconfig Secret in a layer's
+// top-level folder refuses the publish (exit 1, nothing pushed).
+func TestPublishRefusesPlaintextInLayer(t *testing.T) {
+	cfg, bare, _ := pubSetup(t, false)
+	pubWrite(t, filepath.Dir(cfg.File), map[string]string{
+		"infrastructure/kubeconfig.yaml": "apiVersion: v1\nkind: Secret\nmetadata:\n  name: kubeconfig\ndata:\n  value: eA==\n",
+	})
+	err := Publish(context.Background(), cfg)
+	var pe *publish.PlaintextError
+	if !errors.As(err, &pe) || schema.IsInvalid(err) {
+		t.Fatalf("err = %v, want a runtime PlaintextError", err)
+	}
+	if !strings.Contains(err.Error(), "infrastructure/kubeconfig.yaml: Secret kubeconfig holds unencrypted data") {
+		t.Errorf("error does not name the file:\n%v", err)
+	}
+	if refs := testenv.Git(t, bare, "for-each-ref"); refs != "" {
+		t.Errorf("something was pushed: %s", refs)
+	}
+}
+
+// TestPublishRefusesStaleLock: spec.registry.host changed after the mirror;
+// publish refuses, pushes nothing and never logs that it verified images.
+func TestPublishRefusesStaleLock(t *testing.T) {
+	cfg, bare, host := pubSetup(t, false)
+	fleet, err := os.ReadFile(cfg.File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := strings.Replace(string(fleet), "host: "+host, "host: new.azurecr.io", 1)
+	pubWrite(t, filepath.Dir(cfg.File), map[string]string{"fleet.yaml": moved})
+	var logs strings.Builder
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	err = Publish(context.Background(), cfg)
+	if err == nil {
+		t.Fatal("published with a lock made for another registry")
+	}
+	if !strings.Contains(err.Error(), "fleetgen mirror") || !strings.Contains(err.Error(), host) {
+		t.Errorf("error does not name the old registry and the fix:\n%v", err)
+	}
+	if strings.Contains(logs.String(), "verified") {
+		t.Errorf("log claims a verification:\n%s", logs.String())
+	}
+	if refs := testenv.Git(t, bare, "for-each-ref"); refs != "" {
+		t.Errorf("something was pushed: %s", refs)
+	}
+}
+
+// TestPublishKeepsBootstrap renders and publishes for real onto a branch that
+// `flux bootstrap` committed to, twice, the second time after removing a
+// cluster from fleet.yaml: Flux's files and the README stay byte for byte, the
+// removed cluster's fleetgen files go.
+func TestPublishKeepsBootstrap(t *testing.T) {
+	cfg, bare, _ := pubSetup(t, false)
+	root := filepath.Dir(cfg.File)
+	one, err := os.ReadFile(cfg.File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	two := strings.Replace(string(one), "  clusters:\n", "  clusters:\n    - name: dev-1\n      labels: {env: dev}\n      registration: {mode: capi}\n", 1)
+	pubWrite(t, root, map[string]string{
+		"fleet.yaml":                            two,
+		"infrastructure/dev/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [../prod]\n",
+	})
+	if err := Render(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+
+	work := t.TempDir()
+	boot := map[string]string{"README.md": "# fleet-gitops\n"}
+	for _, c := range []string{"prod-1", "dev-1"} {
+		boot["clusters/"+c+"/flux-system/gotk-components.yaml"] = "# This manifest was generated by flux. DO NOT EDIT.\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: flux-system\n"
+		boot["clusters/"+c+"/flux-system/gotk-sync.yaml"] = "# This manifest was generated by flux. DO NOT EDIT.\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  path: ./clusters/" + c + "\n"
+		boot["clusters/"+c+"/flux-system/kustomization.yaml"] = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- gotk-components.yaml\n- gotk-sync.yaml\n"
+	}
+	testenv.Git(t, work, "init", "--quiet", "--initial-branch=main")
+	pubWrite(t, work, boot)
+	testenv.Git(t, work, "add", "-A")
+	testenv.Git(t, work, "commit", "--quiet", "-m", "Add Flux sync manifests")
+	testenv.Git(t, work, "push", "--quiet", bare, "main")
+	kept := []string{"ls-tree", "-r", "main", "--", "README.md", "clusters/prod-1/flux-system", "clusters/dev-1/flux-system"}
+	before := testenv.Git(t, bare, kept...)
+
+	if err := Publish(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(testenv.Git(t, bare, "ls-tree", "-r", "--name-only", "main"), "manager/fleet/dev-1/") {
+		t.Fatal("dev-1 was not published")
+	}
+	pubWrite(t, root, map[string]string{"fleet.yaml": string(one)})
+	if err := Render(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := Publish(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	if after := testenv.Git(t, bare, kept...); after != before {
+		t.Errorf("Flux's files or the README changed:\n%s\nwant\n%s", after, before)
+	}
+	var left []string
+	for _, p := range strings.Split(testenv.Git(t, bare, "ls-tree", "-r", "--name-only", "main"), "\n") {
+		if strings.Contains(p, "dev-1/") && !strings.HasPrefix(p, "clusters/dev-1/flux-system/") {
+			left = append(left, p)
+		}
+	}
+	if len(left) > 0 {
+		t.Errorf("the removed cluster's files are still there: %v", left)
+	}
+	if n := testenv.Git(t, bare, "rev-list", "--count", "main"); n != "3" {
+		t.Errorf("%s commits, want 3 (bootstrap and two publishes)", n)
 	}
 }

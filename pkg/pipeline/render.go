@@ -8,12 +8,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/rogpeppe/go-internal/diff"
 
+	"fleetgen.dev/fleetgen/internal/safefs"
 	"fleetgen.dev/fleetgen/pkg/generate"
-	"fleetgen.dev/fleetgen/pkg/images"
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/schema"
 	"fleetgen.dev/fleetgen/pkg/secrets"
@@ -23,22 +24,26 @@ import (
 // DefaultFile is fleet.yaml's path when Config.File is empty.
 const DefaultFile = "fleet.yaml"
 
-// Validate loads and validates fleet.yaml and the files it refers to; it writes
-// nothing.
-//
-// It also parses fleet.lock.yaml when there is one, so that a broken lock shows
-// up here rather than at render time.
+// Validate loads fleet.yaml, its lock and its layers, and runs every check a
+// later step would apply to them (schema.Validate, then Loaded.check); it
+// writes nothing. Nothing that passes Validate fails later for a reason found
+// in the input.
 func Validate(ctx context.Context, cfg Config) error {
-	f, err := load(cfg)
+	ld, err := Load(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	l, _, err := loadLock(f)
-	if err != nil {
+	return validate(cfg, ld, allRules)
+}
+
+func validate(cfg Config, ld *Loaded, r rules) error {
+	if err := ld.check(r); err != nil {
 		return err
 	}
+	f := ld.Fleet
 	cfg.logger().Info("valid", "file", f.File, "clusters", len(f.Spec.Clusters),
-		"layers", len(f.Spec.Layers), "groups", len(f.Spec.Groups), "lockedImages", len(l.Images))
+		"layers", len(f.Spec.Layers), "groups", len(f.Spec.Groups), "images", len(ld.Images.Images),
+		"lockedImages", len(ld.Lock.Images))
 	return nil
 }
 
@@ -50,44 +55,118 @@ func Render(ctx context.Context, cfg Config) error {
 	if cfg.OutDir == "" {
 		return schema.Invalid(errors.New("render: no output folder (-o DIR)"))
 	}
-	r, err := render(ctx, cfg)
+	if err := checkOutDir(cfg); err != nil {
+		return err
+	}
+	ld, err := Load(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	// The lock goes first: the tree names the new client IDs, and a tree that
-	// names IDs the lock lost would make the next render mint different ones.
+	return renderLoaded(ctx, cfg, ld)
+}
+
+func renderLoaded(ctx context.Context, cfg Config, ld *Loaded) error {
+	r, err := render(ctx, cfg, ld, false)
+	if err != nil {
+		return err
+	}
+	// The lock is committed with the tree, never before it: a failed render
+	// leaves both as they were.
+	start := time.Now()
+	lk := &tree.Lock{Path: r.lockPath, Old: r.lockBytes, New: r.lockBytes}
 	if r.lockChanged {
-		if err := lock.Write(r.lockPath, r.lock); err != nil {
-			return err
-		}
+		lk.New = r.lock.Marshal()
+	}
+	st, err := tree.WriteWith(cfg.OutDir, r.files, tree.Options{Lock: lk, Waiting: func() {
+		cfg.logger().Info("waiting for another render of the output folder", "dir", cfg.OutDir)
+	}})
+	if err != nil {
+		return err
+	}
+	if r.lockChanged {
+		ld.Lock, ld.LockBytes = r.lock, lk.New
 		cfg.logger().Info("lock updated", "file", r.lockPath, "newClientIDs", r.newClientIDs)
 	}
-	start := time.Now()
-	st, err := tree.Write(cfg.OutDir, r.files)
+	if len(r.forged) > 0 {
+		cfg.logger().Warn("re-sealed Secrets whose ciphertext did not decrypt to the render", "files", r.forged)
+	}
+	cfg.logger().Info("wrote", "dir", cfg.OutDir, "written", st.Written,
+		"unchanged", st.Unchanged, "removed", st.Removed, "duration", time.Since(start).Round(time.Millisecond),
+		"plan", st.Plan.Round(time.Millisecond), "write", st.Write.Round(time.Millisecond),
+		"flush", st.Flush.Round(time.Millisecond), "commit", st.Commit.Round(time.Millisecond))
+	return nil
+}
+
+// checkOutDir refuses an output folder that is the fleet's folder or holds
+// fleet.yaml: a render would mix its files with the input. It reads nothing.
+func checkOutDir(cfg Config) error {
+	file := cfg.File
+	if file == "" {
+		file = DefaultFile
+	}
+	fleetDir, err := filepath.Abs(filepath.Dir(file))
 	if err != nil {
 		return err
 	}
-	cfg.logger().Info("wrote", "dir", cfg.OutDir, "written", st.Written,
-		"unchanged", st.Unchanged, "removed", st.Removed, "duration", time.Since(start).Round(time.Millisecond))
+	out, err := filepath.Abs(cfg.OutDir)
+	if err != nil {
+		return err
+	}
+	// Compare real paths where they exist, so that a symlink cannot hide it.
+	if r, err := filepath.EvalSymlinks(fleetDir); err == nil {
+		fleetDir = r
+	}
+	if r, err := filepath.EvalSymlinks(out); err == nil {
+		out = r
+	}
+	rel, err := filepath.Rel(out, fleetDir)
+	inside := err == nil && (rel == "." || !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && rel != "..")
+	if _, err := os.Lstat(filepath.Join(out, filepath.Base(file))); err == nil {
+		inside = true
+	}
+	if inside {
+		return schema.Invalid(fmt.Errorf("-o %s: the output folder may not be the folder of %s or hold it; choose a folder of its own (e.g. %s)",
+			cfg.OutDir, filepath.Base(file), filepath.Join(filepath.Dir(file), "out")))
+	}
 	return nil
 }
 
 // Check renders in memory and returns the diff from OutDir ("" when none).
 // It writes nothing, not even the lock.
 //
-// A lock that lacks a client ID a render would add is drift too: the diff then
-// starts with the lock's change.
+// A lock that lacks a client ID a render would add is drift too, but Check
+// invents no ID: the diff starts with the lock's change, in which each missing
+// client ID reads NewClientIDPlaceholder, and the tree's diff shows the same
+// placeholder where the ID goes. `fleetgen render` mints the real one.
 func Check(ctx context.Context, cfg Config) (string, error) {
 	if cfg.OutDir == "" {
 		return "", schema.Invalid(errors.New("check: no output folder (-o DIR)"))
 	}
-	r, err := render(ctx, cfg)
+	if err := checkOutDir(cfg); err != nil {
+		return "", err
+	}
+	ld, err := Load(ctx, cfg)
 	if err != nil {
 		return "", err
 	}
-	d, err := tree.Diff(cfg.OutDir, r.files)
+	_, d, err := checkLoaded(ctx, cfg, ld)
+	return d, err
+}
+
+// NewClientIDPlaceholder stands, in Check's diff, for a client ID that a
+// render would generate.
+const NewClientIDPlaceholder = "(generated by fleetgen render)"
+
+// checkLoaded is Check on loaded input; it also returns the render it
+// compared, which publish pushes.
+func checkLoaded(ctx context.Context, cfg Config, ld *Loaded) (*rendered, string, error) {
+	r, err := render(ctx, cfg, ld, true)
 	if err != nil {
-		return "", err
+		return nil, "", err
+	}
+	d, err := tree.DiffWith(cfg.OutDir, r.files, tree.Options{Lock: &tree.Lock{Path: r.lockPath}})
+	if err != nil {
+		return nil, "", err
 	}
 	if r.lockChanged {
 		name := filepath.ToSlash(r.lockPath)
@@ -97,30 +176,49 @@ func Check(ctx context.Context, cfg Config) (string, error) {
 		}
 		d = string(diff.Diff(oldName, old, "b/"+name, r.lock.Marshal())) + d
 	}
+	if len(r.forged) > 0 {
+		var note strings.Builder
+		for _, p := range r.forged {
+			fmt.Fprintf(&note, "# %s: the sealed Secret does not decrypt to what fleet.yaml renders (checked with the age key file)\n", p)
+		}
+		d = note.String() + d
+	}
 	cfg.logger().Info("checked", "dir", cfg.OutDir, "files", len(r.files), "drift", d != "")
-	return d, nil
+	return r, d, nil
 }
 
 // Build runs validate, mirror, render and, with publish, publish, stopping at
-// the first failure.
+// the first failure. It loads fleet.yaml, the lock and the layers once; the
+// lock mirror writes is the one render and publish read.
 func Build(ctx context.Context, cfg Config, publish bool) error {
 	if cfg.OutDir == "" {
 		return schema.Invalid(errors.New("build: no output folder (-o DIR)"))
 	}
+	if err := checkOutDir(cfg); err != nil {
+		return err
+	}
 	log := cfg.logger()
+	start := time.Now()
+	ld, err := Load(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	log.Info("step done", "step", "load", "duration", time.Since(start).Round(time.Millisecond))
 	steps := []struct {
 		name string
 		run  func() error
 	}{
-		{"validate", func() error { return Validate(ctx, cfg) }},
-		{"mirror", func() error { return Mirror(ctx, cfg, io.Discard, false) }},
-		{"render", func() error { return Render(ctx, cfg) }},
+		// The lock's rules wait for render: mirror is what brings the lock
+		// up to date.
+		{"validate", func() error { return validate(cfg, ld, inputRules) }},
+		{"mirror", func() error { return mirrorLoaded(ctx, cfg, ld, io.Discard, false) }},
+		{"render", func() error { return renderLoaded(ctx, cfg, ld) }},
 	}
 	if publish {
 		steps = append(steps, struct {
 			name string
 			run  func() error
-		}{"publish", func() error { return Publish(ctx, cfg) }})
+		}{"publish", func() error { return publishLoaded(ctx, cfg, ld) }})
 	}
 	for _, s := range steps {
 		if err := ctx.Err(); err != nil {
@@ -144,21 +242,22 @@ type rendered struct {
 	lockChanged  bool
 	newClientIDs int
 	files        []generate.File
+	// forged are the sealed Secrets of OutDir whose annotation matched the
+	// render but whose ciphertext, decrypted with cfg's age key, did not.
+	forged []string
 }
 
-// render runs every step of a render except writing.
-func render(ctx context.Context, cfg Config) (*rendered, error) {
+// render runs every step of a render except writing, on a copy of ld's lock.
+// With placeholders (Check), a client ID the lock lacks becomes
+// NewClientIDPlaceholder rather than a random one.
+func render(ctx context.Context, cfg Config, ld *Loaded, placeholders bool) (*rendered, error) {
 	log := cfg.logger()
 	start := time.Now()
-	f, err := load(cfg)
-	if err != nil {
+	if err := ld.check(allRules); err != nil {
 		return nil, err
 	}
-	l, lockBytes, err := loadLock(f)
-	if err != nil {
-		return nil, err
-	}
-	r := &rendered{fleet: f, lock: l, lockPath: filepath.Join(f.Dir, lock.FileName), lockBytes: lockBytes}
+	f, l := ld.Fleet, ld.Lock.Clone()
+	r := &rendered{fleet: f, lock: l, lockPath: ld.LockPath, lockBytes: ld.LockBytes}
 
 	var auto []string
 	for i := range f.Spec.Clusters {
@@ -168,23 +267,21 @@ func render(ctx context.Context, cfg Config) (*rendered, error) {
 		}
 	}
 	before := len(l.Clients)
-	r.lockChanged, err = l.AssignClientIDs(auto, nil)
-	if err != nil {
-		return nil, err
+	var err error
+	if placeholders {
+		r.lockChanged = l.AssignPlaceholders(auto, NewClientIDPlaceholder)
+	} else {
+		r.lockChanged, err = l.AssignClientIDs(auto, nil)
+		if err != nil {
+			return nil, err
+		}
 	}
 	r.newClientIDs = len(l.Clients) - before
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 
-	found, err := images.Discover(f)
-	if err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	files, err := generate.Render(f, l, generate.Options{LayerImages: found.LayerImages})
+	files, err := generate.Render(f, l, generate.Options{LayerImages: ld.Images.LayerImages})
 	if err != nil {
 		return nil, err
 	}
@@ -192,7 +289,12 @@ func render(ctx context.Context, cfg Config) (*rendered, error) {
 	if f.Spec.Encryption != nil {
 		enc = f.Spec.Encryption.SOPS
 	}
-	files, err = secrets.Seal(files, enc, previous(cfg.OutDir))
+	ids, err := cfg.ageIdentities()
+	if err != nil {
+		return nil, err
+	}
+	files, err = secrets.Seal(files, enc, previous(cfg.OutDir),
+		secrets.Verify(ids, func(p string) { r.forged = append(r.forged, p) }))
 	if err != nil {
 		return nil, err
 	}
@@ -207,8 +309,8 @@ func render(ctx context.Context, cfg Config) (*rendered, error) {
 		}
 	}
 	log.Info("rendered", "fleet", f.Metadata.Name, "clusters", len(f.Spec.Clusters),
-		"layers", len(f.Spec.Layers), "images", len(found.Images), "files", len(files),
-		"secrets", secretFiles, "sops", enc != nil, "duration", time.Since(start).Round(time.Millisecond))
+		"layers", len(f.Spec.Layers), "images", len(ld.Images.Images), "files", len(files),
+		"secrets", secretFiles, "sops", enc != nil, "decryptCheck", ids != nil, "duration", time.Since(start).Round(time.Millisecond))
 	return r, nil
 }
 
@@ -220,35 +322,48 @@ func load(cfg Config) (*schema.Fleet, error) {
 	if _, err := os.Stat(file); errors.Is(err, fs.ErrNotExist) {
 		return nil, schema.Invalid(fmt.Errorf("%s: no such file (use -f to name fleet.yaml)", file))
 	}
-	return schema.Load(file, schema.LoadOptions{LookupEnv: cfg.LookupEnv})
+	return schema.Load(file, schema.LoadOptions{LookupEnv: cfg.LookupEnv, EnvPrefix: cfg.KubeconfigEnvPrefix})
 }
 
 // loadLock reads fleet.lock.yaml beside fleet.yaml and returns it with its bytes
-// (nil when there is none). A lock that does not parse is an input error.
+// (nil when there is none). A lock that does not parse, is not a regular file
+// or leads out of the folder is an input error (lock.Read).
 func loadLock(f *schema.Fleet) (*lock.Lock, []byte, error) {
-	path := filepath.Join(f.Dir, lock.FileName)
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return lock.New(), nil, nil
+	return lock.Read(filepath.Join(f.Dir, lock.FileName))
+}
+
+// maxPrevious bounds what previous reads: a sealed kubeconfig Secret is a
+// few KiB, and one of a 1 MiB kubeconfig (schema.MaxRefSize) under 2 MiB.
+const maxPrevious = 4 << 20
+
+// ageIdentities loads cfg.AgeKeyFile, or $SOPS_AGE_KEY_FILE; nil when
+// neither is set. The path is trusted configuration; a file that does not
+// load is an input error, and the message never quotes it.
+func (cfg Config) ageIdentities() (*secrets.Identities, error) {
+	path := cfg.AgeKeyFile
+	if path == "" {
+		path, _ = cfg.lookupEnv("SOPS_AGE_KEY_FILE")
 	}
+	if path == "" {
+		return nil, nil
+	}
+	ids, err := secrets.LoadIdentities(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read %s: %w", path, err)
+		return nil, schema.Invalid(err)
 	}
-	l, err := lock.Parse(data)
-	if err != nil {
-		return nil, nil, schema.Invalid(fmt.Errorf("%s: %w", path, err))
-	}
-	return l, data, nil
+	return ids, nil
 }
 
 // previous returns what a path of the output folder holds now, for
-// secrets.Seal to keep unchanged ciphertext.
+// secrets.Seal to keep unchanged ciphertext. DIR's content is untrusted: a
+// symlink out of DIR, a FIFO, a device or an oversized file counts as no
+// previous file (the Secret is sealed afresh), and is never read.
 func previous(outDir string) func(string) ([]byte, bool) {
 	return func(p string) ([]byte, bool) {
 		if outDir == "" {
 			return nil, false
 		}
-		b, err := os.ReadFile(filepath.Join(outDir, filepath.FromSlash(p)))
+		b, err := safefs.ReadFile(outDir, filepath.FromSlash(p), maxPrevious)
 		if err != nil {
 			return nil, false
 		}

@@ -3,15 +3,14 @@ package publish
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 
 	"fleetgen.dev/fleetgen/internal/testenv"
 	"fleetgen.dev/fleetgen/pkg/generate"
 )
 
-// bigTree writes a rendered tree shaped like 10,000 clusters (7 files each,
-// ~70k files) into a fresh output folder of fx.
+// bigTree makes fx's render a tree shaped like 10,000 clusters (7 files
+// each, ~70k files).
 func bigTree(b *testing.B, fx *fixture, clusters int, variant string) {
 	b.Helper()
 	files := map[string]string{}
@@ -26,8 +25,7 @@ func bigTree(b *testing.B, fx *fixture, clusters int, variant string) {
 		files["clusters/"+c+"/apps.yaml"] = h + "kind: Kustomization\nspec:\n  path: ./apps/prod\n"
 		files["agents/"+c+"/values.yaml"] = h + "apiServerURL: https://fleet.contoso.example:6443\nclientID: " + c + variant + "\n"
 	}
-	fx.outDir = filepath.Join(b.TempDir(), "out")
-	writeFiles(b, fx.outDir, files)
+	fx.files = genFiles(files)
 }
 
 // BenchmarkGitPublish10kClusters publishes a ~70k-file tree to a local bare
@@ -43,14 +41,14 @@ func BenchmarkGitPublish10kClusters(b *testing.B) {
 	b.Run("initial", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			repo := testenv.BareRepo(b, "fleet.git")
-			res, err := Git(ctx, fx.f, fx.l, fx.outDir, WithPushURL(repo))
+			res, err := Git(ctx, fx.f, fx.l, fx.files, WithPushURL(repo))
 			if err != nil || !res.Changed {
 				b.Fatalf("%+v %v", res, err)
 			}
 			b.ReportMetric(float64(res.Files), "files")
 		}
 	})
-	if _, err := Git(ctx, fx.f, fx.l, fx.outDir, WithPushURL(bare)); err != nil {
+	if _, err := Git(ctx, fx.f, fx.l, fx.files, WithPushURL(bare)); err != nil {
 		b.Fatal(err)
 	}
 	run := 0
@@ -58,9 +56,9 @@ func BenchmarkGitPublish10kClusters(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			run++
 			b.StopTimer()
-			writeFiles(b, fx.outDir, map[string]string{"agents/c00000/values.yaml": fmt.Sprintf("%srun: %d\n", generate.Header, run)})
+			setFile(fx, "agents/c00000/values.yaml", fmt.Sprintf("%srun: %d\n", generate.Header, run))
 			b.StartTimer()
-			res, err := Git(ctx, fx.f, fx.l, fx.outDir, WithPushURL(bare))
+			res, err := Git(ctx, fx.f, fx.l, fx.files, WithPushURL(bare))
 			if err != nil || !res.Changed {
 				b.Fatalf("%+v %v", res, err)
 			}
@@ -68,7 +66,7 @@ func BenchmarkGitPublish10kClusters(b *testing.B) {
 	})
 	b.Run("unchanged", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
-			res, err := Git(ctx, fx.f, fx.l, fx.outDir, WithPushURL(bare))
+			res, err := Git(ctx, fx.f, fx.l, fx.files, WithPushURL(bare))
 			if err != nil || res.Changed {
 				b.Fatalf("%+v %v", res, err)
 			}
@@ -83,7 +81,7 @@ func BenchmarkOCIArtifact10kClusters(b *testing.B) {
 	bigTree(b, fx, 10000, "")
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		c, err := collect(fx.f, fx.outDir, discard())
+		c, err := collect(fx.f, fx.files, quiet(b))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -93,6 +91,15 @@ func BenchmarkOCIArtifact10kClusters(b *testing.B) {
 		}
 		if _, err := img.Digest(); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// setFile replaces the content of one rendered file of fx.
+func setFile(fx *fixture, p, data string) {
+	for i := range fx.files {
+		if fx.files[i].Path == p {
+			fx.files[i].Data = []byte(data)
 		}
 	}
 }

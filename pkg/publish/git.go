@@ -4,15 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"fleetgen.dev/fleetgen/pkg/generate"
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/schema"
 	"github.com/go-git/go-git/v5"
@@ -27,18 +30,33 @@ import (
 	"github.com/go-git/go-git/v5/storage/memory"
 )
 
-// Git commits the rendered tree in outDir at spec.source.path, plus every layer
-// folder of the source root at its own path, to spec.source's branch and pushes
-// without force, retrying on a moved head a bounded number of times.
+// Git commits the render (rendered, paths relative to spec.source.path) at
+// spec.source.path, plus every layer folder of the source root at its own
+// path, to spec.source's branch and pushes without force, retrying on a moved
+// head a bounded number of times.
 //
 // It fetches the branch spec.source.ref from spec.source.url (or WithPushURL:
 // https://, http://, ssh://, git://, file:// or a local path); an empty
-// repository or a missing branch starts the branch. Only the subtrees the tree
-// owns are replaced (the folder at spec.source.path, or with path "" the
-// rendered top-level entries manager/, clusters/, agents/ and .sops.yaml, and
-// each layer's top-level folder); every other file of the branch is kept. An
-// unchanged tree makes no commit (Result.Changed false). The commit message
-// names the fleet and InputDigest; the author is WithAuthor, else
+// repository or a missing branch starts the branch. It owns files, not
+// folders (SPEC §6):
+//
+//   - a rendered file is written at its path; a file there that does not
+//     carry generate.Header (someone else's) is never overwritten: the publish
+//     is refused (*ForeignFileError);
+//   - a file carrying generate.Header that this render no longer writes is
+//     removed, inside spec.source.path (or with path "" inside the rendered
+//     top-level entries manager/, clusters/, agents/ and .sops.yaml) only;
+//   - a layer folder's file is written as the source root holds it (the
+//     source root is the truth for the files it has);
+//   - a file in a layer's top-level folder that the source root lacks is
+//     removed only when a publish of this fleet put it there: the last commit
+//     along the branch's first-parent history that changed it is one of this
+//     fleet's publish commits. A file anyone else added or changed is kept;
+//   - every other file of the branch (flux-system/ that `flux bootstrap`
+//     committed, a README, another team's folder) is kept byte for byte.
+//
+// An unchanged tree makes no commit (Result.Changed false). The commit
+// message names the fleet and InputDigest; the author is WithAuthor, else
 // FLEETGEN_GIT_AUTHOR, else DefaultAuthor. When the branch moved under the
 // push, Git fetches it and redoes its commit on the new head, up to
 // WithRetries more times, then fails.
@@ -48,7 +66,7 @@ import (
 // host keys against known_hosts (SSH_KNOWN_HOSTS or ~/.ssh/known_hosts). The
 // work happens in memory; nothing is written to disk. Local paths and file://
 // use go-git's file transport, which runs git-upload-pack/git-receive-pack.
-func Git(ctx context.Context, f *schema.Fleet, l *lock.Lock, outDir string, opts ...Option) (Result, error) {
+func Git(ctx context.Context, f *schema.Fleet, l *lock.Lock, rendered []generate.File, opts ...Option) (Result, error) {
 	o, err := newOptions(opts)
 	if err != nil {
 		return Result{}, err
@@ -87,7 +105,7 @@ func Git(ctx context.Context, f *schema.Fleet, l *lock.Lock, outDir string, opts
 	if err != nil {
 		return Result{}, err
 	}
-	c, err := collect(f, outDir, o.logger)
+	c, err := collect(f, rendered, o)
 	if err != nil {
 		return Result{}, err
 	}
@@ -112,7 +130,7 @@ func Git(ctx context.Context, f *schema.Fleet, l *lock.Lock, outDir string, opts
 	}
 	localRef := plumbing.NewBranchReferenceName(branch)
 	remoteRef := plumbing.NewRemoteReferenceName("origin", branch)
-	msg := fmt.Sprintf("fleetgen: publish %s (input %s)\n", f.Metadata.Name, digest)
+	msg := commitPrefix(f.Metadata.Name) + digest + ")\n"
 
 	attempts := o.retries + 1
 	var lastErr error
@@ -144,7 +162,11 @@ func Git(ctx context.Context, f *schema.Fleet, l *lock.Lock, outDir string, opts
 			baseTree = hc.TreeHash
 		}
 		start = time.Now()
-		treeHash, err := buildTree(st, baseTree, c, blobs)
+		treeHash, err := buildTree(st, head, baseTree, c, blobs, f.Metadata.Name)
+		var foreign *ForeignFileError
+		if errors.As(err, &foreign) {
+			return Result{}, fmt.Errorf("publish to %s: %w", shown, err)
+		}
 		if err != nil {
 			return Result{}, fmt.Errorf("publish to %s: build tree: %w", shown, err)
 		}
@@ -266,30 +288,233 @@ type dirEntry struct {
 	dir  *dirNode // loaded (edited) subtree, or nil
 }
 
-// buildTree returns the hash of base with every root of c replaced by c's
-// files, writing new tree objects to st. Subtrees it does not touch keep their
-// hash (and are not read).
-func buildTree(st storer.EncodedObjectStorer, base plumbing.Hash, c *content, blobs map[string]plumbing.Hash) (plumbing.Hash, error) {
-	root, err := loadDir(st, base)
+// ForeignFileError refuses a publish that would overwrite a file of the
+// branch that fleetgen did not write (no generate.Header), or that needs a
+// folder where the branch holds a file, or a file where it holds a folder.
+type ForeignFileError struct {
+	// Paths are the conflicting paths of the branch, sorted.
+	Paths []string
+}
+
+func (e *ForeignFileError) Error() string {
+	return fmt.Sprintf("nothing pushed: the branch holds %d path(s) that fleetgen did not write where this publish would write "+
+		"(move or remove them, or set spec.source.path to another folder):\n  %s", len(e.Paths), strings.Join(e.Paths, "\n  "))
+}
+
+// commitPrefix starts the message of every publish commit of fleet; the
+// history rule for layer folders recognises this fleet's commits by it.
+func commitPrefix(fleet string) string { return "fleetgen: publish " + fleet + " (input " }
+
+// maxHistory bounds how many first-parent commits the layer-folder rule walks
+// back; a file whose last change lies further back is kept.
+const maxHistory = 10000
+
+// buildTree returns the hash of the tree baseTree (of commit head) with c
+// published into it under the ownership rules Git documents, writing new
+// tree objects to st. Subtrees it does not touch keep their hash.
+func buildTree(st storer.EncodedObjectStorer, head, baseTree plumbing.Hash, c *content, blobs map[string]plumbing.Hash, fleet string) (plumbing.Hash, error) {
+	root, err := loadDir(st, baseTree)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	for _, r := range c.roots {
-		if err := root.remove(st, strings.Split(r, "/")); err != nil {
+
+	// Files of the rendered area this render lacks: removed when fleetgen
+	// wrote them.
+	var remove []string
+	for _, scope := range c.rendered {
+		err := root.walk(st, scope, func(p string, e *dirEntry) error {
+			if _, ok := c.files[p]; ok || !isFile(e.mode) {
+				return nil
+			}
+			ours, err := hasHeader(st, e.hash)
+			if ours {
+				remove = append(remove, p)
+			}
+			return err
+		})
+		if err != nil {
 			return plumbing.ZeroHash, err
 		}
 	}
+	// Files of the layer folders the source root lacks: removed when a publish
+	// of this fleet put them there.
+	var candidates []string
+	for _, scope := range c.layers {
+		err := root.walk(st, scope, func(p string, e *dirEntry) error {
+			if _, ok := c.files[p]; ok || !isFile(e.mode) || inAny(p, c.rendered) {
+				return nil
+			}
+			candidates = append(candidates, p)
+			return nil
+		})
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+	}
+	if len(candidates) > 0 {
+		owned, err := ownedByHistory(st, head, candidates, commitPrefix(fleet))
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		for _, p := range candidates {
+			if owned[p] {
+				remove = append(remove, p)
+			}
+		}
+	}
+	for _, p := range remove {
+		if err := root.remove(st, strings.Split(p, "/")); err != nil {
+			return plumbing.ZeroHash, err
+		}
+	}
+
+	var foreign []string
 	for _, p := range c.paths() {
+		fl := c.files[p]
 		mode := filemode.Regular
-		if c.files[p].exec {
+		if fl.exec {
 			mode = filemode.Executable
+		}
+		old, conflict, err := root.lookup(st, strings.Split(p, "/"))
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		switch {
+		case conflict != "":
+			foreign = append(foreign, conflict)
+			continue
+		case old == nil:
+		case old.hash == blobs[p] && old.mode == mode:
+			continue
+		case !fl.layer:
+			ours, err := hasHeader(st, old.hash)
+			if err != nil {
+				return plumbing.ZeroHash, err
+			}
+			if !ours || !isFile(old.mode) {
+				foreign = append(foreign, p)
+				continue
+			}
 		}
 		if err := root.put(st, strings.Split(p, "/"), mode, blobs[p]); err != nil {
 			return plumbing.ZeroHash, fmt.Errorf("%s: %w", p, err)
 		}
 	}
+	if len(foreign) > 0 {
+		sort.Strings(foreign)
+		return plumbing.ZeroHash, &ForeignFileError{Paths: slices.Compact(foreign)}
+	}
 	h, _, err := root.write(st)
 	return h, err
+}
+
+// isFile reports whether a tree entry is a regular or executable file (not a
+// folder, symlink or submodule).
+func isFile(m filemode.FileMode) bool {
+	return m == filemode.Regular || m == filemode.Executable || m == filemode.Deprecated
+}
+
+// inAny reports whether p is inside one of roots.
+func inAny(p string, roots []string) bool {
+	for _, r := range roots {
+		if within(p, r) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasHeader reports whether blob h starts with generate.Header.
+func hasHeader(st storer.EncodedObjectStorer, h plumbing.Hash) (bool, error) {
+	obj, err := st.EncodedObject(plumbing.BlobObject, h)
+	if err != nil {
+		return false, fmt.Errorf("read blob %s: %w", h, err)
+	}
+	if obj.Size() < int64(len(generate.Header)) {
+		return false, nil
+	}
+	r, err := obj.Reader()
+	if err != nil {
+		return false, err
+	}
+	defer r.Close()
+	buf := make([]byte, len(generate.Header))
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return false, fmt.Errorf("read blob %s: %w", h, err)
+	}
+	return string(buf) == generate.Header, nil
+}
+
+// ownedByHistory returns which of paths (files of head's tree) were last
+// changed, along head's first-parent history, by a commit whose message
+// starts with prefix. The walk stops after maxHistory commits or at a commit
+// the fetch did not bring (a shallow history); paths unresolved by then are
+// not owned.
+func ownedByHistory(st storer.EncodedObjectStorer, head plumbing.Hash, paths []string, prefix string) (map[string]bool, error) {
+	owned := map[string]bool{}
+	// Pending paths by their top-level folder: a commit that leaves that
+	// folder's tree alone changed none of them.
+	pending := map[string]map[string]bool{}
+	for _, p := range paths {
+		top := strings.SplitN(p, "/", 2)[0]
+		if pending[top] == nil {
+			pending[top] = map[string]bool{}
+		}
+		pending[top][p] = true
+	}
+	c, err := object.GetCommit(st, head)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", head, err)
+	}
+	for n := 0; len(pending) > 0 && n < maxHistory; n++ {
+		tree, err := c.Tree()
+		if err != nil {
+			return nil, fmt.Errorf("read tree of %s: %w", c.Hash, err)
+		}
+		var parent *object.Commit
+		var ptree *object.Tree
+		if len(c.ParentHashes) > 0 {
+			if parent, err = object.GetCommit(st, c.ParentHashes[0]); err != nil {
+				break // a shallow history: what is left stays unresolved
+			}
+			if ptree, err = parent.Tree(); err != nil {
+				return nil, fmt.Errorf("read tree of %s: %w", parent.Hash, err)
+			}
+		}
+		ours := strings.HasPrefix(c.Message, prefix)
+		for top, ps := range pending {
+			if entryHash(tree, top) == entryHash(ptree, top) {
+				continue
+			}
+			for p := range ps {
+				if entryHash(tree, p) != entryHash(ptree, p) {
+					owned[p] = ours
+					delete(ps, p)
+				}
+			}
+			if len(ps) == 0 {
+				delete(pending, top)
+			}
+		}
+		if parent == nil {
+			break
+		}
+		c = parent
+	}
+	return owned, nil
+}
+
+// entryHash is the hash of the entry at slash path p of t, zero when t is nil
+// or lacks it.
+func entryHash(t *object.Tree, p string) plumbing.Hash {
+	if t == nil {
+		return plumbing.ZeroHash
+	}
+	e, err := t.FindEntry(p)
+	if err != nil {
+		return plumbing.ZeroHash
+	}
+	return e.Hash
 }
 
 func loadDir(st storer.EncodedObjectStorer, h plumbing.Hash) (*dirNode, error) {
@@ -307,8 +532,9 @@ func loadDir(st storer.EncodedObjectStorer, h plumbing.Hash) (*dirNode, error) {
 	return n, nil
 }
 
-// child returns the loaded subfolder name, creating it (or replacing a file of
-// that name) when create is set; nil when absent and not created.
+// child returns the loaded subfolder name, creating it when create is set and
+// there is no entry of that name; nil when absent (or not a folder) and not
+// created.
 func (n *dirNode) child(st storer.EncodedObjectStorer, name string, create bool) (*dirNode, error) {
 	e, ok := n.entries[name]
 	if ok && e.mode == filemode.Dir {
@@ -321,12 +547,82 @@ func (n *dirNode) child(st storer.EncodedObjectStorer, name string, create bool)
 		}
 		return e.dir, nil
 	}
-	if !create {
+	if ok || !create {
 		return nil, nil
 	}
 	d := &dirNode{entries: map[string]*dirEntry{}}
 	n.entries[name] = &dirEntry{mode: filemode.Dir, dir: d}
 	return d, nil
+}
+
+// walk calls fn for every file entry at or under slash path scope, with its
+// path; a missing scope calls nothing.
+func (n *dirNode) walk(st storer.EncodedObjectStorer, scope string, fn func(p string, e *dirEntry) error) error {
+	parts := strings.Split(scope, "/")
+	d := n
+	for _, part := range parts[:len(parts)-1] {
+		var err error
+		if d, err = d.child(st, part, false); err != nil || d == nil {
+			return err
+		}
+	}
+	last := parts[len(parts)-1]
+	e, ok := d.entries[last]
+	if !ok {
+		return nil
+	}
+	if e.mode != filemode.Dir {
+		return fn(scope, e)
+	}
+	sub, err := d.child(st, last, false)
+	if err != nil {
+		return err
+	}
+	names := make([]string, 0, len(sub.entries))
+	for name := range sub.entries {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if err := sub.walk(st, name, func(p string, e *dirEntry) error { return fn(scope+"/"+p, e) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lookup returns the entry at parts, nil when there is none. conflict names
+// the path where the tree holds a file that would have to be a folder, or a
+// folder (not emptied by removals) where a file goes.
+func (n *dirNode) lookup(st storer.EncodedObjectStorer, parts []string) (e *dirEntry, conflict string, err error) {
+	d := n
+	for i, part := range parts[:len(parts)-1] {
+		pe, ok := d.entries[part]
+		if !ok {
+			return nil, "", nil
+		}
+		if pe.mode != filemode.Dir {
+			return nil, strings.Join(parts[:i+1], "/"), nil
+		}
+		if d, err = d.child(st, part, false); err != nil {
+			return nil, "", err
+		}
+	}
+	e, ok := d.entries[parts[len(parts)-1]]
+	if !ok {
+		return nil, "", nil
+	}
+	if e.mode == filemode.Dir {
+		sub, err := d.child(st, parts[len(parts)-1], false)
+		if err != nil {
+			return nil, "", err
+		}
+		if len(sub.entries) > 0 {
+			return nil, strings.Join(parts, "/"), nil
+		}
+		return nil, "", nil
+	}
+	return e, "", nil
 }
 
 func (n *dirNode) remove(st storer.EncodedObjectStorer, parts []string) error {
@@ -341,6 +637,7 @@ func (n *dirNode) remove(st storer.EncodedObjectStorer, parts []string) error {
 	return d.remove(st, parts[1:])
 }
 
+// put places a file at parts; lookup has ruled out conflicts.
 func (n *dirNode) put(st storer.EncodedObjectStorer, parts []string, mode filemode.FileMode, h plumbing.Hash) error {
 	if len(parts) == 1 {
 		n.entries[parts[0]] = &dirEntry{mode: mode, hash: h}
@@ -349,6 +646,9 @@ func (n *dirNode) put(st storer.EncodedObjectStorer, parts []string, mode filemo
 	d, err := n.child(st, parts[0], true)
 	if err != nil {
 		return err
+	}
+	if d == nil {
+		return fmt.Errorf("%s is not a folder", parts[0])
 	}
 	return d.put(st, parts[1:], mode, h)
 }

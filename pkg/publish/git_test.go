@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"fleetgen.dev/fleetgen/internal/testenv"
+	"fleetgen.dev/fleetgen/pkg/generate"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -54,7 +55,7 @@ func TestGitPublish(t *testing.T) {
 			opts := []Option{WithPushURL(url), WithLookupEnv(env(map[string]string{EnvGitAuthor: "CI Bot <ci@example.invalid>"}))}
 
 			// Empty remote: the branch starts.
-			res, err := Git(ctx, fx.f, fx.l, fx.outDir, opts...)
+			res, err := Git(ctx, fx.f, fx.l, fx.files, opts...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -78,7 +79,7 @@ func TestGitPublish(t *testing.T) {
 			}
 
 			// Again: no new commit.
-			res2, err := Git(ctx, fx.f, fx.l, fx.outDir, opts...)
+			res2, err := Git(ctx, fx.f, fx.l, fx.files, opts...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -93,34 +94,52 @@ func TestGitPublish(t *testing.T) {
 }
 
 func TestGitKeepsForeignFiles(t *testing.T) {
+	h := generate.Header
 	for _, tc := range []struct {
 		name    string
 		srcPath string
-		foreign map[string]string // kept
-		stale   map[string]string // in owned subtrees: removed
+		foreign map[string]string // kept byte for byte
+		stale   map[string]string // fleetgen files this render lacks: removed
 	}{
 		{
 			name:    "root",
 			srcPath: "",
-			foreign: map[string]string{"README.md": "hello\n", "docs/notes.md": "notes\n", "managerial/x.yaml": "x\n", "fleet.yaml": "user's own\n"},
-			stale: map[string]string{
+			foreign: map[string]string{
+				"README.md": "hello\n", "docs/notes.md": "notes\n", "fleet.yaml": "user's own\n",
+				// Someone else's files in the rendered folders and a layer folder.
 				"manager/fleet/old/cluster.yaml":  "old\n",
 				"clusters/gone/kustomization.yml": "old\n",
 				"agents/gone/values.yaml":         "old\n",
 				"infrastructure/old/x.yaml":       "old\n",
+				// fleetgen files outside this render's folders: another fleet's.
+				"managerial/x.yaml":               h + "x\n",
+				"fleets/other/clusters/a/ks.yaml": h + "other fleet\n",
+				"infrastructure/other/ks.yaml":    h + "not in a rendered folder\n",
+			},
+			stale: map[string]string{
+				"manager/fleet/old/token.yaml":       h + "old\n",
+				"clusters/gone/source.yaml":          h + "old\n",
+				"agents/gone/values.yaml.bak":        h + "old\n",
+				".sops.yaml":                         h + "old\n",
+				"clusters/prod-1/old-layer.yaml":     h + "old\n",
+				"manager/fleet/prod-1/executable.sh": h + "old\n",
 			},
 		},
 		{
 			name:    "path",
 			srcPath: "deploy",
-			foreign: map[string]string{"README.md": "hello\n", "manager/mine.yaml": "user's\n", "clusters/mine/x.yaml": "user's\n"},
-			stale:   map[string]string{"deploy/manager/old.yaml": "old\n", "apps/old.yaml": "old\n"},
+			foreign: map[string]string{
+				"README.md": "hello\n", "manager/mine.yaml": "user's\n", "clusters/mine/x.yaml": "user's\n",
+				"clusters/theirs.yaml":    h + "another fleet at the root\n",
+				"deploy/manager/old.yaml": "old\n", "apps/old.yaml": "old\n",
+			},
+			stale: map[string]string{"deploy/manager/old-fleetgen.yaml": h + "old\n", "deploy/anything/x.yaml": h + "old\n"},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			bare := testenv.BareRepo(t, "fleet.git")
-			url := testenv.GitDaemon(t, bare)
+			url := "file://" + bare
 			seedFiles := map[string]string{}
 			for p, d := range tc.foreign {
 				seedFiles[p] = d
@@ -130,7 +149,7 @@ func TestGitKeepsForeignFiles(t *testing.T) {
 			}
 			base := seed(t, url, seedFiles)
 			fx := newFixture(t, "git", clusterURL, tc.srcPath, "")
-			res, err := Git(ctx, fx.f, fx.l, fx.outDir, WithPushURL(url))
+			res, err := Git(ctx, fx.f, fx.l, fx.files, WithPushURL(url))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -176,7 +195,7 @@ func TestGitRetriesOnMovedBranch(t *testing.T) {
 		intruder = testenv.Git(t, other, "rev-parse", "HEAD")
 	}
 	fx := newFixture(t, "git", clusterURL, "", "")
-	res, err := Git(ctx, fx.f, fx.l, fx.outDir, WithPushURL(url), withBeforePush(hook))
+	res, err := Git(ctx, fx.f, fx.l, fx.files, WithPushURL(url), withBeforePush(hook))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +225,7 @@ func TestGitGivesUpWhenBranchKeepsMoving(t *testing.T) {
 		testenv.Git(t, other, "push", "--quiet", "origin", "main")
 	}
 	fx := newFixture(t, "git", clusterURL, "", "")
-	_, err := Git(ctx, fx.f, fx.l, fx.outDir, WithPushURL(url), WithRetries(2), withBeforePush(hook))
+	_, err := Git(ctx, fx.f, fx.l, fx.files, WithPushURL(url), WithRetries(2), withBeforePush(hook))
 	if err == nil || !strings.Contains(err.Error(), "gave up after 3 attempts") {
 		t.Fatalf("err = %v, want giving up after 3 attempts", err)
 	}
@@ -231,7 +250,7 @@ func TestGitRacingPublishers(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i], errs[i] = Git(ctx, fx.f, fx.l, fx.outDir, WithPushURL(url), WithRetries(10))
+			results[i], errs[i] = Git(ctx, fx.f, fx.l, fx.files, WithPushURL(url), WithRetries(10))
 		}()
 	}
 	wg.Wait()
@@ -259,10 +278,10 @@ func TestGitHTTPSToken(t *testing.T) {
 	url := testenv.GitHTTP(t, bare, "x-access-token", "fake-token")
 	fx := newFixture(t, "git", clusterURL, "", "")
 
-	if _, err := Git(ctx, fx.f, fx.l, fx.outDir, WithPushURL(url), WithLookupEnv(env(nil))); err == nil || !strings.Contains(err.Error(), "authentication required") {
+	if _, err := Git(ctx, fx.f, fx.l, fx.files, WithPushURL(url), WithLookupEnv(env(nil))); err == nil || !strings.Contains(err.Error(), "authentication required") {
 		t.Fatalf("without a token: err = %v, want authentication required", err)
 	}
-	res, err := Git(ctx, fx.f, fx.l, fx.outDir, WithPushURL(url),
+	res, err := Git(ctx, fx.f, fx.l, fx.files, WithPushURL(url),
 		WithLookupEnv(env(map[string]string{EnvGitToken: "fake-token"})))
 	if err != nil {
 		t.Fatal(err)
@@ -271,7 +290,7 @@ func TestGitHTTPSToken(t *testing.T) {
 		t.Errorf("main = %s, want %s", got, res.Revision)
 	}
 	// A token in the URL never shows in errors.
-	_, err = Git(ctx, fx.f, fx.l, fx.outDir, WithPushURL("http://user:fake-secret@127.0.0.1:1/x.git"))
+	_, err = Git(ctx, fx.f, fx.l, fx.files, WithPushURL("http://user:fake-secret@127.0.0.1:1/x.git"))
 	if err == nil || strings.Contains(err.Error(), "fake-secret") {
 		t.Errorf("err = %v, want an error without the credential", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -13,11 +14,11 @@ import (
 )
 
 // fixture is a source root with fleet.yaml, its lock, layer folders, and a
-// hand-made rendered tree.
+// hand-made render.
 type fixture struct {
-	f      *schema.Fleet
-	l      *lock.Lock
-	outDir string
+	f     *schema.Fleet
+	l     *lock.Lock
+	files []generate.File
 	// want is the published tree relative to the target root.
 	want map[string]string
 }
@@ -109,9 +110,7 @@ func newFixture(t testing.TB, kind, url, srcPath, variant string) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := t.TempDir()
 	r := rendered(variant)
-	writeFiles(t, out, r)
 	want := map[string]string{}
 	for p, d := range r {
 		want[filepath.ToSlash(filepath.Join(srcPath, p))] = d
@@ -121,7 +120,27 @@ func newFixture(t testing.TB, kind, url, srcPath, variant string) *fixture {
 			want[p] = d
 		}
 	}
-	return &fixture{f: f, l: l, outDir: out, want: want}
+	return &fixture{f: f, l: l, files: genFiles(r), want: want}
+}
+
+// genFiles turns a path -> content map into a render, sorted by path.
+func genFiles(m map[string]string) []generate.File {
+	out := make([]generate.File, 0, len(m))
+	for p, d := range m {
+		out = append(out, generate.File{Path: p, Data: []byte(d)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
+
+// quiet is collect's options with logs discarded.
+func quiet(t testing.TB) *options {
+	t.Helper()
+	o, err := newOptions(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
 }
 
 func writeFiles(t testing.TB, dir string, files map[string]string) {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"fleetgen.dev/fleetgen/pkg/generate"
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/schema"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -34,7 +35,9 @@ const (
 	RevisionAnnotation                 = "org.opencontainers.image.revision"
 )
 
-// OCI pushes the same tree as Git as a Flux artifact tagged spec.source.ref.
+// OCI pushes the same content as Git as a Flux artifact tagged
+// spec.source.ref. The artifact holds that content and nothing else, so it
+// owns everything in it; what was scanned is what is pushed.
 //
 // The artifact is what `flux push artifact` makes (an OCI manifest with the
 // Flux config and content media types, one tar.gz layer) but reproducible: the
@@ -46,7 +49,7 @@ const (
 // spec.source.url (or WithPushURL), oci://host/repo, over plain HTTP with
 // spec.source.insecure. When the tag already points at this digest, nothing is
 // pushed (Result.Changed false).
-func OCI(ctx context.Context, f *schema.Fleet, l *lock.Lock, outDir string, opts ...Option) (Result, error) {
+func OCI(ctx context.Context, f *schema.Fleet, l *lock.Lock, rendered []generate.File, opts ...Option) (Result, error) {
 	o, err := newOptions(opts)
 	if err != nil {
 		return Result{}, err
@@ -75,7 +78,7 @@ func OCI(ctx context.Context, f *schema.Fleet, l *lock.Lock, outDir string, opts
 	if err != nil {
 		return Result{}, err
 	}
-	c, err := collect(f, outDir, o.logger)
+	c, err := collect(f, rendered, o)
 	if err != nil {
 		return Result{}, err
 	}

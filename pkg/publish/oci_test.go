@@ -7,8 +7,10 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -79,7 +81,7 @@ func TestOCIPublish(t *testing.T) {
 		t.Run("path="+srcPath, func(t *testing.T) {
 			fx := newFixture(t, schema.SourceOCI, url+strings.ReplaceAll(srcPath, "/", "-"), srcPath, "")
 			fx.f.Spec.Source.Insecure = true
-			res, err := OCI(ctx, fx.f, fx.l, fx.outDir, WithSource("https://github.com/contoso/fleet-config"))
+			res, err := OCI(ctx, fx.f, fx.l, fx.files, WithSource("https://github.com/contoso/fleet-config"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -128,7 +130,7 @@ func TestOCIPublish(t *testing.T) {
 			}
 
 			// Again: same digest, nothing pushed.
-			res2, err := OCI(ctx, fx.f, fx.l, fx.outDir, WithSource("https://github.com/contoso/fleet-config"))
+			res2, err := OCI(ctx, fx.f, fx.l, fx.files, WithSource("https://github.com/contoso/fleet-config"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -142,7 +144,7 @@ func TestOCIPublish(t *testing.T) {
 func TestArtifactReproducible(t *testing.T) {
 	build := func(variant string) v1.Hash {
 		fx := newFixture(t, schema.SourceOCI, "oci://example.invalid/fleet", "", variant)
-		c, err := collect(fx.f, fx.outDir, discard())
+		c, err := collect(fx.f, fx.files, quiet(t))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -176,16 +178,16 @@ func TestVerify(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ref, _ := name.NewTag(host+"/"+repo+":1", name.Insecure)
+		ref, _ := name.NewTag(host+"/library/"+repo+":1", name.Insecure)
 		if err := remote.Write(ref, img); err != nil {
 			t.Fatal(err)
 		}
 		d, _ := img.Digest()
-		return lock.Image{Source: "docker.io/library/" + repo + ":1", Target: host + "/" + repo + ":1", Digest: d.String()}
+		return lock.Image{Source: "docker.io/library/" + repo + ":1", Target: host + "/library/" + repo + ":1", Digest: d.String()}
 	}
 	a, b := push("a"), push("b")
-	missing := lock.Image{Source: "docker.io/library/c:1", Target: host + "/c:1", Digest: "sha256:" + strings.Repeat("c", 64)}
-	wrongDigest := lock.Image{Source: "docker.io/library/a:2", Target: host + "/a:2", Digest: "sha256:" + strings.Repeat("d", 64)}
+	missing := lock.Image{Source: "docker.io/library/c:1", Target: host + "/library/c:1", Digest: "sha256:" + strings.Repeat("c", 64)}
+	wrongDigest := lock.Image{Source: "docker.io/library/a:2", Target: host + "/library/a:2", Digest: "sha256:" + strings.Repeat("d", 64)}
 
 	if err := Verify(ctx, reg, []lock.Image{a, b}); err != nil {
 		t.Errorf("all present: %v", err)
@@ -198,7 +200,7 @@ func TestVerify(t *testing.T) {
 	if !errors.As(err, &me) {
 		t.Fatalf("err = %v, want *MissingError", err)
 	}
-	want := []string{host + "/a@sha256:" + strings.Repeat("d", 64), host + "/c@sha256:" + strings.Repeat("c", 64)}
+	want := []string{host + "/library/a@sha256:" + strings.Repeat("d", 64), host + "/library/c@sha256:" + strings.Repeat("c", 64)}
 	if diff := cmp.Diff(want, me.Images); diff != "" {
 		t.Errorf("missing (-want +got):\n%s", diff)
 	}
@@ -240,7 +242,7 @@ func TestKeychainUsesEnvCredentials(t *testing.T) {
 
 func TestOCIRejectsNonOCIURL(t *testing.T) {
 	fx := newFixture(t, schema.SourceOCI, "oci://example.invalid/fleet", "", "")
-	_, err := OCI(context.Background(), fx.f, fx.l, fx.outDir, WithPushURL("https://example.invalid/fleet"))
+	_, err := OCI(context.Background(), fx.f, fx.l, fx.files, WithPushURL("https://example.invalid/fleet"))
 	if !schema.IsInvalid(err) {
 		t.Errorf("err = %v, want an input error", err)
 	}
@@ -251,12 +253,60 @@ func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
 func TestCollectRejectsEscapingPaths(t *testing.T) {
 	fx := newFixture(t, "git", clusterURL, "", "")
 	fx.f.Spec.Source.Path = "../elsewhere"
-	if _, err := collect(fx.f, fx.outDir, discard()); !schema.IsInvalid(err) {
+	if _, err := collect(fx.f, fx.files, quiet(t)); !schema.IsInvalid(err) {
 		t.Errorf("source.path ../elsewhere: err = %v, want an input error", err)
 	}
 	fx = newFixture(t, "git", clusterURL, "", "")
 	fx.f.Spec.Layers[0].Path = "./missing/${env}"
-	if _, err := collect(fx.f, fx.outDir, discard()); err == nil || !strings.Contains(err.Error(), "missing") {
+	if _, err := collect(fx.f, fx.files, quiet(t)); err == nil || !strings.Contains(err.Error(), "missing") {
 		t.Errorf("missing layer folder: err = %v", err)
+	}
+}
+
+// TestVerifyRefusesStaleLock: a lock made for another registry (host or
+// prefix changed since the mirror) is refused before any request, and nothing
+// claims the new registry was verified.
+func TestVerifyRefusesStaleLock(t *testing.T) {
+	var requests atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		http.NotFound(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	img := func(target string) lock.Image {
+		return lock.Image{Source: "ghcr.io/kubereboot/kured:1.12.0", Target: target, Digest: "sha256:" + strings.Repeat("a", 64)}
+	}
+	for _, tc := range []struct {
+		name string
+		reg  schema.Registry
+		img  lock.Image
+	}{
+		{"host changed", schema.Registry{Host: host, Insecure: true}, img("old.azurecr.io/kubereboot/kured:1.12.0")},
+		{"prefix changed", schema.Registry{Host: host, Prefix: "mirror", Insecure: true}, img(host + "/kubereboot/kured:1.12.0")},
+		{"layout changed", schema.Registry{Host: host, Layout: schema.LayoutPreserveHost, Insecure: true}, img(host + "/kubereboot/kured:1.12.0")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs strings.Builder
+			err := Verify(context.Background(), tc.reg, []lock.Image{tc.img}, WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+			var se *StaleLockError
+			if !errors.As(err, &se) {
+				t.Fatalf("err = %v, want *StaleLockError", err)
+			}
+			if schema.IsInvalid(err) {
+				t.Error("a stale lock at publish time is a runtime refusal (exit 1)")
+			}
+			for _, w := range []string{"made for another registry", tc.img.Target, "fleetgen mirror"} {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error lacks %q: %v", w, err)
+				}
+			}
+			if strings.Contains(logs.String(), "verified") {
+				t.Errorf("log claims a verification:\n%s", logs.String())
+			}
+			if n := requests.Load(); n != 0 {
+				t.Errorf("%d requests", n)
+			}
+		})
 	}
 }

@@ -1,10 +1,14 @@
-// Package publish delivers a rendered tree to where Flux reads it: a Git branch
+// Package publish delivers a render to where Flux reads it: a Git branch
 // (go-git) or an OCI artifact in the layout `flux push artifact` makes.
 //
-// Both deliveries publish the same tree: the rendered output at
-// spec.source.path plus the top-level folder of every layer path, copied from
-// the source root (the folder of fleet.yaml), so that every Kustomization path
-// resolves in what Flux fetches.
+// Both deliveries publish the same content: the render, handed over in memory
+// and placed at spec.source.path, plus the top-level folder of every layer
+// path, copied from the source root (the folder of fleet.yaml), so that every
+// Kustomization path resolves in what Flux fetches. Nothing else is read: not
+// the output folder, not the rest of the source root. Everything published is
+// scanned first; a Secret with plaintext data refuses the publish.
+//
+// In Git, publish owns files, not folders (SPEC §6): see Git for the rules.
 package publish
 
 import (
@@ -17,6 +21,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"fleetgen.dev/fleetgen/pkg/generate"
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/schema"
 	"sigs.k8s.io/yaml"
@@ -74,6 +79,8 @@ type options struct {
 	jobs       int
 	source     string
 	lookupEnv  func(string) (string, bool)
+	outDir     string
+	checks     []func([]generate.File) error
 	now        func() time.Time
 	beforePush func(attempt int) // tests: runs between building a commit and pushing it
 }
@@ -135,6 +142,25 @@ func WithSource(s string) Option { return func(o *options) error { o.source = s;
 // WithLookupEnv resolves the FLEETGEN_* variables (default os.LookupEnv).
 func WithLookupEnv(fn func(string) (string, bool)) Option {
 	return func(o *options) error { o.lookupEnv = fn; return nil }
+}
+
+// WithOutDir names the output folder the render was written to, so that a
+// layer folder that holds it does not publish it: what is pushed of the render
+// comes from memory, never from that folder.
+func WithOutDir(dir string) Option { return func(o *options) error { o.outDir = dir; return nil } }
+
+// WithContentCheck runs check on everything about to be published (the
+// render and the layer folders' files, sorted by path, paths relative to the
+// source root) after the plaintext scan; an error refuses the publish with
+// nothing pushed. Checks run in the order given.
+func WithContentCheck(check func(files []generate.File) error) Option {
+	return func(o *options) error {
+		if check == nil {
+			return errors.New("content check: nil function")
+		}
+		o.checks = append(o.checks, check)
+		return nil
+	}
 }
 
 // withBeforePush runs fn before every push attempt (tests use it to move the

@@ -1,6 +1,7 @@
 package publish
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -10,27 +11,38 @@ import (
 	"sort"
 	"strings"
 
+	"fleetgen.dev/fleetgen/pkg/generate"
 	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/pkg/secrets"
+	"fleetgen.dev/fleetgen/pkg/tree"
 )
 
 // renderedTopLevel are the entries a render writes at the top of its output
-// (SPEC §3). With spec.source.path "" they are owned by the publisher even when
-// this render has none of them (so a folder that went away is removed), and
-// nothing else at the repository root is.
+// (SPEC §3). With spec.source.path "" they are where the header rule applies
+// (a fleetgen file there that this render lacks is removed), and nowhere else
+// at the repository root.
 var renderedTopLevel = []string{".sops.yaml", "agents", "clusters", "manager"}
 
 // file is one published file.
 type file struct {
-	data []byte
-	exec bool
+	data   []byte
+	exec   bool
+	secret bool // a credential file of the render (generate.File.Secret)
+	layer  bool // copied from a layer folder of the source root
 }
 
-// content is the published tree: files by slash path relative to the source
-// root, and the subtrees it owns (replaced as a whole; everything else in the
-// target is left alone).
+// content is the published tree: the render and the layer folders' files by
+// slash path relative to the source root, and where each ownership rule
+// applies in the target.
 type content struct {
 	files map[string]file
-	roots []string // sorted, none inside another
+	// rendered are the folders (or files) where a file carrying
+	// generate.Header that this render lacks is removed: spec.source.path, or
+	// with path "" the entries of renderedTopLevel. Sorted.
+	rendered []string
+	// layers are the layer paths' top-level folders, where a file the source
+	// root lacks is removed when a publish of this fleet put it there. Sorted.
+	layers []string
 }
 
 // paths returns the file paths, sorted.
@@ -43,81 +55,117 @@ func (c *content) paths() []string {
 	return out
 }
 
-// collect reads the rendered tree in outDir (placed at spec.source.path) and
-// the top-level folder of every layer path from the source root f.Dir.
+// generateFiles returns c as generate.Files, sorted, for the content checks.
+func (c *content) generateFiles() []generate.File {
+	out := make([]generate.File, 0, len(c.files))
+	for _, p := range c.paths() {
+		fl := c.files[p]
+		out = append(out, generate.File{Path: p, Data: fl.data, Secret: fl.secret})
+	}
+	return out
+}
+
+// PlaintextError refuses a publish whose content holds a Secret with
+// plaintext data, in the render or in a layer folder.
+type PlaintextError struct {
+	// Found names each file and Secret ("path: Secret ns/name holds
+	// unencrypted data"), never content.
+	Found []string
+}
+
+func (e *PlaintextError) Error() string {
+	list := e.Found
+	more := ""
+	if len(list) > maxListed {
+		more = fmt.Sprintf("\n  … and %d more", len(list)-maxListed)
+		list = list[:maxListed]
+	}
+	return fmt.Sprintf("nothing pushed: %d Secret(s) with plaintext data would be published (encrypt them with SOPS, see docs/secrets.md; "+
+		"publish never pushes plaintext credentials):\n  %s%s", len(e.Found), strings.Join(list, "\n  "), more)
+}
+
+// maxListed bounds how many findings one error lists.
+const maxListed = 20
+
+// collect builds what a publish pushes: the rendered files (placed at
+// spec.source.path) and every file of the top-level folder of every layer
+// path, read from the source root f.Dir, and nothing else. It then runs the
+// content checks on all of it: a Secret with plaintext data anywhere refuses
+// the publish (*PlaintextError), then every WithContentCheck.
 //
 // A layer's whole top-level folder is copied, not just its expanded path, so
 // that every ${label} expansion and every `../base` a kustomization refers to
-// resolves. When the rendered tree and a layer folder hold the same path, the
-// rendered file wins.
-func collect(f *schema.Fleet, outDir string, log *slog.Logger) (*content, error) {
+// resolves. When the render and a layer folder hold the same path, the
+// rendered file wins. A layer folder must be a real folder inside f.Dir (not a
+// symlink); inside it only regular files are read (symlinks and the like are
+// skipped with a warning), .git folders and the output folder (WithOutDir)
+// are skipped.
+func collect(f *schema.Fleet, rendered []generate.File, o *options) (*content, error) {
 	base, err := cleanRel(f.Spec.Source.Path)
 	if err != nil {
 		return nil, schema.Invalid(fmt.Errorf("spec.source.path %q: %w", f.Spec.Source.Path, err))
 	}
-	c := &content{files: map[string]file{}}
-	roots := map[string]bool{}
-
-	info, err := os.Stat(outDir)
-	if err != nil {
-		return nil, fmt.Errorf("read rendered tree: %w", err)
+	if len(rendered) == 0 {
+		return nil, errors.New("publish: the render holds no files")
 	}
-	if !info.IsDir() {
-		return nil, fmt.Errorf("read rendered tree: %s is not a folder", outDir)
-	}
-	if err := readTree(outDir, "", func(rel string, fl file) {
-		c.files[path.Join(base, rel)] = fl
-		if base == "" {
-			roots[strings.SplitN(rel, "/", 2)[0]] = true
+	c := &content{files: make(map[string]file, len(rendered))}
+	for _, r := range rendered {
+		rel, err := cleanRel(r.Path)
+		if err != nil || rel == "" || rel != r.Path {
+			return nil, fmt.Errorf("publish: rendered path %q is not a clean relative path", r.Path)
 		}
-	}, "", log); err != nil {
-		return nil, fmt.Errorf("read rendered tree %s: %w", outDir, err)
-	}
-	if len(c.files) == 0 {
-		return nil, fmt.Errorf("read rendered tree %s: no files (run `fleetgen render -o %s` first)", outDir, outDir)
+		c.files[path.Join(base, rel)] = file{data: r.Data, secret: r.Secret}
 	}
 	if base == "" {
-		for _, r := range renderedTopLevel {
-			roots[r] = true
-		}
+		c.rendered = append(c.rendered, renderedTopLevel...)
 	} else {
-		roots[base] = true
+		c.rendered = []string{base}
 	}
 
 	layerRoots, err := layerFolders(f)
 	if err != nil {
 		return nil, err
 	}
-	absOut, _ := filepath.Abs(outDir)
+	skip := ""
+	if o.outDir != "" {
+		if skip, err = filepath.Abs(o.outDir); err != nil {
+			return nil, err
+		}
+	}
 	for _, lr := range layerRoots {
 		dir := filepath.Join(f.Dir, filepath.FromSlash(lr.root))
-		info, err := os.Stat(dir)
-		if err != nil || !info.IsDir() {
+		info, err := os.Lstat(dir)
+		switch {
+		case err != nil || info.Mode()&fs.ModeSymlink == 0 && !info.IsDir():
 			return nil, schema.Invalid(fmt.Errorf("layer %s: folder %s not found in the source root %s", lr.layer, lr.root, f.Dir))
+		case info.Mode()&fs.ModeSymlink != 0:
+			return nil, schema.Invalid(fmt.Errorf("layer %s: folder %s is a symlink: a layer folder must be a folder inside the source root %s", lr.layer, lr.root, f.Dir))
 		}
-		roots[lr.root] = true
+		c.layers = append(c.layers, lr.root)
 		if err := readTree(dir, lr.root, func(rel string, fl file) {
 			if _, ok := c.files[rel]; ok {
-				log.Warn("rendered file shadows a layer file", "path", rel, "layer", lr.layer)
+				o.logger.Warn("rendered file shadows a layer file", "path", rel, "layer", lr.layer)
 				return
 			}
+			fl.layer = true
 			c.files[rel] = fl
-		}, absOut, log); err != nil {
+		}, skip, o.logger); err != nil {
 			return nil, fmt.Errorf("read layer %s folder %s: %w", lr.layer, lr.root, err)
 		}
 	}
 
-	// Keep only outermost roots.
-	all := make([]string, 0, len(roots))
-	for r := range roots {
-		all = append(all, r)
+	files := c.generateFiles()
+	found, err := secrets.Plaintext(files)
+	if err != nil {
+		return nil, fmt.Errorf("publish: nothing pushed: %w", err)
 	}
-	sort.Strings(all)
-	for _, r := range all {
-		if len(c.roots) > 0 && within(r, c.roots[len(c.roots)-1]) {
-			continue
+	if len(found) > 0 {
+		return nil, &PlaintextError{Found: found}
+	}
+	for _, check := range o.checks {
+		if err := check(files); err != nil {
+			return nil, fmt.Errorf("publish: nothing pushed: %w", err)
 		}
-		c.roots = append(c.roots, r)
 	}
 	return c, nil
 }
@@ -203,6 +251,10 @@ func readTree(dir, prefix string, add func(rel string, f file), skip string, log
 			if p != dir && d.Name() == ".git" {
 				return filepath.SkipDir
 			}
+			// fleetgen's own files (lock, journal, stat cache) are never content.
+			if filepath.Dir(p) == dir && d.Name() == tree.MetaDir {
+				return filepath.SkipDir
+			}
 			if skip != "" && p != dir {
 				if abs, err := filepath.Abs(p); err == nil && abs == skip {
 					return filepath.SkipDir
@@ -213,6 +265,9 @@ func readTree(dir, prefix string, add func(rel string, f file), skip string, log
 		rel, err := filepath.Rel(dir, p)
 		if err != nil {
 			return err
+		}
+		if tree.IsInternal(filepath.ToSlash(rel)) {
+			return nil // a leftover of a killed render
 		}
 		rel = path.Join(prefix, filepath.ToSlash(rel))
 		if !d.Type().IsRegular() {

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"fleetgen.dev/fleetgen/pkg/lock"
+	"fleetgen.dev/fleetgen/pkg/mirror"
 	"fleetgen.dev/fleetgen/pkg/schema"
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -28,17 +29,39 @@ func (e *MissingError) Error() string {
 		len(e.Images), strings.Join(e.Images, "\n  "))
 }
 
-// Verify checks that every image is present in the registry at its digest (HEAD
-// requests, in parallel) and returns an error naming every missing one.
+// StaleLockError refuses a lock whose targets are not where spec.registry
+// (host, prefix, layout) mirrors their sources: it was made for another
+// registry, and the render rewrites images to where the lock says.
+type StaleLockError struct {
+	// Registry is spec.registry.host.
+	Registry string
+	// Images are "source: lock target, want planned target", sorted.
+	Images []string
+}
+
+func (e *StaleLockError) Error() string {
+	return fmt.Sprintf("%s was made for another registry than %s (run `fleetgen mirror`, then `fleetgen render`): %d image(s) locked elsewhere:\n  %s",
+		lock.FileName, e.Registry, len(e.Images), strings.Join(e.Images, "\n  "))
+}
+
+// Verify checks that every image is locked where reg mirrors it and present
+// in the registry at its digest (HEAD requests, in parallel), and returns an
+// error naming every stale or missing one.
 //
-// Each image is looked up at its lock Target repository pinned by Digest; a
-// 404 makes it missing (*MissingError); other failures (auth, network) are
-// reported too, all sorted. reg.Insecure (or WithInsecure) talks plain HTTP.
-// Credentials come from FLEETGEN_REGISTRY_USERNAME/PASSWORD, then the Docker
-// config and credential helpers.
+// A lock whose Target is not what mirror.Plan gives for its Source under reg
+// is refused before any request (*StaleLockError): checking the old registry
+// would prove nothing about the one the fleet names. Each image is then
+// looked up at its Target repository pinned by Digest; a 404 makes it missing
+// (*MissingError); other failures (auth, network) are reported too, all
+// sorted. reg.Insecure (or WithInsecure) talks plain HTTP. Credentials come
+// from FLEETGEN_REGISTRY_USERNAME/PASSWORD, then the Docker config and
+// credential helpers.
 func Verify(ctx context.Context, reg schema.Registry, images []lock.Image, opts ...Option) error {
 	o, err := newOptions(opts)
 	if err != nil {
+		return err
+	}
+	if err := checkTargets(reg, images); err != nil {
 		return err
 	}
 	insecure := reg.Insecure || o.insecure
@@ -101,8 +124,43 @@ func Verify(ctx context.Context, reg schema.Registry, images []lock.Image, opts 
 	if len(errs) > 0 {
 		return fmt.Errorf("verify registry %s: %w", reg.Host, errors.Join(errs...))
 	}
-	o.logger.Info("verified images in registry", "registry", reg.Host, "images", len(images))
+	o.logger.Info("verified locked images at their digest", "registry", reg.Host, "images", len(images))
 	return nil
+}
+
+// checkTargets refuses images whose lock Target is not where reg mirrors
+// their Source.
+func checkTargets(reg schema.Registry, images []lock.Image) error {
+	if len(images) == 0 {
+		return nil
+	}
+	sources := make([]string, len(images))
+	for i, img := range images {
+		sources[i] = img.Source
+	}
+	pairs, err := mirror.Plan(reg, sources)
+	if err != nil {
+		return fmt.Errorf("verify registry %s: %w", reg.Host, err)
+	}
+	planned := make(map[string]string, len(pairs))
+	for _, p := range pairs {
+		planned[p.Source] = p.Target
+	}
+	var stale []string
+	for _, img := range images {
+		src, err := lock.Normalize(img.Source)
+		if err != nil {
+			return fmt.Errorf("verify registry %s: lock entry %s: %w", reg.Host, img.Source, err)
+		}
+		if want := planned[src]; img.Target != want {
+			stale = append(stale, fmt.Sprintf("%s: locked at %s, want %s", img.Source, img.Target, want))
+		}
+	}
+	if len(stale) == 0 {
+		return nil
+	}
+	sort.Strings(stale)
+	return &StaleLockError{Registry: reg.Host, Images: stale}
 }
 
 // keychain is FLEETGEN_REGISTRY_USERNAME/PASSWORD (when both are set), then

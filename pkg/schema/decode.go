@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
+	yaml4 "go.yaml.in/yaml/v4"
 )
 
 // MaxFileSize is the largest fleet.yaml Load and Parse accept, and MaxItems
@@ -33,8 +34,8 @@ type decoder struct {
 	fields map[reflect.Type][]fieldInfo
 }
 
-func (d *decoder) errorf(n *yaml.Node, path, format string, args ...any) {
-	e := &FieldError{File: d.file, Path: path, Msg: fmt.Sprintf(format, args...)}
+func (d *decoder) errorf(n *yaml.Node, path, code, format string, args ...any) {
+	e := &FieldError{File: d.file, Path: path, Code: code, Msg: fmt.Sprintf(format, args...)}
 	if n != nil {
 		e.Line, e.Column = n.Line, n.Column
 	}
@@ -45,43 +46,41 @@ func (d *decoder) errorf(n *yaml.Node, path, format string, args ...any) {
 // result is only usable when none of them is a whole-document problem (the
 // returned bool is false then).
 func decodeDocument(file string, data []byte, f *Fleet) (errs Errors, ok bool) {
-	one := func(line int, format string, args ...any) (Errors, bool) {
-		return Errors{{File: file, Line: line, Msg: oneLine(fmt.Sprintf(format, args...))}}, false
+	one := func(code string, line int, format string, args ...any) (Errors, bool) {
+		return Errors{{File: file, Line: line, Code: code, Msg: oneLine(fmt.Sprintf(format, args...))}}, false
 	}
 	if len(data) > MaxFileSize {
-		return one(0, "file is %d bytes: want at most %d (is this really a fleet.yaml?)", len(data), MaxFileSize)
+		return one(CodeTooLarge, 0, "file is %d bytes: want at most %d (is this really a fleet.yaml?)", len(data), MaxFileSize)
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
-		return one(0, "empty file: want a Fleet document (apiVersion: %s, kind: %s)", APIVersion, Kind)
+		return one(CodeEmpty, 0, "empty file: want a Fleet document (apiVersion: %s, kind: %s)", APIVersion, Kind)
 	}
 	if !utf8.Valid(data) {
 		i := firstInvalidUTF8(data)
-		return one(1+bytes.Count(data[:i], []byte("\n")), "not UTF-8 text (a binary file?): want a YAML Fleet document")
+		return one(CodeNotText, 1+bytes.Count(data[:i], []byte("\n")), "not UTF-8 text (a binary file?): want a YAML Fleet document")
 	}
 	if i := bytes.IndexByte(data, 0); i >= 0 {
-		return one(1+bytes.Count(data[:i], []byte("\n")), "contains a NUL byte (a binary file?): want a YAML Fleet document")
+		return one(CodeNotText, 1+bytes.Count(data[:i], []byte("\n")), "contains a NUL byte (a binary file?): want a YAML Fleet document")
 	}
 
-	if n := countItems(data); n > MaxItems {
-		return one(0, "file has more than %d YAML items: want a smaller fleet.yaml (is this really a fleet.yaml?)", MaxItems)
+	if n := CountItems(data); n > MaxItems {
+		return one(CodeTooLarge, 0, "file has more than %d YAML items: want a smaller fleet.yaml (is this really a fleet.yaml?)", MaxItems)
 	}
 
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := safeDecode(dec, &doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			return one(0, "empty file: want a Fleet document (apiVersion: %s, kind: %s)", APIVersion, Kind)
+			return one(CodeEmpty, 0, "empty file: want a Fleet document (apiVersion: %s, kind: %s)", APIVersion, Kind)
 		}
-		line, msg := yamlError(err)
-		return one(line, "invalid YAML: %s: want well-formed YAML (check indentation and quoting)", msg)
+		return syntaxError(file, data, err)
 	}
 	var extra yaml.Node
 	switch err := safeDecode(dec, &extra); {
 	case err == nil:
-		return one(extra.Line, "a second YAML document: want exactly one Fleet document per file")
+		return one(CodeMultiDoc, extra.Line, "a second YAML document: want exactly one Fleet document per file")
 	case !errors.Is(err, io.EOF):
-		line, msg := yamlError(err)
-		return one(line, "invalid YAML: %s: want well-formed YAML (check indentation and quoting)", msg)
+		return syntaxError(file, data, err)
 	}
 
 	root := &doc
@@ -91,10 +90,10 @@ func decodeDocument(file string, data []byte, f *Fleet) (errs Errors, ok bool) {
 	if a := findAlias(root); a != nil {
 		// Aliases are rejected outright rather than expanded with a budget:
 		// no fleet needs them, and it rules out alias bombs by construction.
-		return one(a.Line, "YAML aliases (*%s) are not supported: write the value out", a.Value)
+		return one(CodeYAMLAlias, a.Line, "YAML aliases (*%s) are not supported: write the value out", a.Value)
 	}
 	if root.Kind != yaml.MappingNode {
-		return one(root.Line, "top level is %s: want a mapping (a Fleet document with apiVersion: %s, kind: %s)", kindName(root), APIVersion, Kind)
+		return one(CodeNotAMapping, root.Line, "top level is %s: want a mapping (a Fleet document with apiVersion: %s, kind: %s)", kindName(root), APIVersion, Kind)
 	}
 
 	d := &decoder{file: file, pos: map[string]Pos{"": {root.Line, root.Column}}, fields: map[reflect.Type][]fieldInfo{}}
@@ -116,20 +115,85 @@ func safeDecode(dec *yaml.Decoder, n *yaml.Node) (err error) {
 
 var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
-// yamlError splits a yaml.v3 error into its line (0 when it has none) and
-// message.
-func yamlError(err error) (int, string) {
-	msg := oneLine(err.Error())
+// syntaxError reports a YAML syntax error where the mistake is.
+//
+// yaml.v3 (which decodes fleet.yaml) numbers a syntax error by the start of
+// the enclosing block rather than by the mistake, often several lines off, and
+// has no column; it keeps the exact position to itself. go.yaml.in/yaml/v4,
+// the same parser with the positions exported, reparses the bytes to find it:
+// the mistake's line and column, and where the construct it broke began. Its
+// error is used only when it finds one too; otherwise yaml.v3's line stands.
+func syntaxError(file string, data []byte, v3err error) (Errors, bool) {
+	e := &FieldError{File: file, Code: CodeYAMLSyntax}
+	msg := oneLine(v3err.Error())
 	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		return line, m[2]
+		e.Line, _ = strconv.Atoi(m[1])
+		msg = m[2]
+	} else {
+		msg = strings.TrimPrefix(msg, "yaml: ")
 	}
-	return 0, strings.TrimPrefix(msg, "yaml: ")
+	if le := locateSyntax(data); le != nil && le.Mark.Line > 0 {
+		msg = oneLine(le.Message)
+		at := le.Mark
+		ctx := le.ContextMark
+		// Running out of input inside a quote or a flow collection is a
+		// mistake where that began, not at the end of the file.
+		if strings.Contains(le.Message, "end of stream") && ctx.Line > 0 && le.ContextMsg != "" {
+			at, ctx = ctx, yaml4.Mark{}
+			msg += " (" + le.ContextMsg + " that starts here)"
+		}
+		e.Line, e.Column = at.Line, at.Column
+		if runeAt(data, at.Line, at.Column) == '\t' {
+			msg += ": a tab (YAML indents with spaces only)"
+		} else if le.ContextMsg != "" && ctx.Line > 0 && ctx != at {
+			msg += fmt.Sprintf(" (%s that starts at line %d, column %d)", le.ContextMsg, ctx.Line, ctx.Column)
+		} else if le.ContextMsg != "" && ctx.Line > 0 && le.ContextMsg != "while scanning for the next token" {
+			msg += " (" + le.ContextMsg + ")"
+		}
+	}
+	e.Msg = "invalid YAML: " + msg + ": want well-formed YAML (check indentation and quoting)"
+	return Errors{e}, false
 }
 
-// countItems counts the bytes that separate YAML nodes, stopping a little
-// past MaxItems.
-func countItems(data []byte) int {
+// runeAt returns the rune at a 1-based line and column, or 0.
+func runeAt(data []byte, line, col int) rune {
+	lines := bytes.SplitN(data, []byte("\n"), line+1)
+	if line < 1 || line > len(lines) || col < 1 {
+		return 0
+	}
+	rs := []rune(string(lines[line-1]))
+	if col > len(rs) {
+		return 0
+	}
+	return rs[col-1]
+}
+
+// locateSyntax parses data with yaml v4 and returns its first syntax error, or
+// nil.
+func locateSyntax(data []byte) (le *yaml4.LoadError) {
+	defer func() {
+		if recover() != nil {
+			le = nil
+		}
+	}()
+	dec := yaml4.NewDecoder(bytes.NewReader(data))
+	for {
+		var n yaml4.Node
+		err := dec.Decode(&n)
+		if err == nil {
+			continue
+		}
+		if errors.As(err, &le) {
+			return le
+		}
+		return nil
+	}
+}
+
+// CountItems counts the bytes that separate YAML nodes, stopping a little
+// past MaxItems: a bound on what a YAML parse of data may allocate, checked
+// before parsing (fleet.yaml here, the lock in pkg/lock).
+func CountItems(data []byte) int {
 	n := 0
 	for _, c := range data {
 		switch c {
@@ -236,7 +300,7 @@ func (d *decoder) value(path string, n *yaml.Node, v reflect.Value) {
 		d.structure(path, n, v)
 	case reflect.String:
 		if n.Kind != yaml.ScalarNode {
-			d.errorf(n, path, "got %s: want a string", kindName(n))
+			d.errorf(n, path, CodeWrongType, "got %s: want a string", kindName(n))
 			return
 		}
 		v.SetString(n.Value)
@@ -247,7 +311,7 @@ func (d *decoder) value(path string, n *yaml.Node, v reflect.Value) {
 		}
 	case reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
-			d.errorf(n, path, "got %s: want a list", kindName(n))
+			d.errorf(n, path, CodeWrongType, "got %s: want a list", kindName(n))
 			return
 		}
 		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
@@ -258,21 +322,21 @@ func (d *decoder) value(path string, n *yaml.Node, v reflect.Value) {
 	case reflect.Map:
 		d.stringMap(path, n, v)
 	default:
-		d.errorf(n, path, "cannot decode into %s", v.Type()) // unreachable for the Fleet types
+		d.errorf(n, path, CodeWrongType, "cannot decode into %s", v.Type()) // unreachable for the Fleet types
 	}
 }
 
 func (d *decoder) bool(path string, n *yaml.Node, b *bool) bool {
 	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" {
 		if n.Kind == yaml.ScalarNode {
-			d.errorf(n, path, "got %q: want true or false", n.Value)
+			d.errorf(n, path, CodeWrongType, "got %q: want true or false", n.Value)
 		} else {
-			d.errorf(n, path, "got %s: want true or false", kindName(n))
+			d.errorf(n, path, CodeWrongType, "got %s: want true or false", kindName(n))
 		}
 		return false
 	}
 	if err := n.Decode(b); err != nil {
-		d.errorf(n, path, "got %q: want true or false", n.Value)
+		d.errorf(n, path, CodeWrongType, "got %q: want true or false", n.Value)
 		return false
 	}
 	return true
@@ -283,11 +347,11 @@ func (d *decoder) bool(path string, n *yaml.Node, b *bool) bool {
 // The path of a key's error is child(key).
 func (d *decoder) key(path string, k *yaml.Node, seen map[string]int, child func(string) string) (string, bool) {
 	if k.Kind != yaml.ScalarNode {
-		d.errorf(k, path, "key is %s: want a string", kindName(k))
+		d.errorf(k, path, CodeWrongType, "key is %s: want a string", kindName(k))
 		return "", false
 	}
 	if first, dup := seen[k.Value]; dup {
-		d.errorf(k, child(k.Value), "duplicate key %q (first at line %d): want each key once", k.Value, first)
+		d.errorf(k, child(k.Value), CodeDuplicateKey, "duplicate key %q (first at line %d): want each key once", k.Value, first)
 		return "", false
 	}
 	seen[k.Value] = k.Line
@@ -296,7 +360,7 @@ func (d *decoder) key(path string, k *yaml.Node, seen map[string]int, child func
 
 func (d *decoder) stringMap(path string, n *yaml.Node, v reflect.Value) {
 	if n.Kind != yaml.MappingNode {
-		d.errorf(n, path, "got %s: want a mapping of strings", kindName(n))
+		d.errorf(n, path, CodeWrongType, "got %s: want a mapping of strings", kindName(n))
 		return
 	}
 	m := reflect.MakeMapWithSize(v.Type(), len(n.Content)/2)
@@ -310,7 +374,7 @@ func (d *decoder) stringMap(path string, n *yaml.Node, v reflect.Value) {
 		p := path + "[" + key + "]"
 		d.pos[p] = Pos{k.Line, k.Column}
 		if val.Kind != yaml.ScalarNode {
-			d.errorf(val, p, "got %s: want a string", kindName(val))
+			d.errorf(val, p, CodeWrongType, "got %s: want a string", kindName(val))
 			continue
 		}
 		s := val.Value
@@ -346,7 +410,7 @@ func fields(t reflect.Type) []fieldInfo {
 
 func (d *decoder) structure(path string, n *yaml.Node, v reflect.Value) {
 	if n.Kind != yaml.MappingNode {
-		d.errorf(n, path, "got %s: want a mapping", kindName(n))
+		d.errorf(n, path, CodeWrongType, "got %s: want a mapping", kindName(n))
 		return
 	}
 	fs, ok := d.fields[v.Type()]
@@ -374,7 +438,7 @@ func (d *decoder) structure(path string, n *yaml.Node, v reflect.Value) {
 			for j, f := range fs {
 				names[j] = f.name
 			}
-			d.errorf(k, p, "unknown field %q%s: want one of %s", key, didYouMean(key, names), strings.Join(names, ", "))
+			d.errorf(k, p, CodeUnknownField, "unknown field %q%s: want one of %s", key, didYouMean(key, names), strings.Join(names, ", "))
 			continue
 		}
 		// Scalars are located at their value, collections at their key, so

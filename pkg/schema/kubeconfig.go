@@ -55,9 +55,10 @@ var yamlLine = regexp.MustCompile(`line (\d+)`)
 // CheckKubeconfig parses a manager-mode kubeconfig and checks that its current
 // context exists, its server is https and it carries credentials, and that it
 // refers to no files (certificate-authority: /path and the like). The error never
-// contains any part of the kubeconfig's content: it names contexts, clusters
-// and users, never servers, paths or credentials. Problems are joined one per
-// line; callers add the field path.
+// contains any part of the kubeconfig's content, not even the names of its
+// contexts, clusters and users (the kubeconfig may come from the CI job's
+// environment): it points at entries by their place, clusters[1].cluster.server.
+// Problems are joined one per line; callers add the field path.
 func CheckKubeconfig(data []byte) error {
 	js, err := yaml.YAMLToJSON(data)
 	if err != nil {
@@ -77,12 +78,12 @@ func CheckKubeconfig(data []byte) error {
 	var errs []error
 	// Every file reference anywhere in the file is refused: Fleet reads the
 	// kubeconfig from a Secret, where no path resolves.
-	for _, c := range kc.Clusters {
+	for i, c := range kc.Clusters {
 		if c.Cluster != nil && c.Cluster.CertificateAuthority != "" {
-			errs = append(errs, fmt.Errorf("cluster %q: certificate-authority refers to a file; embed it as certificate-authority-data (base64 PEM) instead", c.Name))
+			errs = append(errs, fmt.Errorf("clusters[%d].cluster.certificate-authority refers to a file; embed it as certificate-authority-data (base64 PEM) instead", i))
 		}
 	}
-	for _, u := range kc.Users {
+	for i, u := range kc.Users {
 		if u.User == nil {
 			continue
 		}
@@ -95,7 +96,7 @@ func CheckKubeconfig(data []byte) error {
 			{u.User.TokenFile != "", "tokenFile", "token"},
 		} {
 			if ref.set {
-				errs = append(errs, fmt.Errorf("user %q: %s refers to a file; embed it as %s instead", u.Name, ref.field, ref.instead))
+				errs = append(errs, fmt.Errorf("users[%d].user.%s refers to a file; embed it as %s instead", i, ref.field, ref.instead))
 			}
 		}
 	}
@@ -105,36 +106,36 @@ func CheckKubeconfig(data []byte) error {
 		return errors.Join(errs...)
 	}
 	var ctxCluster, ctxUser string
-	found := false
-	for _, c := range kc.Contexts {
+	ctx := -1
+	for i, c := range kc.Contexts {
 		if c.Name == kc.CurrentContext && c.Context != nil {
-			ctxCluster, ctxUser, found = c.Context.Cluster, c.Context.User, true
+			ctxCluster, ctxUser, ctx = c.Context.Cluster, c.Context.User, i
 			break
 		}
 	}
-	if !found {
-		errs = append(errs, fmt.Errorf("current-context %q names no context in contexts", kc.CurrentContext))
+	if ctx < 0 {
+		errs = append(errs, errors.New("current-context names no context in contexts; set it to the name of one"))
 		return errors.Join(errs...)
 	}
 
 	clusterFound := false
-	for _, c := range kc.Clusters {
+	for i, c := range kc.Clusters {
 		if c.Name != ctxCluster || c.Cluster == nil {
 			continue
 		}
 		clusterFound = true
 		u, err := url.Parse(c.Cluster.Server)
 		if c.Cluster.Server == "" || err != nil || u.Scheme != "https" || u.Host == "" {
-			errs = append(errs, fmt.Errorf("cluster %q: server must be an https:// URL", c.Name))
+			errs = append(errs, fmt.Errorf("clusters[%d].cluster.server must be an https:// URL (the current context's cluster)", i))
 		}
 		break
 	}
 	if !clusterFound {
-		errs = append(errs, fmt.Errorf("context %q: cluster %q is not in clusters", kc.CurrentContext, ctxCluster))
+		errs = append(errs, fmt.Errorf("contexts[%d].context.cluster names no entry of clusters (the current context's cluster)", ctx))
 	}
 
 	userFound := false
-	for _, u := range kc.Users {
+	for i, u := range kc.Users {
 		if u.Name != ctxUser || u.User == nil {
 			continue
 		}
@@ -145,12 +146,12 @@ func CheckKubeconfig(data []byte) error {
 			x.Exec != nil || x.AuthProvider != nil ||
 			(x.Username != "" && x.Password != "")
 		if !hasCreds && !hasFileCreds(x.TokenFile, x.ClientCertificate, x.ClientKey) {
-			errs = append(errs, fmt.Errorf("user %q has no credentials; want token, client-certificate-data and client-key-data, exec, auth-provider, or username and password", u.Name))
+			errs = append(errs, fmt.Errorf("users[%d].user has no credentials (the current context's user); want token, client-certificate-data and client-key-data, exec, auth-provider, or username and password", i))
 		}
 		break
 	}
 	if !userFound {
-		errs = append(errs, fmt.Errorf("context %q: user %q is not in users", kc.CurrentContext, ctxUser))
+		errs = append(errs, fmt.Errorf("contexts[%d].context.user names no entry of users (the current context's user)", ctx))
 	}
 	return errors.Join(errs...)
 }

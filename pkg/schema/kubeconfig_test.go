@@ -1,7 +1,11 @@
 package schema
 
 import (
+	"bytes"
 	"encoding/base64"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -53,20 +57,20 @@ func TestCheckKubeconfig(t *testing.T) {
 		"auth provider":     {in: kc("ctx", httpsServer, "    auth-provider:\n      name: oidc\n      config: {id-token: "+markToken+"}\n")},
 		"basic auth":        {in: kc("ctx", httpsServer, "    username: admin\n    password: "+markPass+"\n")},
 		"no current":        {in: kc("", httpsServer, "    token: "+markToken+"\n"), wantErr: []string{"no current-context"}},
-		"unknown context":   {in: kc("nope", httpsServer, "    token: "+markToken+"\n"), wantErr: []string{`current-context "nope" names no context`}},
-		"http server":       {in: kc("ctx", "    server: http://admin:"+markPass+"@"+markServer+":8080\n", "    token: "+markToken+"\n"), wantErr: []string{`cluster "c1": server must be an https:// URL`}},
+		"unknown context":   {in: kc("nope", httpsServer, "    token: "+markToken+"\n"), wantErr: []string{`current-context names no context`}},
+		"http server":       {in: kc("ctx", "    server: http://admin:"+markPass+"@"+markServer+":8080\n", "    token: "+markToken+"\n"), wantErr: []string{`clusters[0].cluster.server must be an https:// URL (the current context's cluster)`}},
 		"no server":         {in: kc("ctx", "    insecure-skip-tls-verify: true\n", "    token: "+markToken+"\n"), wantErr: []string{"server must be an https:// URL"}},
 		"bad server":        {in: kc("ctx", "    server: \"https://"+markServer+"%zz\"\n", "    token: "+markToken+"\n"), wantErr: []string{"server must be an https:// URL"}},
-		"cert without key":  {in: kc("ctx", httpsServer, "    client-certificate-data: "+b64(markCert)+"\n"), wantErr: []string{`user "u1" has no credentials`}},
-		"no credentials":    {in: kc("ctx", httpsServer, "    {}\n"), wantErr: []string{`user "u1" has no credentials`}},
-		"ca file":           {in: kc("ctx", "    server: https://x:6443\n    certificate-authority: /etc/"+markPath+"/ca.pem\n", "    token: "+markToken+"\n"), wantErr: []string{`cluster "c1": certificate-authority refers to a file; embed it as certificate-authority-data`}},
-		"client cert files": {in: kc("ctx", httpsServer, "    client-certificate: /"+markPath+"/c.pem\n    client-key: /"+markPath+"/k.pem\n"), wantErr: []string{`user "u1": client-certificate refers to a file`, `user "u1": client-key refers to a file; embed it as client-key-data`}},
-		"token file":        {in: kc("ctx", httpsServer, "    tokenFile: /var/run/"+markPath+"\n"), wantErr: []string{`user "u1": tokenFile refers to a file; embed it as token`}},
-		"missing cluster":   {in: strings.Replace(kc("ctx", httpsServer, "    token: "+markToken+"\n"), "cluster: c1", "cluster: c2", 1), wantErr: []string{`context "ctx": cluster "c2" is not in clusters`}},
-		"missing user":      {in: strings.Replace(kc("ctx", httpsServer, "    token: "+markToken+"\n"), "user: u1", "user: u2", 1), wantErr: []string{`context "ctx": user "u2" is not in users`}},
+		"cert without key":  {in: kc("ctx", httpsServer, "    client-certificate-data: "+b64(markCert)+"\n"), wantErr: []string{`users[0].user has no credentials (the current context's user)`}},
+		"no credentials":    {in: kc("ctx", httpsServer, "    {}\n"), wantErr: []string{`users[0].user has no credentials (the current context's user)`}},
+		"ca file":           {in: kc("ctx", "    server: https://x:6443\n    certificate-authority: /etc/"+markPath+"/ca.pem\n", "    token: "+markToken+"\n"), wantErr: []string{`clusters[0].cluster.certificate-authority refers to a file; embed it as certificate-authority-data`}},
+		"client cert files": {in: kc("ctx", httpsServer, "    client-certificate: /"+markPath+"/c.pem\n    client-key: /"+markPath+"/k.pem\n"), wantErr: []string{`users[0].user.client-certificate refers to a file`, `users[0].user.client-key refers to a file; embed it as client-key-data`}},
+		"token file":        {in: kc("ctx", httpsServer, "    tokenFile: /var/run/"+markPath+"\n"), wantErr: []string{`users[0].user.tokenFile refers to a file; embed it as token`}},
+		"missing cluster":   {in: strings.Replace(kc("ctx", httpsServer, "    token: "+markToken+"\n"), "cluster: c1", "cluster: c2", 1), wantErr: []string{`contexts[0].context.cluster names no entry of clusters (the current context's cluster)`}},
+		"missing user":      {in: strings.Replace(kc("ctx", httpsServer, "    token: "+markToken+"\n"), "user: u1", "user: u2", 1), wantErr: []string{`contexts[0].context.user names no entry of users (the current context's user)`}},
 		"file ref on an unused user": {
 			in:      kc("ctx", httpsServer, "    token: "+markToken+"\n- name: other\n  user:\n    client-key: /"+markPath+"\n"),
-			wantErr: []string{`user "other": client-key refers to a file`},
+			wantErr: []string{`users[1].user.client-key refers to a file`},
 		},
 		"not yaml":       {in: "clusters: [\n  token: " + markToken + " : : {", wantErr: []string{"kubeconfig is not valid YAML"}},
 		"wrong type":     {in: "users: " + markToken + "\n", wantErr: []string{"kubeconfig is not a kubeconfig"}},
@@ -132,4 +136,51 @@ func TestCredentialUnguessable(t *testing.T) {
 			}
 		})
 	}
+}
+
+// word finds runs of letters and digits that hold a letter.
+var word = regexp.MustCompile(`[A-Za-z0-9]*[A-Za-z][A-Za-z0-9]*`)
+
+// FuzzCheckKubeconfig: CheckKubeconfig and CredentialUnguessable never panic,
+// and no error quotes the kubeconfig: every word of 4 letters or more in an
+// error that is also in the input must be in kubeconfig.go, where the
+// messages are written. Seeded with the examples' and golden cases'
+// kubeconfigs and the cases above.
+func FuzzCheckKubeconfig(f *testing.F) {
+	var seeds []string
+	for _, pattern := range []string{"../../examples/*/kubeconfigs/*.yaml", "testdata/golden/*/kubeconfigs/*.yaml", "testdata/golden/*/env/*"} {
+		m, err := filepath.Glob(filepath.FromSlash(pattern))
+		if err != nil {
+			f.Fatal(err)
+		}
+		seeds = append(seeds, m...)
+	}
+	if len(seeds) < 3 {
+		f.Fatalf("only %d seed kubeconfigs", len(seeds))
+	}
+	for _, p := range seeds {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte(kc("nope", "    server: http://"+markServer+"\n    certificate-authority: /"+markPath+"\n", "    tokenFile: /"+markPath+"\n")))
+	f.Add([]byte(strings.Replace(kc("ctx", httpsServer, "    token: "+markToken+"\n"), "user: u1", "user: u2", 1)))
+	source, err := os.ReadFile("kubeconfig.go")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_ = CredentialUnguessable(data)
+		err := CheckKubeconfig(data)
+		if err == nil {
+			return
+		}
+		for _, w := range word.FindAllString(err.Error(), -1) {
+			if len(w) >= 4 && bytes.Contains(data, []byte(w)) && !bytes.Contains(source, []byte(w)) {
+				t.Fatalf("error quotes the kubeconfig (%q):\n%v", w, err)
+			}
+		}
+	})
 }

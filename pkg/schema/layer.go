@@ -59,3 +59,23 @@ func (f *Fleet) SelectedLayers(c *Cluster) []*Layer {
 	}
 	return out
 }
+
+// Variables returns the postBuild.substitute variables the Flux Kustomization
+// of layer l gives cluster c: the layer's substitute entries as defaults, the
+// cluster's labels over them, and cluster, always the cluster's name (as in
+// ExpandPath). Labels that cannot be variable names (kubernetes.io/os: Flux
+// accepts only [_a-zA-Z][_a-zA-Z0-9]*) are left out. Rendering and the
+// strict substitution check both read it.
+func (l *Layer) Variables(c *Cluster) map[string]string {
+	subst := make(map[string]string, len(c.Labels)+len(l.Substitute)+1)
+	for k, v := range l.Substitute {
+		subst[k] = v
+	}
+	for k, v := range c.Labels {
+		if substVarRE.MatchString(k) {
+			subst[k] = v
+		}
+	}
+	subst["cluster"] = c.Name
+	return subst
+}

@@ -3,39 +3,61 @@ package schema
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
+
+	"fleetgen.dev/fleetgen/internal/safefs"
 )
 
-// MaxRefSize is the largest file a {file: …} reference may name; certificates
-// and kubeconfigs are a few KiB.
+// MaxRefSize is the largest content a {file: …} or {env: …} reference may
+// hold; certificates and kubeconfigs are a few KiB.
 const MaxRefSize = 1 << 20
+
+// KubeconfigEnvPrefix starts the name of every environment variable that
+// {env: VAR} may read unless LoadOptions.EnvPrefix allows another prefix.
+const KubeconfigEnvPrefix = "FLEETGEN_KUBECONFIG_"
 
 // LoadOptions tunes Load. The zero value reads the process environment.
 type LoadOptions struct {
 	// LookupEnv resolves {env: VAR} references; nil means os.LookupEnv.
 	LookupEnv func(string) (string, bool)
+	// EnvPrefix, when set, is a second prefix (besides KubeconfigEnvPrefix)
+	// that the names of {env: VAR} references may start with. It comes from
+	// the command line: fleet.yaml arrives in pull requests, so it may not
+	// choose which variables of the CI job it reads.
+	EnvPrefix string
 }
 
 // Load reads, parses, defaults and validates the fleet.yaml at path, and reads
 // every {file: …} and {env: …} it refers to. It returns Errors listing every
 // problem it found (syntax, structure, references and rules) in document
-// order. A fleet.yaml that does not exist is an input error too (*InvalidError);
-// other read failures are plain errors.
+// order. A fleet.yaml that does not exist, is not a regular file or is too
+// large is an input error too; other read failures are plain errors.
+//
+// {file: …} references are read only inside the folder of fleet.yaml
+// (symlinks included), and {env: …} only for names starting with
+// KubeconfigEnvPrefix or opts.EnvPrefix: fleet.yaml is untrusted input.
 func Load(path string, opts LoadOptions) (*Fleet, error) {
-	data, err := readCapped(path, MaxFileSize)
+	if err := checkEnvPrefix(opts.EnvPrefix); err != nil {
+		return nil, err
+	}
+	// The path is the user's, but its last part may be a symlink that a pull
+	// request planted: fleet.yaml, too, is read inside its folder.
+	data, err := safefs.ReadFile(filepath.Dir(path), filepath.Base(path), MaxFileSize)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
 			return nil, Invalid(fmt.Errorf("read fleet: %w", err))
-		}
-		var tooBig *tooBigError
-		if errors.As(err, &tooBig) {
+		case errors.Is(err, safefs.ErrTooLarge):
 			return nil, Errors{{File: path, Msg: fmt.Sprintf("file is larger than %d bytes: want a fleet.yaml (is this the right file?)", MaxFileSize)}}
+		case errors.Is(err, safefs.ErrNotRegular):
+			return nil, Errors{{File: path, Msg: "not a regular file (a folder, FIFO or device): want fleet.yaml as a regular file"}}
+		case errors.Is(err, safefs.ErrOutside):
+			return nil, Errors{{File: path, Msg: "a symlink that leads out of its folder: want fleet.yaml as a regular file in the folder it names (the fleet's root)"}}
 		}
 		return nil, fmt.Errorf("read fleet: %w", err)
 	}
@@ -51,6 +73,29 @@ func Load(path string, opts LoadOptions) (*Fleet, error) {
 		return nil, errs
 	}
 	return f, nil
+}
+
+// credentialEnv are the prefixes of the environment variables that hold
+// fleetgen's own credentials (Git, registry, SOPS keys); an EnvPrefix that
+// would let fleet.yaml read one of them is refused.
+var credentialEnv = []string{"FLEETGEN_GIT_", "FLEETGEN_REGISTRY_", "SOPS_"}
+
+// checkEnvPrefix checks LoadOptions.EnvPrefix: a usage error when it is not
+// the start of an environment variable name or covers fleetgen's own
+// credentials.
+func checkEnvPrefix(p string) error {
+	if p == "" {
+		return nil
+	}
+	if !envNameRE.MatchString(p) {
+		return Invalid(fmt.Errorf("invalid environment prefix %q: want letters, digits and _ not starting with a digit, e.g. CI_KUBECONFIG_", p))
+	}
+	for _, c := range credentialEnv {
+		if strings.HasPrefix(c, p) || strings.HasPrefix(p, c) {
+			return Invalid(fmt.Errorf("environment prefix %q would let fleet.yaml read fleetgen's own credentials (%s…): want a prefix only kubeconfig variables use, e.g. CI_KUBECONFIG_", p, c))
+		}
+	}
+	return nil
 }
 
 // Parse decodes fleet.yaml bytes strictly (unknown fields, duplicate keys,
@@ -77,37 +122,6 @@ func parse(file string, data []byte) (*Fleet, Errors, bool) {
 	f.File = file
 	f.Dir = filepath.Dir(file)
 	return &f, errs, true
-}
-
-type tooBigError struct{}
-
-func (*tooBigError) Error() string { return "file too large" }
-
-// readCapped reads a regular file of at most max bytes.
-func readCapped(path string, max int64) ([]byte, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer fh.Close()
-	st, err := fh.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, &fs.PathError{Op: "read", Path: path, Err: errors.New("not a regular file")}
-	}
-	if st.Size() > max {
-		return nil, &tooBigError{}
-	}
-	data, err := io.ReadAll(io.LimitReader(fh, max+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > max {
-		return nil, &tooBigError{}
-	}
-	return data, nil
 }
 
 // dropUnder removes the errors at or below a path that already has a decode
@@ -229,7 +243,16 @@ func resolveRefs(f *Fleet, opts LoadOptions) Errors {
 	if lookup == nil {
 		lookup = os.LookupEnv
 	}
-	var errs Errors
+	var (
+		errs    Errors
+		root    *safefs.Root
+		rootErr error
+	)
+	defer func() {
+		if root != nil {
+			root.Close()
+		}
+	}()
 	for _, e := range f.refs() {
 		r := e.ref
 		if len(f.refShape(e.path, r, e.forms)) > 0 {
@@ -237,28 +260,35 @@ func resolveRefs(f *Fleet, opts LoadOptions) Errors {
 		}
 		switch {
 		case r.File != "":
-			p := r.File
-			if !filepath.IsAbs(p) {
-				p = filepath.Join(f.Dir, p)
+			if root == nil && rootErr == nil {
+				root, rootErr = safefs.OpenRoot(f.Dir)
 			}
-			b, err := readCapped(p, MaxRefSize)
+			if rootErr != nil {
+				errs = append(errs, f.Errorf(e.path+".file", "cannot open the folder of fleet.yaml: %v", rootErr))
+				continue
+			}
+			b, err := root.ReadFile(filepath.FromSlash(r.File), MaxRefSize)
 			if err != nil {
-				var pe *fs.PathError
-				var tooBig *tooBigError
-				switch {
-				case errors.As(err, &tooBig):
-					err = fmt.Errorf("larger than %d bytes", MaxRefSize)
-				case errors.As(err, &pe):
-					err = pe.Err
-				}
-				errs = append(errs, f.Errorf(e.path+".file", "cannot read %q: %v: want a readable file (a relative path starts at the folder of fleet.yaml)", r.File, err))
+				errs = append(errs, f.Errorf(e.path+".file", "%s", fileRefProblem(r.File, err)))
 				continue
 			}
 			r.Data = b
 		case r.Env != "":
+			if !strings.HasPrefix(r.Env, KubeconfigEnvPrefix) && (opts.EnvPrefix == "" || !strings.HasPrefix(r.Env, opts.EnvPrefix)) {
+				allowed := KubeconfigEnvPrefix
+				if opts.EnvPrefix != "" {
+					allowed += " or " + opts.EnvPrefix
+				}
+				errs = append(errs, f.Errorf(e.path+".env", "fleetgen does not read %s: want a variable whose name starts with %s (the command line may allow another prefix with --kubeconfig-env-prefix; fleet.yaml may not)", r.Env, allowed))
+				continue
+			}
 			v, ok := lookup(r.Env)
 			if !ok || v == "" {
 				errs = append(errs, f.Errorf(e.path+".env", "environment variable %s is not set or empty: want it to hold the content", r.Env))
+				continue
+			}
+			if len(v) > MaxRefSize {
+				errs = append(errs, f.Errorf(e.path+".env", "environment variable %s holds more than %d bytes: want a kubeconfig", r.Env, MaxRefSize))
 				continue
 			}
 			r.Data = []byte(v)
@@ -267,4 +297,29 @@ func resolveRefs(f *Fleet, opts LoadOptions) Errors {
 		}
 	}
 	return errs
+}
+
+// fileRefProblem says why the {file: name} reference could not be read and
+// what would be valid. It names the path as fleet.yaml spells it, never the
+// content or where a symlink points.
+func fileRefProblem(name string, err error) string {
+	switch {
+	case errors.Is(err, safefs.ErrOutside) && filepath.IsAbs(name):
+		return fmt.Sprintf("%q is an absolute path: want a path relative to the folder of fleet.yaml, inside it", name)
+	case errors.Is(err, safefs.ErrOutside) && !filepath.IsLocal(filepath.FromSlash(name)):
+		return fmt.Sprintf("%q leads out of the folder of fleet.yaml: want a path inside it (no ..)", name)
+	case errors.Is(err, safefs.ErrOutside):
+		return fmt.Sprintf("%q leads out of the folder of fleet.yaml through a symlink: want a file inside it", name)
+	case errors.Is(err, safefs.ErrNotRegular):
+		return fmt.Sprintf("%q is not a regular file (a folder, FIFO or device): want a regular file", name)
+	case errors.Is(err, safefs.ErrTooLarge):
+		return fmt.Sprintf("%q is larger than %d bytes: want a certificate or kubeconfig file", name, MaxRefSize)
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Sprintf("cannot read %q: no such file: want a file in the folder of fleet.yaml (a relative path starts there)", name)
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return fmt.Sprintf("cannot read %q: %v: want a readable file in the folder of fleet.yaml", name, err)
 }

@@ -132,8 +132,8 @@ func TestLoadErrors(t *testing.T) {
 		t.Errorf("missing fleet.yaml: got %v, want an input error", err)
 	}
 	_, err = Load(t.TempDir(), LoadOptions{})
-	if err == nil || IsInvalid(err) {
-		t.Errorf("directory as fleet.yaml: got %v, want a plain error", err)
+	if !IsInvalid(err) || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("directory as fleet.yaml: got %v, want an input error", err)
 	}
 }
 
@@ -207,6 +207,7 @@ spec:
 func TestValidateGoFleet(t *testing.T) {
 	f := &Fleet{APIVersion: APIVersion, Kind: Kind, Metadata: Metadata{Name: "x"}, Spec: Spec{
 		Registry: Registry{Host: "r.example"},
+		Images:   []string{FleetAgentImage},
 		Source:   Source{Kind: SourceGit, URL: "https://example.com/x.git"},
 		Clusters: []Cluster{{Name: "a"}, {Name: "a"}},
 	}}
@@ -238,7 +239,7 @@ spec:
   source: {kind: git, url: "https://example.com/x.git"}
   clusters:
     - name: m
-      registration: {mode: manager, kubeconfig: {env: KC}}
+      registration: {mode: manager, kubeconfig: {env: FLEETGEN_KUBECONFIG_KC}}
     - name: v
       registration: {mode: verrazzano, caCert: {value: SECRET-VALUE}}
 `), 0o644)
@@ -251,9 +252,19 @@ spec:
 	}
 }
 
+// FuzzParse: Parse, Default and Validate never panic on any input, and a
+// whole-document problem is one line. Seeded with every golden case and every
+// example's fleet.yaml.
 func FuzzParse(f *testing.F) {
+	seeds, err := filepath.Glob(filepath.Join("..", "..", "examples", "*", "fleet.yaml"))
+	if err != nil || len(seeds) == 0 {
+		f.Fatalf("no example fleets: %v", err)
+	}
 	for _, dir := range goldenCases(f) {
-		b, err := os.ReadFile(filepath.Join(dir, "fleet.yaml"))
+		seeds = append(seeds, filepath.Join(dir, "fleet.yaml"))
+	}
+	for _, p := range seeds {
+		b, err := os.ReadFile(p)
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -271,4 +282,23 @@ func FuzzParse(f *testing.F) {
 		_ = validate(fl)
 		_ = Validate(fl)
 	})
+}
+
+func TestIsFleetAgentImage(t *testing.T) {
+	for ref, want := range map[string]bool{
+		"docker.io/rancher/fleet-agent:v0.16.1":                       true,
+		"rancher/fleet-agent":                                         true,
+		"rancher/fleet-agent@sha256:" + strings.Repeat("a", 64):       true,
+		"localhost:5000/mirror/rancher/fleet-agent:v0.13.15":          true,
+		"contoso.azurecr.io/rancher/fleet-agent:v0.16.1@sha256:" + "": true,
+		"rancher/fleet":                                 false,
+		"rancher/fleet-agent-extra:v1":                  false,
+		"ghcr.io/notrancher/fleet-agent:v1":             false,
+		"docker.io/rancher/fleet-agentx:v0.16.1":        false,
+		"localhost:5000/rancher/fleet-agent/child:v1.0": false,
+	} {
+		if got := IsFleetAgentImage(ref); got != want {
+			t.Errorf("IsFleetAgentImage(%q) = %v, want %v", ref, got, want)
+		}
+	}
 }

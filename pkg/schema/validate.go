@@ -227,7 +227,7 @@ func checkPEM(data []byte) string {
 			break
 		}
 		if b.Type != "CERTIFICATE" {
-			return fmt.Sprintf("PEM block %d is %q, not a certificate", n+1, b.Type)
+			return fmt.Sprintf("PEM block %d is not a certificate (its type is not CERTIFICATE)", n+1)
 		}
 		if _, err := x509.ParseCertificate(b.Bytes); err != nil {
 			return fmt.Sprintf("PEM block %d is not a valid X.509 certificate", n+1)
@@ -471,6 +471,17 @@ func (v *validator) images() {
 	}
 }
 
+// reservedLayerNames are the layer names that would collide with what
+// fleetgen or Flux puts beside a layer: a layer is rendered as
+// clusters/<cluster>/<name>.yaml holding the Flux Kustomization
+// flux-system/<name>.
+var reservedLayerNames = map[string]string{
+	"kustomization": "clusters/<cluster>/kustomization.yaml is the folder's kustomize entry point",
+	"source":        "clusters/<cluster>/source.yaml is fleetgen's Flux source",
+	"flux-system":   "the Kustomization flux-system/flux-system and the folder clusters/<cluster>/flux-system/ are Flux's own (flux bootstrap)",
+	"manager":       "the Kustomization flux-system/manager and clusters/<manager>/manager.yaml are the manager's entry point",
+}
+
 func (v *validator) layers() {
 	ls := v.f.Spec.Layers
 	index := map[string]int{}
@@ -478,7 +489,9 @@ func (v *validator) layers() {
 		l := &ls[i]
 		p := fmt.Sprintf("spec.layers[%d]", i)
 		if v.name(p+".name", "layer name", l.Name) {
-			if j, dup := index[l.Name]; dup {
+			if why, ok := reservedLayerNames[l.Name]; ok {
+				v.add(p+".name", "layer name %q is reserved: %s: want another name", l.Name, why)
+			} else if j, dup := index[l.Name]; dup {
 				v.add(p+".name", "duplicate layer name %q (also spec.layers[%d]): want unique names", l.Name, j)
 			} else {
 				index[l.Name] = i
@@ -723,4 +736,16 @@ func (v *validator) clusters() {
 			}
 		}
 	}
+}
+
+// Sorted returns errs in document order (by field path, spec.clusters[10]
+// after spec.clusters[9], then by message), as Validate reports them; nil when
+// errs is empty. Checks outside this package that locate their findings in
+// fleet.yaml use it so that every input error reads alike.
+func Sorted(errs Errors) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	sortErrors(errs)
+	return errs
 }

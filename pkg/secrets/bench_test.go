@@ -52,6 +52,32 @@ func BenchmarkSealWarm1000(b *testing.B) {
 	}
 }
 
+// BenchmarkSealWarmVerified1000 re-seals 1,000 unchanged Secrets with a
+// decryption key: the argon2id check, then decrypting and comparing each.
+func BenchmarkSealWarmVerified1000(b *testing.B) {
+	files := secretsOnly(b, 1000)
+	enc := testSOPS(testRecipient)
+	first, err := Seal(files, enc, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ids, err := ParseIdentities([]byte(readKey(b, "age.agekey")))
+	if err != nil {
+		b.Fatal(err)
+	}
+	prev := previousOf(first)
+	b.ResetTimer()
+	for b.Loop() {
+		out, err := Seal(files, enc, prev, Verify(ids, func(string) { b.Fatal("a genuine Secret was reported") }))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(diffPaths(first, out)) != 0 {
+			b.Fatal("warm seal changed files")
+		}
+	}
+}
+
 // BenchmarkScan70k scans 70,000 small files as a 10,000-cluster render has
 // them: a sealed kubeconfig Secret per manager cluster among many other kinds.
 func BenchmarkScan70k(b *testing.B) {

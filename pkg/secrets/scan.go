@@ -38,6 +38,34 @@ func Scan(files []generate.File, allowPlaintext bool) error {
 	if allowPlaintext {
 		return nil
 	}
+	problems, err := Plaintext(files)
+	if err != nil {
+		return err
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	b.WriteString("refusing to write credentials in plaintext:")
+	for i, p := range problems {
+		if i == maxListed {
+			fmt.Fprintf(&b, "\n  … and %d more", len(problems)-maxListed)
+			break
+		}
+		b.WriteString("\n  ")
+		b.WriteString(p)
+	}
+	b.WriteString("\nset spec.encryption.sops.ageRecipients to write Secrets SOPS-encrypted for age (see docs/secrets.md), " +
+		"or pass --allow-plaintext-secrets to write them in plaintext")
+	return schema.Invalid(errors.New(b.String()))
+}
+
+// Plaintext is Scan's finding without the verdict: one line per Secret in
+// files whose data is not SOPS-encrypted ("path: Secret ns/name holds
+// unencrypted data"), and per File.Secret that is not sealed, in file order.
+// Lines name files and Secrets, never content. publish uses it on everything
+// it pushes, layer folders included.
+func Plaintext(files []generate.File) ([]string, error) {
 	var todo []int
 	for i, f := range files {
 		if f.Secret || mayHoldSecret(f.Data) {
@@ -59,28 +87,13 @@ func Scan(files []generate.File, allowPlaintext bool) error {
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return err
+		return nil, err
 	}
 	var problems []string
 	for _, f := range found {
 		problems = append(problems, f...)
 	}
-	if len(problems) == 0 {
-		return nil
-	}
-	var b strings.Builder
-	b.WriteString("refusing to write credentials in plaintext:")
-	for i, p := range problems {
-		if i == maxListed {
-			fmt.Fprintf(&b, "\n  … and %d more", len(problems)-maxListed)
-			break
-		}
-		b.WriteString("\n  ")
-		b.WriteString(p)
-	}
-	b.WriteString("\nset spec.encryption.sops.ageRecipients to write Secrets SOPS-encrypted for age (see docs/secrets.md), " +
-		"or pass --allow-plaintext-secrets to write them in plaintext")
-	return schema.Invalid(errors.New(b.String()))
+	return problems, nil
 }
 
 // mayHoldSecret is Scan's cheap first pass: a Secret needs the word Secret as

@@ -6,7 +6,12 @@
 // keep a re-render free of Git churn each sealed Secret carries the annotation
 // HashAnnotation: a salted argon2id hash of its plaintext and recipients. When
 // the previous render's hash still matches, Seal keeps the previous ciphertext
-// byte for byte. docs/secrets.md explains the choice and its threat model.
+// byte for byte. Anyone can copy that annotation onto other ciphertext, so
+// with Verify and an age identity Seal decrypts the previous file before it
+// trusts it. docs/secrets.md explains the choice and its threat model.
+//
+// The SOPS format is written here with filippo.io/age, not with SOPS's own
+// packages, which link every cloud key service SOPS supports (sopstree.go).
 package secrets
 
 import (
@@ -45,8 +50,15 @@ const ConfigPath = ".sops.yaml"
 // keep File.Secret and generate.Header as their first line. Encryption runs
 // on every CPU. Seal never logs, and its errors never contain secret content;
 // a recipient that does not parse is an input error.
-func Seal(files []generate.File, enc *schema.SOPS, previous func(path string) ([]byte, bool)) ([]generate.File, error) {
-	return sealer{rand: rand.Reader, now: lastModified, workers: runtime.GOMAXPROCS(0)}.seal(files, enc, previous)
+//
+// With Verify, a previous file is kept only when it decrypts to the Secret
+// being sealed.
+func Seal(files []generate.File, enc *schema.SOPS, previous func(path string) ([]byte, bool), opts ...Option) ([]generate.File, error) {
+	s := sealer{rand: rand.Reader, now: lastModified, workers: runtime.GOMAXPROCS(0)}
+	for _, o := range opts {
+		o(&s.opts)
+	}
+	return s.seal(files, enc, previous)
 }
 
 // lastModified is what every sealed file's sops.lastmodified says. SOPS needs
@@ -60,6 +72,7 @@ type sealer struct {
 	rand    io.Reader
 	now     func() time.Time
 	workers int
+	opts    sealOptions
 }
 
 func (s sealer) seal(files []generate.File, enc *schema.SOPS, previous func(path string) ([]byte, bool)) ([]generate.File, error) {
@@ -69,6 +82,11 @@ func (s sealer) seal(files []generate.File, enc *schema.SOPS, previous func(path
 	recipients, err := normalizeRecipients(enc.AgeRecipients)
 	if err != nil {
 		return nil, err
+	}
+	if s.opts.ids != nil {
+		if err := s.opts.ids.check(recipients); err != nil {
+			return nil, schema.Invalid(err)
+		}
 	}
 	if previous == nil {
 		previous = func(string) ([]byte, bool) { return nil, false }
@@ -101,6 +119,7 @@ func (s sealer) seal(files []generate.File, enc *schema.SOPS, previous func(path
 	}
 
 	errs := make([]error, len(jobs))
+	forged := make([]bool, len(jobs))
 	workers := max(1, min(s.workers, len(jobs)))
 	next := make(chan int)
 	var wg sync.WaitGroup
@@ -108,7 +127,8 @@ func (s sealer) seal(files []generate.File, enc *schema.SOPS, previous func(path
 		wg.Go(func() {
 			for j := range next {
 				i := jobs[j]
-				data, err := s.sealFile(out[i], recipients, prevs[j], salts[j])
+				data, bad, err := s.sealFile(out[i], recipients, prevs[j], salts[j])
+				forged[j] = bad
 				if err != nil {
 					errs[j] = err
 					continue
@@ -126,6 +146,13 @@ func (s sealer) seal(files []generate.File, enc *schema.SOPS, previous func(path
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	if s.opts.forged != nil {
+		for j, i := range jobs {
+			if forged[j] {
+				s.opts.forged(out[i].Path)
+			}
+		}
+	}
 
 	sealed := make([]string, len(jobs))
 	for j, i := range jobs {
@@ -141,16 +168,21 @@ func (s sealer) seal(files []generate.File, enc *schema.SOPS, previous func(path
 }
 
 // sealFile returns prev when it still seals f's plaintext for recipients,
-// and a fresh encryption otherwise.
-func (s sealer) sealFile(f generate.File, recipients []string, prev, salt []byte) ([]byte, error) {
+// and a fresh encryption otherwise. With identities, prev must also decrypt
+// to that plaintext; forged reports a prev whose annotation said it did
+// while its ciphertext did not.
+func (s sealer) sealFile(f generate.File, recipients []string, prev, salt []byte) (data []byte, forged bool, err error) {
 	if prev != nil && unchanged(prev, f.Data, recipients) {
-		return prev, nil
+		if s.opts.ids == nil || decryptsTo(prev, f.Data, s.opts.ids) {
+			return prev, false, nil
+		}
+		forged = true
 	}
-	data, err := encrypt(f.Data, recipients, hashPlaintext(f.Data, recipients, salt), s.now())
+	data, err = encrypt(f.Data, recipients, hashPlaintext(f.Data, recipients, salt), s.now())
 	if err != nil {
-		return nil, fmt.Errorf("seal %s: %w", f.Path, err)
+		return nil, false, fmt.Errorf("seal %s: %w", f.Path, err)
 	}
-	return data, nil
+	return data, forged, nil
 }
 
 // normalizeRecipients trims, sorts and de-duplicates the recipients, so that

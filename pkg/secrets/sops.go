@@ -2,18 +2,17 @@ package secrets
 
 import (
 	"bytes"
+	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
+	"regexp"
+	"strings"
 	"time"
 
-	"github.com/getsops/sops/v3"
-	"github.com/getsops/sops/v3/aes"
-	sopsage "github.com/getsops/sops/v3/age"
-	"github.com/getsops/sops/v3/config"
-	"github.com/getsops/sops/v3/keys"
-	"github.com/getsops/sops/v3/keyservice"
-	sopsyaml "github.com/getsops/sops/v3/stores/yaml"
-	"github.com/getsops/sops/v3/version"
+	"filippo.io/age"
+	"filippo.io/age/agessh"
+	"filippo.io/age/armor"
 
 	"fleetgen.dev/fleetgen/pkg/generate"
 )
@@ -22,17 +21,32 @@ import (
 // writes; .sops.yaml sets the same for `sops` edits by hand.
 const yamlIndent = 2
 
-// yamlStore is SOPS's own YAML store, the one `sops` uses for *.yaml files.
-func yamlStore() *sopsyaml.Store {
-	return sopsyaml.NewStore(&config.YAMLStoreConfig{Indent: yamlIndent})
+// sopsKey is the top-level key of the SOPS metadata.
+const sopsKey = "sops"
+
+// parseRecipient parses an age recipient as SOPS does, except for plugin
+// recipients (age1<name>1…): those run an external age-plugin-<name>
+// program, which fleet.yaml must not be able to choose.
+func parseRecipient(r string) (age.Recipient, error) {
+	switch {
+	case strings.HasPrefix(r, "age1pq1"):
+		return age.ParseHybridRecipient(r)
+	case strings.HasPrefix(r, "age1") && strings.Count(r, "1") > 1:
+		return nil, errors.New("age plugin recipients are not supported")
+	case strings.HasPrefix(r, "age1"):
+		return age.ParseX25519Recipient(r)
+	case strings.HasPrefix(r, "ssh-"):
+		return agessh.ParseRecipient(r)
+	}
+	return nil, errors.New("unknown recipient type")
 }
 
-// checkRecipient reports whether r is an age recipient SOPS can encrypt for.
+// checkRecipient reports whether r is an age recipient fleetgen can encrypt for.
 func checkRecipient(r string) error {
 	if r == "" {
 		return errors.New("empty age recipient")
 	}
-	if _, err := sopsage.MasterKeyFromRecipient(r); err != nil {
+	if _, err := parseRecipient(r); err != nil {
 		return errors.New("not an age recipient (want age1…)")
 	}
 	return nil
@@ -45,54 +59,50 @@ func encrypt(plain []byte, recipients []string, hash string, now time.Time) ([]b
 	if !bytes.HasPrefix(plain, []byte(generate.Header)) {
 		return nil, errors.New("does not start with the fleetgen header")
 	}
-	store := yamlStore()
-	branches, err := store.LoadPlainFile(plain)
+	doc, err := parseYAML(plain)
 	if err != nil {
 		// The parser's message may quote the input: leave it out.
 		return nil, errors.New("plaintext is not valid YAML")
 	}
-	if len(branches) != 1 {
-		return nil, fmt.Errorf("want one YAML document, found %d", len(branches))
+	if itemIndex(doc, sopsKey) >= 0 {
+		return nil, errors.New("plaintext has a top-level sops key")
 	}
-	branch, err := annotate(branches[0], HashAnnotation, hash)
-	if err != nil {
+	if doc, err = annotate(doc, HashAnnotation, hash); err != nil {
 		return nil, err
 	}
-	branches[0] = branch
 
-	group := make(sops.KeyGroup, 0, len(recipients))
+	// As cmd/sops encrypt: a fresh data key, wrapped for every recipient
+	// in its own armored age file.
+	dataKey := make([]byte, 32)
+	if _, err := io.ReadFull(rand.Reader, dataKey); err != nil {
+		return nil, fmt.Errorf("generate SOPS data key: %w", err)
+	}
+	var stanzas []any
 	for _, r := range recipients {
-		k, err := sopsage.MasterKeyFromRecipient(r)
+		enc, err := wrapKey(dataKey, r)
 		if err != nil {
 			return nil, fmt.Errorf("age recipient %s: %w", r, err)
 		}
-		group = append(group, keys.MasterKey(k))
+		stanzas = append(stanzas, branch{{key: "enc", value: enc}, {key: "recipient", value: r}})
 	}
-	tree := sops.Tree{
-		Branches: branches,
-		Metadata: sops.Metadata{
-			KeyGroups:      []sops.KeyGroup{group},
-			EncryptedRegex: EncryptedRegex,
-			Version:        version.Version,
-		},
-	}
-	// As cmd/sops encrypt: a fresh data key, wrapped for every recipient
-	// through the local key service.
-	dataKey, errs := tree.GenerateDataKeyWithKeyServices([]keyservice.KeyServiceClient{keyservice.NewLocalClient()})
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("generate SOPS data key: %w", errors.Join(errs...))
-	}
-	cipher := aes.NewCipher()
-	mac, err := tree.Encrypt(dataKey, cipher)
-	if err != nil {
+	c := &treeCipher{key: dataKey, re: regexp.MustCompile(EncryptedRegex)}
+	if err := c.walk(doc); err != nil {
 		return nil, errors.New("encrypt SOPS tree")
 	}
-	tree.Metadata.LastModified = now.UTC().Truncate(time.Second)
-	tree.Metadata.MessageAuthenticationCode, err = cipher.Encrypt(mac, dataKey, tree.Metadata.LastModified.Format(time.RFC3339))
+	lastModified := now.UTC().Truncate(time.Second).Format(time.RFC3339)
+	mac, err := encryptValue(c.macHex(), dataKey, lastModified)
 	if err != nil {
 		return nil, errors.New("encrypt SOPS MAC")
 	}
-	out, err := store.EmitEncryptedFile(tree)
+	// SOPS writes its metadata keys sorted, empty ones left out.
+	doc = append(doc, item{key: sopsKey, value: branch{
+		{key: "age", value: stanzas},
+		{key: "encrypted_regex", value: EncryptedRegex},
+		{key: "lastmodified", value: lastModified},
+		{key: "mac", value: mac},
+		{key: "version", value: sopsVersion},
+	}})
+	out, err := emitYAML(doc, yamlIndent)
 	if err != nil {
 		return nil, fmt.Errorf("emit SOPS YAML: %w", err)
 	}
@@ -102,39 +112,64 @@ func encrypt(plain []byte, recipients []string, hash string, now time.Time) ([]b
 	return out, nil
 }
 
-// annotate sets metadata.annotations[key] = value in a SOPS tree branch,
-// creating annotations in key order when missing.
-func annotate(doc sops.TreeBranch, key, value string) (sops.TreeBranch, error) {
+// wrapKey encrypts the data key for one recipient as SOPS's age key source
+// does: an armored age file.
+func wrapKey(dataKey []byte, recipient string) (string, error) {
+	r, err := parseRecipient(recipient)
+	if err != nil {
+		return "", err
+	}
+	var buf bytes.Buffer
+	aw := armor.NewWriter(&buf)
+	w, err := age.Encrypt(aw, r)
+	if err != nil {
+		return "", fmt.Errorf("age encrypt: %w", err)
+	}
+	if _, err := w.Write(dataKey); err != nil {
+		return "", fmt.Errorf("age encrypt: %w", err)
+	}
+	if err := w.Close(); err != nil {
+		return "", fmt.Errorf("age encrypt: %w", err)
+	}
+	if err := aw.Close(); err != nil {
+		return "", fmt.Errorf("age armor: %w", err)
+	}
+	return buf.String(), nil
+}
+
+// annotate sets metadata.annotations[key] = value in a branch, creating
+// annotations in key order when missing.
+func annotate(doc branch, key, value string) (branch, error) {
 	i := itemIndex(doc, "metadata")
 	if i < 0 {
 		return nil, errors.New("Secret has no metadata")
 	}
-	meta, ok := doc[i].Value.(sops.TreeBranch)
+	meta, ok := doc[i].value.(branch)
 	if !ok {
 		return nil, errors.New("Secret metadata is not a mapping")
 	}
-	var ann sops.TreeBranch
+	var ann branch
 	j := itemIndex(meta, "annotations")
 	if j >= 0 {
-		ann, ok = meta[j].Value.(sops.TreeBranch)
-		if !ok && meta[j].Value != nil {
+		ann, ok = meta[j].value.(branch)
+		if !ok && meta[j].value != nil {
 			return nil, errors.New("Secret metadata.annotations is not a mapping")
 		}
 	}
 	ann = setSorted(ann, key, value)
 	if j >= 0 {
-		meta[j].Value = ann
+		meta[j].value = ann
 	} else {
 		meta = setSorted(meta, "annotations", ann)
 	}
-	doc[i].Value = meta
+	doc[i].value = meta
 	return doc, nil
 }
 
 // itemIndex returns the index of the item with the string key k, or -1.
-func itemIndex(b sops.TreeBranch, k string) int {
+func itemIndex(b branch, k string) int {
 	for i, it := range b {
-		if s, ok := it.Key.(string); ok && s == k {
+		if s, ok := it.key.(string); ok && s == k {
 			return i
 		}
 	}
@@ -143,20 +178,20 @@ func itemIndex(b sops.TreeBranch, k string) int {
 
 // setSorted sets k to v, replacing an existing item or inserting before the
 // first string key that sorts after k (fleetgen's encoder sorts keys).
-func setSorted(b sops.TreeBranch, k string, v any) sops.TreeBranch {
+func setSorted(b branch, k string, v any) branch {
 	if i := itemIndex(b, k); i >= 0 {
-		b[i].Value = v
+		b[i].value = v
 		return b
 	}
 	at := len(b)
 	for i, it := range b {
-		if s, ok := it.Key.(string); ok && s > k {
+		if s, ok := it.key.(string); ok && s > k {
 			at = i
 			break
 		}
 	}
-	b = append(b, sops.TreeItem{})
+	b = append(b, item{})
 	copy(b[at+1:], b[at:])
-	b[at] = sops.TreeItem{Key: k, Value: v}
+	b[at] = item{key: k, value: v}
 	return b
 }

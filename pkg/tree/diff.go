@@ -2,33 +2,77 @@ package tree
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/rogpeppe/go-internal/diff"
+	"golang.org/x/sys/unix"
 
 	"fleetgen.dev/fleetgen/pkg/generate"
 )
 
-// Diff returns a unified diff (diff -u style, a/ and b/ prefixes) from what dir
-// holds to files, covering changed, missing and stale fleetgen-owned files;
-// "" when they are equal.
+// Diff is DiffWith without a lock.
+func Diff(dir string, files []generate.File) (string, error) {
+	return DiffWith(dir, files, Options{})
+}
+
+// DiffWith returns a unified diff (diff -u style, a/ and b/ prefixes) from
+// what dir holds to files, covering changed, missing and stale fleetgen-owned
+// files; "" when they are equal. opt.Lock.Path names the lock of this render
+// (only Path is used).
 //
 // A missing side is /dev/null. The content of Secrets (files marked
 // generate.File.Secret, or holding "kind: Secret" on either side) is never
-// shown: their hunk says only that they differ. Diff writes nothing.
-func Diff(dir string, files []generate.File) (string, error) {
+// shown: their hunk says only that they differ. DiffWith writes nothing: it
+// ignores MetaDir and leftovers, and reads a folder that a killed render left
+// half-updated as the tree before the update or after it, whichever the
+// update's commit point says.
+func DiffWith(dir string, files []generate.File, opt Options) (string, error) {
 	if err := checkPaths(files); err != nil {
 		return "", err
+	}
+	lockPath := ""
+	if opt.Lock != nil {
+		var err error
+		if lockPath, err = filepath.Abs(opt.Lock.Path); err != nil {
+			return "", err
+		}
+	}
+	// Wait for a render that is writing dir, if there is one.
+	if held, err := flock(filepath.Join(dir, MetaDir, lockFile), true, opt.Waiting); err == nil {
+		defer held.Close()
 	}
 	existing, err := scan(dir)
 	if err != nil {
 		return "", err
+	}
+	j, committed, err := readJournal(dir, lockPath)
+	if err != nil {
+		return "", err
+	}
+	v := newView(dir, j, committed)
+	// read returns what the tree holds at p (nil, false when nothing).
+	read := func(p string) ([]byte, bool, error) {
+		if v.hidden[p] {
+			return nil, false, nil
+		}
+		if s, ok := v.staged[p]; ok {
+			var st unix.Stat_t
+			if unix.Lstat(s, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
+				b, err := readFile(s, st.Size)
+				return b, err == nil, err
+			}
+		}
+		switch kind, ok := existing.files[p]; {
+		case !ok:
+			return nil, false, nil
+		case kind != regular:
+			return nil, false, fmt.Errorf("%s in %s is not a regular file", p, dir)
+		}
+		b, err := readFile(filepath.Join(dir, filepath.FromSlash(p)), 0)
+		return b, err == nil, err
 	}
 	want := make(map[string]bool, len(files))
 	for _, f := range files {
@@ -41,14 +85,15 @@ func Diff(dir string, files []generate.File) (string, error) {
 	out := make([]entry, len(files))
 	err = parallel(len(files), func(i int) error {
 		f := files[i]
-		old, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(f.Path)))
-		oldName := "a/" + f.Path
-		if errors.Is(err, fs.ErrNotExist) {
-			old, oldName = nil, "/dev/null"
-		} else if err != nil {
+		old, ok, err := read(f.Path)
+		if err != nil {
 			return fmt.Errorf("read %s: %w", f.Path, err)
 		}
-		if bytes.Equal(old, f.Data) && oldName != "/dev/null" {
+		oldName := "a/" + f.Path
+		if !ok {
+			oldName = "/dev/null"
+		}
+		if ok && bytes.Equal(old, f.Data) {
 			return nil
 		}
 		out[i] = entry{f.Path, fileDiff(oldName, old, "b/"+f.Path, f.Data, f.Secret)}
@@ -58,20 +103,16 @@ func Diff(dir string, files []generate.File) (string, error) {
 		return "", err
 	}
 	for p, kind := range existing.files {
-		if want[p] || kind != regular {
+		if want[p] || kind != regular || v.hidden[p] {
 			continue
 		}
 		full := filepath.Join(dir, filepath.FromSlash(p))
-		owned, err := isOwned(full)
-		if err != nil {
-			return "", err
-		}
-		if !owned {
-			continue
-		}
-		old, err := os.ReadFile(full)
+		old, err := readFile(full, 0)
 		if err != nil {
 			return "", fmt.Errorf("read %s: %w", p, err)
+		}
+		if !bytes.HasPrefix(old, []byte(generate.Header)) {
+			continue
 		}
 		out = append(out, entry{p, fileDiff("a/"+p, old, "/dev/null", nil, false)})
 	}

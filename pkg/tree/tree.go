@@ -1,274 +1,541 @@
 // Package tree writes a rendered file set to disk and compares it with what is
-// there. It owns only files that start with generate.Header.
+// there. It owns only files that start with generate.Header, and its own
+// folder MetaDir.
 package tree
 
 import (
 	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"runtime"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"fleetgen.dev/fleetgen/pkg/generate"
 	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
-// Stats counts what Write did.
+// Stats counts what Write did, and how long each phase took.
 type Stats struct {
 	Written, Unchanged, Removed int
+	// Plan is finishing a killed update, listing dir and comparing; Write is
+	// writing new and staged files; Flush the one flush of the file system
+	// before the commit point; Commit the commit, stale files' removal, staged
+	// files' renames and the stat cache.
+	Plan, Write, Flush, Commit time.Duration
 }
 
-// tmpPrefix starts the name of every temporary file Write makes; Write skips
-// such files when it looks for stale ones.
+// tmpPrefix starts the name of the temporary files earlier versions made
+// beside each file; Write removes such leftovers and Diff ignores them.
 const tmpPrefix = ".fleetgen-tmp-"
 
-// Write makes dir hold files: it writes each new or changed file atomically
-// (temporary file and rename), leaves identical files alone, removes files an
-// earlier render wrote (they start with generate.Header) that files no longer
-// has, removes folders that leaves empty, and never touches any other file.
-// Paths are validated to stay inside dir.
-//
-// dir is created when missing. Every path is checked and every existing file
-// read before anything is changed, so that an invalid path or a foreign file in
-// the way (an input error, *schema.InvalidError) leaves dir as it was. Writes run
-// on a bounded pool of workers.
+// Lock is fleet.lock.yaml as WriteWith commits it: in the same commit point
+// as the tree, so that a reader never sees a tree that names client IDs the
+// lock lacks.
+type Lock struct {
+	// Path is fleet.lock.yaml.
+	Path string
+	// Old is what the render read from Path (nil: no file). When the file no
+	// longer holds it at commit time (another render or a mirror ran
+	// meanwhile), WriteWith fails and writes nothing.
+	Old []byte
+	// New is the lock to write; equal to Old when it does not change.
+	New []byte
+}
+
+// Options are WriteWith's and DiffWith's.
+type Options struct {
+	// Lock, when set, is committed with the tree.
+	Lock *Lock
+	// Waiting is called once when another render holds the output folder and
+	// the call waits for it.
+	Waiting func()
+}
+
+// writeHook, when set by a test, is called before each file is written (with
+// its slash path) and fails the write with the error it returns.
+var writeHook func(p string) error
+
+// Write is WriteWith without a lock.
 func Write(dir string, files []generate.File) (Stats, error) {
-	var st Stats
+	return WriteWith(dir, files, Options{})
+}
+
+// WriteWith makes dir hold files, and opt.Lock its new content: new and
+// changed files are written, identical ones left alone, files an earlier
+// render wrote (they start with generate.Header) that files no longer has are
+// removed with the folders that leaves empty, and no other file is touched.
+//
+// The update is atomic for the whole tree and the lock (see journal): after a
+// failure, a kill or a full disk at any point, dir and the lock hold the old
+// content or the new, and the next WriteWith finishes or undoes what a killed
+// one left. Files are created only with O_EXCL, in dir or in a staging folder
+// under dir/MetaDir, and reached through real folders, so names planted in dir
+// (symlinks named like fleetgen's files) cannot redirect a write out of it.
+// Every path is checked and every existing file compared before anything in
+// the tree changes, so an invalid path or a foreign file in the way (an input
+// error, *schema.InvalidError) leaves dir as it was. A second WriteWith of
+// the same dir waits for the first (flock on dir/MetaDir/lock).
+func WriteWith(dir string, files []generate.File, opt Options) (st Stats, err error) {
 	if err := checkPaths(files); err != nil {
 		return st, err
 	}
-	want := make(map[string]bool, len(files))
-	for _, f := range files {
-		want[f.Path] = true
+	lockPath := ""
+	if opt.Lock != nil {
+		if lockPath, err = filepath.Abs(opt.Lock.Path); err != nil {
+			return st, err
+		}
 	}
-	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
-		return writeFresh(dir, files)
+	fi, lerr := os.Lstat(dir)
+	created := false
+	switch {
+	case lerr == nil && !fi.IsDir():
+		return st, schema.Invalid(fmt.Errorf("output %s is not a folder", dir))
+	case errors.Is(lerr, fs.ErrNotExist):
+		if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+			return st, fmt.Errorf("create %s: %w", dir, err)
+		}
+		if err := os.Mkdir(dir, 0o755); err == nil {
+			created = true
+		} else if !errors.Is(err, fs.ErrExist) {
+			return st, fmt.Errorf("create %s: %w", dir, err)
+		}
+	case lerr != nil:
+		return st, fmt.Errorf("read %s: %w", dir, lerr)
 	}
-	existing, err := scan(dir)
-	if err != nil {
-		return st, err
-	}
-
-	// Plan: which files need writing, which existing ones are stale.
-	todo := make([]bool, len(files))
-	var conflicts []string
-	var mu sync.Mutex
-	err = parallel(len(files), func(i int) error {
-		f := files[i]
-		kind, ok := existing.files[f.Path]
-		if !ok {
-			if existing.dirs[f.Path] {
-				mu.Lock()
-				conflicts = append(conflicts, f.Path+" is a folder")
-				mu.Unlock()
+	if created {
+		// Nothing written on failure: not even the folder.
+		defer func() {
+			if err != nil {
+				os.RemoveAll(dir)
 			}
-			todo[i] = true
-			return nil
-		}
-		if kind != regular {
-			mu.Lock()
-			conflicts = append(conflicts, f.Path+" is not a regular file")
-			mu.Unlock()
-			return nil
-		}
-		old, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(f.Path)))
-		if err != nil {
-			return fmt.Errorf("read %s: %w", f.Path, err)
-		}
-		if !bytes.HasPrefix(old, []byte(generate.Header)) {
-			mu.Lock()
-			conflicts = append(conflicts, f.Path+" exists and was not written by fleetgen")
-			mu.Unlock()
-			return nil
-		}
-		todo[i] = !bytes.Equal(old, f.Data)
-		return nil
-	})
+		}()
+	}
+	meta := filepath.Join(dir, MetaDir)
+	if err := unix.Mkdir(meta, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
+		return st, fmt.Errorf("create %s: %w", meta, err)
+	}
+	if fi, err := os.Lstat(meta); err != nil || !fi.IsDir() {
+		return st, schema.Invalid(fmt.Errorf("%s is not a folder fleetgen made; remove it", meta))
+	}
+	if err := ignoreMeta(meta); err != nil {
+		return st, err
+	}
+	held, err := flock(filepath.Join(meta, lockFile), false, opt.Waiting)
+	if err != nil {
+		return st, fmt.Errorf("lock %s: %w", dir, err)
+	}
+	defer held.Close()
+	start := time.Now()
+
+	// Finish what a killed render left before looking at the tree.
+	j, committed, err := readJournal(dir, lockPath)
 	if err != nil {
 		return st, err
 	}
-	// A wanted file below an existing file (a/b/c over the file a/b) or an
-	// existing file below a wanted one is in the way unless it is stale and ours.
-	var stale []string
-	for p, kind := range existing.files {
-		if want[p] || kind != regular {
-			continue
-		}
-		owned, err := isOwned(filepath.Join(dir, filepath.FromSlash(p)))
+	if err := finish(dir, j, committed); err != nil {
+		return st, err
+	}
+	var newLock []byte
+	if opt.Lock != nil {
+		cur, err := readLock(lockPath)
 		if err != nil {
 			return st, err
 		}
-		if owned {
-			stale = append(stale, p)
+		if !bytes.Equal(cur, opt.Lock.Old) {
+			return st, fmt.Errorf("%s changed while this render ran (another render or mirror at the same time?); nothing written, run render again", opt.Lock.Path)
+		}
+		if !bytes.Equal(opt.Lock.New, opt.Lock.Old) {
+			newLock = opt.Lock.New
 		}
 	}
-	staleSet := make(map[string]bool, len(stale))
-	for _, p := range stale {
-		staleSet[p] = true
+
+	p, err := plan(dir, meta, files)
+	if err != nil {
+		return st, err
 	}
+	p.stats.Plan = time.Since(start)
+	for _, l := range p.leftovers {
+		unix.Unlink(filepath.Join(dir, filepath.FromSlash(l)))
+	}
+	if len(p.j.news)+len(p.j.puts)+len(p.j.dels) == 0 && newLock == nil {
+		if p.stateDirty {
+			err = saveState(meta, p.stamps)
+		}
+		p.stats.Unchanged = len(files)
+		return p.stats, err
+	}
+	if err := commit(dir, meta, files, p, lockPath, newLock); err != nil {
+		return Stats{}, err
+	}
+	p.stats.Written = len(p.j.news) + len(p.j.puts)
+	p.stats.Unchanged = len(files) - p.stats.Written
+	p.stats.Removed = len(p.j.dels)
+	return p.stats, nil
+}
+
+// readLock reads the lock file as it is now; nil when there is none.
+func readLock(p string) ([]byte, error) {
+	var st unix.Stat_t
+	if err := unix.Lstat(p, &st); errors.Is(err, unix.ENOENT) {
+		return nil, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("read %s: %w", p, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, schema.Invalid(fmt.Errorf("%s is not a regular file", p))
+	}
+	b, err := readFile(p, st.Size)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", p, err)
+	}
+	return b, nil
+}
+
+// action is what an update does with one rendered file.
+type action uint8
+
+const (
+	keep   action = iota // identical on disk
+	create               // new: written in place before the commit point
+	stage                // changed, or below a stale file: staged, renamed after it
+)
+
+type updatePlan struct {
+	j          journal
+	acts       []action
+	sums       [][32]byte
+	stamps     map[string]stamp // the stat cache after the update, so far
+	stateDirty bool
+	leftovers  []string
+	stats      Stats
+}
+
+// plan compares files with dir and decides every step of the update. It
+// changes nothing.
+func plan(dir, meta string, files []generate.File) (*updatePlan, error) {
+	existing, err := scan(dir)
+	if err != nil {
+		return nil, err
+	}
+	old := loadState(meta)
+	n := len(files)
+	p := &updatePlan{acts: make([]action, n), sums: make([][32]byte, n), leftovers: existing.leftovers}
+	fresh := make([]stamp, n)
+	have := make([]bool, n)
+	var conflicts []string
+	var mu sync.Mutex
+	conflict := func(s string) {
+		mu.Lock()
+		conflicts = append(conflicts, s)
+		mu.Unlock()
+	}
+	var dirty atomic.Bool
+	err = parallel(n, func(i int) error {
+		f := files[i]
+		p.sums[i] = sha256.Sum256(f.Data)
+		kind, ok := existing.files[f.Path]
+		if !ok {
+			if existing.dirs[f.Path] {
+				conflict(f.Path + " is a folder")
+			}
+			p.acts[i] = create
+			return nil
+		}
+		if kind != regular {
+			conflict(f.Path + " is not a regular file")
+			return nil
+		}
+		full := filepath.Join(dir, filepath.FromSlash(f.Path))
+		var st unix.Stat_t
+		if err := unix.Lstat(full, &st); err != nil {
+			return fmt.Errorf("read %s: %w", f.Path, err)
+		}
+		if s, ok := old[f.Path]; ok && s.matches(&st) {
+			// The file is what an earlier render wrote, byte for byte.
+			if s.sum == p.sums[i] {
+				fresh[i], have[i] = s, true
+			} else {
+				p.acts[i] = stage
+			}
+			return nil
+		}
+		data, err := readFile(full, st.Size)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", f.Path, err)
+		}
+		if !bytes.HasPrefix(data, []byte(generate.Header)) {
+			conflict(f.Path + " exists and was not written by fleetgen")
+			return nil
+		}
+		if bytes.Equal(data, f.Data) {
+			fresh[i], have[i] = stampOf(&st, p.sums[i]), true
+			// A racy stamp of this very file stays as it is, so that an
+			// unchanged tree leaves the state file alone.
+			if s, ok := old[f.Path]; !ok || !s.sameStat(&st) || s.sum != p.sums[i] {
+				dirty.Store(true)
+			}
+		} else {
+			p.acts[i] = stage
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	want := make(map[string]bool, n)
 	for _, f := range files {
+		want[f.Path] = true
+	}
+	var others []string
+	for q, kind := range existing.files {
+		if !want[q] && kind == regular {
+			others = append(others, q)
+		}
+	}
+	sort.Strings(others)
+	isStale := make([]bool, len(others))
+	err = parallel(len(others), func(i int) error {
+		full := filepath.Join(dir, filepath.FromSlash(others[i]))
+		var st unix.Stat_t
+		if err := unix.Lstat(full, &st); err != nil {
+			return fmt.Errorf("read %s: %w", others[i], err)
+		}
+		if s, ok := old[others[i]]; ok && s.matches(&st) {
+			isStale[i] = true
+			return nil
+		}
+		ok, err := owned(full)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", others[i], err)
+		}
+		isStale[i] = ok
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	stale := map[string]bool{}
+	for i, q := range others {
+		if isStale[i] {
+			stale[q] = true
+			p.j.dels = append(p.j.dels, q)
+		}
+	}
+	// A wanted file below an existing file (a/b/c over the file a/b) is in the
+	// way unless that file is stale and ours; then the new file waits for the
+	// stale one to go, after the commit point.
+	for i, f := range files {
 		for d := path.Dir(f.Path); d != "."; d = path.Dir(d) {
-			if _, ok := existing.files[d]; ok && !staleSet[d] {
-				conflicts = append(conflicts, d+" is in the way of "+f.Path)
+			if _, ok := existing.files[d]; ok {
+				if !stale[d] {
+					conflicts = append(conflicts, d+" is in the way of "+f.Path)
+				} else if p.acts[i] == create {
+					p.acts[i] = stage
+				}
 			}
 		}
 	}
 	if len(conflicts) > 0 {
 		sort.Strings(conflicts)
-		return st, schema.Invalid(fmt.Errorf("write %s: refusing to overwrite files fleetgen does not own:\n  %s", dir, strings.Join(conflicts, "\n  ")))
+		return nil, schema.Invalid(fmt.Errorf("write %s: refusing to overwrite files fleetgen does not own:\n  %s", dir, strings.Join(conflicts, "\n  ")))
 	}
-
-	// Apply: remove stale files first (one may stand where a folder must go),
-	// then create folders, then write.
-	sort.Strings(stale)
-	for _, p := range stale {
-		if err := os.Remove(filepath.Join(dir, filepath.FromSlash(p))); err != nil {
-			return st, fmt.Errorf("remove stale %s: %w", p, err)
+	mkdirs := map[string]bool{}
+	p.stamps = make(map[string]stamp, n)
+	for i, f := range files {
+		switch p.acts[i] {
+		case keep:
+			if have[i] {
+				p.stamps[f.Path] = fresh[i]
+			}
+		case create:
+			p.j.news = append(p.j.news, f.Path)
+			for d := path.Dir(f.Path); d != "." && !existing.dirs[d] && !mkdirs[d]; d = path.Dir(d) {
+				mkdirs[d] = true
+			}
+		case stage:
+			p.j.puts = append(p.j.puts, f.Path)
 		}
-		st.Removed++
 	}
-	removeEmptyParents(dir, stale)
-
-	var idx []int
-	for i := range files {
-		if !todo[i] {
-			st.Unchanged++
-			continue
-		}
-		idx = append(idx, i)
+	for d := range mkdirs {
+		p.j.mkdirs = append(p.j.mkdirs, d)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return st, fmt.Errorf("create %s: %w", dir, err)
-	}
-	if err := makeDirs(dir, files, idx); err != nil {
-		return st, err
-	}
-	var written atomic.Int64
-	err = parallel(len(idx), func(j int) error {
-		f := files[idx[j]]
-		if err := writeFile(dir, f.Path, f.Data, false); err != nil {
-			return err
-		}
-		written.Add(1)
-		return nil
-	})
-	st.Written = int(written.Load())
-	return st, err
+	sort.Strings(p.j.mkdirs)
+	sort.Strings(p.j.news)
+	sort.Strings(p.j.puts)
+	p.stateDirty = dirty.Load() || len(old) != len(p.stamps)
+	return p, nil
 }
 
-// writeFresh writes files into a new folder beside dir and renames it to dir
-// at the end: the whole tree appears at once, or not at all, and each file
-// costs no rename of its own.
-func writeFresh(dir string, files []generate.File) (Stats, error) {
-	var st Stats
-	parent := filepath.Dir(dir)
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return st, fmt.Errorf("create %s: %w", parent, err)
+// commit carries out an update planned by plan: journal, writes, flush,
+// commit point, roll-forward, stat cache. On an error before the commit point
+// it rolls back.
+func commit(dir, meta string, files []generate.File, p *updatePlan, lockPath string, newLock []byte) (err error) {
+	j := &p.j
+	if len(j.puts) > 0 {
+		j.stage = stagePrefix + randomName()
 	}
-	stage, err := os.MkdirTemp(parent, tmpPrefix+filepath.Base(dir)+"-")
-	if err != nil {
-		return st, fmt.Errorf("create %s: %w", dir, err)
+	if newLock != nil {
+		sum := sha256.Sum256(newLock)
+		j.lockPath, j.lockTmp, j.lockSum = lockPath, lockTmpPrefix+randomName()+lockTmpSuffix, hex.EncodeToString(sum[:])
 	}
-	fail := func(err error) (Stats, error) {
-		os.RemoveAll(stage)
-		return Stats{}, err
+	prepared := filepath.Join(meta, preparedFile)
+	if _, err := createFile(prepared, j.marshal()); err != nil {
+		return fmt.Errorf("write %s: %w", prepared, err)
 	}
-	if err := os.Chmod(stage, 0o755); err != nil {
-		return fail(fmt.Errorf("create %s: %w", dir, err))
+	done := false
+	defer func() {
+		if !done {
+			// Before the commit point: undo. A kill here leaves the same to
+			// the next render.
+			finish(dir, j, false)
+		}
+	}()
+	if err := fsyncPath(prepared); err != nil {
+		return fmt.Errorf("write %s: %w", prepared, err)
 	}
-	if err := makeDirs(stage, files, nil); err != nil {
-		return fail(err)
+	if err := fsyncPath(meta); err != nil {
+		return fmt.Errorf("write %s: %w", meta, err)
 	}
-	err = parallel(len(files), func(i int) error {
-		return writeFile(stage, files[i].Path, files[i].Data, true)
-	})
-	if err != nil {
-		return fail(err)
-	}
-	if err := os.Rename(stage, dir); err != nil {
-		return fail(fmt.Errorf("create %s: %w", dir, err))
-	}
-	st.Written = len(files)
-	return st, nil
-}
 
-// makeDirs creates the folders of files (those of idx, or all when idx is nil)
-// below root, each once.
-func makeDirs(root string, files []generate.File, idx []int) error {
-	dirs := map[string]bool{}
-	if idx == nil {
-		for _, f := range files {
-			dirs[path.Dir(f.Path)] = true
-		}
-	} else {
-		for _, i := range idx {
-			dirs[path.Dir(files[i].Path)] = true
-		}
-	}
-	list := make([]string, 0, len(dirs))
-	for d := range dirs {
-		list = append(list, d)
-	}
-	sort.Strings(list)
-	made := map[string]bool{".": true}
-	for _, d := range list {
-		if made[d] {
-			continue
-		}
-		if err := os.MkdirAll(filepath.Join(root, filepath.FromSlash(d)), 0o755); err != nil {
+	t := time.Now()
+	for _, d := range j.mkdirs {
+		if err := unix.Mkdir(filepath.Join(dir, filepath.FromSlash(d)), 0o755); err != nil {
 			return fmt.Errorf("create %s: %w", d, err)
 		}
-		for x := d; x != "."; x = path.Dir(x) {
-			made[x] = true
-		}
 	}
-	return nil
-}
-
-// writeFile writes data to dir/p through a temporary file in the same folder and
-// a rename, so a reader sees the old or the new file, never a part. direct
-// writes dir/p itself, for a folder no reader sees yet.
-func writeFile(dir, p string, data []byte, direct bool) error {
-	target := filepath.Join(dir, filepath.FromSlash(p))
-	if direct {
-		fh, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-		if err == nil {
-			_, err = fh.Write(data)
-			if cerr := fh.Close(); err == nil {
-				err = cerr
+	idx := make(map[string]int, len(files))
+	for i, f := range files {
+		idx[f.Path] = i
+	}
+	// New files folder by folder, in path order (as cp -r creates them), so
+	// that two workers rarely write into the same folder.
+	groups := groupByDir(j.news)
+	var stamps sync.Map
+	err = parallel(len(groups), func(g int) error {
+		for _, q := range groups[g] {
+			i := idx[q]
+			if writeHook != nil {
+				if err := writeHook(q); err != nil {
+					return fmt.Errorf("write %s: %w", q, err)
+				}
 			}
-		}
-		if err != nil {
-			return fmt.Errorf("write %s: %w", p, err)
+			st, err := createFile(filepath.Join(dir, filepath.FromSlash(q)), files[i].Data)
+			if err != nil {
+				return fmt.Errorf("write %s: %w", q, err)
+			}
+			stamps.Store(q, stampOf(&st, p.sums[i]))
 		}
 		return nil
-	}
-	tmp := filepath.Join(filepath.Dir(target), tmpPrefix+strconv.Itoa(os.Getpid())+"-"+filepath.Base(target))
-	fh, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	})
 	if err != nil {
-		return fmt.Errorf("write %s: %w", p, err)
+		return err
 	}
-	_, err = fh.Write(data)
-	if cerr := fh.Close(); err == nil {
-		err = cerr
+	if j.stage != "" {
+		root := filepath.Join(meta, j.stage)
+		if err := unix.Mkdir(root, 0o700); err != nil {
+			return fmt.Errorf("create %s: %w", root, err)
+		}
+		dirs := newDirCache()
+		for _, q := range j.puts {
+			if err := dirs.ensure(root, path.Dir(q)); err != nil {
+				return err
+			}
+			if writeHook != nil {
+				if err := writeHook(q); err != nil {
+					return fmt.Errorf("write %s: %w", q, err)
+				}
+			}
+			if _, err := createFile(filepath.Join(root, filepath.FromSlash(q)), files[idx[q]].Data); err != nil {
+				return fmt.Errorf("write %s: %w", q, err)
+			}
+		}
 	}
-	if err == nil {
-		err = os.Rename(tmp, target)
+	var lockTmp string
+	if j.lockPath != "" {
+		lockTmp = filepath.Join(filepath.Dir(lockPath), j.lockTmp)
+		if _, err := createFile(lockTmp, newLock); err != nil {
+			return fmt.Errorf("write %s: %w", lockPath, err)
+		}
+		if err := fsyncPath(lockTmp); err != nil {
+			return fmt.Errorf("write %s: %w", lockPath, err)
+		}
 	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", p, err)
+	p.stats.Write = time.Since(t)
+	t = time.Now()
+	// One flush of the file system for every file above, then the commit point.
+	if err := syncFS(meta); err != nil {
+		return fmt.Errorf("flush %s: %w", dir, err)
 	}
-	return nil
+	p.stats.Flush = time.Since(t)
+	t = time.Now()
+	defer func() { p.stats.Commit = time.Since(t) }()
+	if lockTmp != "" {
+		if err := os.Rename(lockTmp, lockPath); err != nil {
+			return fmt.Errorf("write %s: %w", lockPath, err)
+		}
+		done = true
+		fsyncPath(filepath.Dir(lockPath))
+	}
+	// Without a lock change this rename is the commit point; with one, the
+	// update is committed already and the next render finishes it should this
+	// fail.
+	if err := os.Rename(prepared, filepath.Join(meta, committedFile)); err != nil {
+		return fmt.Errorf("commit %s: %w", dir, err)
+	}
+	done = true
+
+	dirs := newDirCache()
+	if err := rollForward(dir, j, dirs); err != nil {
+		return err
+	}
+	stamps.Range(func(k, v any) bool {
+		p.stamps[k.(string)] = v.(stamp)
+		return true
+	})
+	for _, q := range j.puts {
+		var st unix.Stat_t
+		if unix.Lstat(filepath.Join(dir, filepath.FromSlash(q)), &st) == nil {
+			p.stamps[q] = stampOf(&st, p.sums[idx[q]])
+		}
+	}
+	if err := saveState(meta, p.stamps); err != nil {
+		return err
+	}
+	return cleanMeta(meta)
+}
+
+// groupByDir splits sorted slash paths into runs that share a folder.
+func groupByDir(paths []string) [][]string {
+	var out [][]string
+	for i := 0; i < len(paths); {
+		d := path.Dir(paths[i])
+		k := i + 1
+		for k < len(paths) && path.Dir(paths[k]) == d {
+			k++
+		}
+		out = append(out, paths[i:k])
+		i = k
+	}
+	return out
+}
+
+func randomName() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // removeEmptyParents removes the folders of removed files, and their parents,
@@ -281,8 +548,9 @@ func removeEmptyParents(dir string, removed []string) {
 				break
 			}
 			seen[d] = true
-			// os.Remove fails on a folder that is not empty: that is the test.
-			if os.Remove(filepath.Join(dir, filepath.FromSlash(d))) != nil {
+			// rmdir fails on a folder that is not empty, or not a folder: that
+			// is the test.
+			if unix.Rmdir(filepath.Join(dir, filepath.FromSlash(d))) != nil {
 				break
 			}
 		}
@@ -297,11 +565,13 @@ const (
 )
 
 type listing struct {
-	files map[string]fileKind // slash paths relative to dir
-	dirs  map[string]bool
+	files     map[string]fileKind // slash paths relative to dir
+	dirs      map[string]bool
+	leftovers []string // temporary files of earlier versions (regular or symlink)
 }
 
-// scan lists dir; a missing dir is empty.
+// scan lists dir without following symlinks, leaving out MetaDir, .git
+// folders and leftovers; a missing dir is empty.
 func scan(dir string) (listing, error) {
 	l := listing{files: map[string]fileKind{}, dirs: map[string]bool{}}
 	fi, err := os.Lstat(dir)
@@ -328,14 +598,16 @@ func scan(dir string) (listing, error) {
 		rel = filepath.ToSlash(rel)
 		switch {
 		case d.IsDir():
-			if d.Name() == ".git" {
+			if d.Name() == ".git" || rel == MetaDir {
 				return filepath.SkipDir
 			}
 			l.dirs[rel] = true
-		case d.Type().IsRegular():
-			if !strings.HasPrefix(d.Name(), tmpPrefix) {
-				l.files[rel] = regular
+		case strings.HasPrefix(d.Name(), tmpPrefix):
+			if d.Type().IsRegular() || d.Type()&fs.ModeSymlink != 0 {
+				l.leftovers = append(l.leftovers, rel)
 			}
+		case d.Type().IsRegular():
+			l.files[rel] = regular
 		default:
 			l.files[rel] = other
 		}
@@ -347,41 +619,35 @@ func scan(dir string) (listing, error) {
 	return l, nil
 }
 
-// isOwned reports whether the file at p starts with generate.Header.
-func isOwned(p string) (bool, error) {
-	fh, err := os.Open(p)
-	if err != nil {
-		return false, fmt.Errorf("read %s: %w", p, err)
+// pathProblem says what is wrong with one rendered path, "" when nothing.
+func pathProblem(p string) string {
+	switch {
+	case p == "":
+		return "empty path"
+	case strings.ContainsAny(p, "\\\n\r\x00"):
+		return fmt.Sprintf("%q: want a slash-separated path", p)
+	case path.IsAbs(p) || filepath.IsAbs(p) || filepath.VolumeName(p) != "":
+		return fmt.Sprintf("%q: want a relative path", p)
+	case path.Clean(p) != p || p == "." || p == ".." || strings.HasPrefix(p, "../"):
+		return fmt.Sprintf("%q: want a clean path inside the output folder", p)
+	case IsInternal(p):
+		return fmt.Sprintf("%q: a name fleetgen keeps for itself", p)
 	}
-	defer fh.Close()
-	buf := make([]byte, len(generate.Header))
-	n, err := io.ReadFull(fh, buf)
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-		return false, fmt.Errorf("read %s: %w", p, err)
-	}
-	return string(buf[:n]) == generate.Header, nil
+	return ""
 }
 
-// checkPaths rejects empty, absolute, unclean, escaping and duplicate paths,
-// and a path that is also another path's folder.
+// checkPaths rejects empty, absolute, unclean, escaping, reserved and
+// duplicate paths, and a path that is also another path's folder.
 func checkPaths(files []generate.File) error {
 	var bad []string
 	seen := make(map[string]bool, len(files))
 	for _, f := range files {
-		p := f.Path
-		switch {
-		case p == "":
-			bad = append(bad, "empty path")
-		case strings.Contains(p, `\`) || strings.ContainsRune(p, 0):
-			bad = append(bad, fmt.Sprintf("%q: want a slash-separated path", p))
-		case path.IsAbs(p) || filepath.IsAbs(p) || filepath.VolumeName(p) != "":
-			bad = append(bad, fmt.Sprintf("%q: want a relative path", p))
-		case path.Clean(p) != p || p == "." || p == ".." || strings.HasPrefix(p, "../"):
-			bad = append(bad, fmt.Sprintf("%q: want a clean path inside the output folder", p))
-		case seen[p]:
-			bad = append(bad, fmt.Sprintf("%q: listed twice", p))
-		default:
-			seen[p] = true
+		if pr := pathProblem(f.Path); pr != "" {
+			bad = append(bad, pr)
+		} else if seen[f.Path] {
+			bad = append(bad, fmt.Sprintf("%q: listed twice", f.Path))
+		} else {
+			seen[f.Path] = true
 		}
 	}
 	for p := range seen {
@@ -441,6 +707,28 @@ func parallel(n int, fn func(i int) error) error {
 		if err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// ignoreMeta writes MetaDir/.gitignore ("*") once, so that Git leaves
+// fleetgen's lock, journal and stat cache out of a commit of the output folder
+// without the user's help. O_EXCL|O_NOFOLLOW: a planted name is never followed.
+func ignoreMeta(meta string) error {
+	p := filepath.Join(meta, ".gitignore")
+	fd, err := unix.Open(p, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+	if errors.Is(err, unix.EEXIST) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("create %s: %w", p, err)
+	}
+	_, werr := unix.Write(fd, []byte("# fleetgen's own files (lock, journal, stat cache): never committed.\n*\n"))
+	if cerr := unix.Close(fd); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		return fmt.Errorf("write %s: %w", p, werr)
 	}
 	return nil
 }

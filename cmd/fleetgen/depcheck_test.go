@@ -1,0 +1,49 @@
+package main
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// forbiddenDeps are module path prefixes fleetgen must not link: the cloud
+// key-management SDKs SOPS's key services pull in. fleetgen seals for age
+// recipients only (pkg/secrets writes the SOPS format itself), and these
+// tripled the binary and the first build. SOPS may be a test dependency;
+// linking any of its packages brings back every key service.
+var forbiddenDeps = []string{
+	"github.com/getsops/sops/",
+	"github.com/aws/",
+	"cloud.google.com/go",
+	"google.golang.org/api",
+	"github.com/googleapis/",
+	"github.com/Azure/",
+	"github.com/AzureAD/",
+	"github.com/hashicorp/vault/",
+	"github.com/huaweicloud/",
+	"google.golang.org/grpc",
+}
+
+// TestDepcheck fails when cmd/fleetgen links a forbidden package again, as
+// go-containerregistry's depcheck does for crane.
+func TestDepcheck(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", "fleetgen.dev/fleetgen/cmd/fleetgen").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	if len(deps) < 50 {
+		t.Fatalf("go list -deps listed %d packages: expected the whole build", len(deps))
+	}
+	for _, f := range forbiddenDeps {
+		var found []string
+		for _, d := range deps {
+			if strings.HasPrefix(d, f) {
+				found = append(found, d)
+			}
+		}
+		if len(found) > 0 {
+			t.Errorf("cmd/fleetgen links %d package(s) under %s, first %s; find who imports it with `go list -deps -f '{{.ImportPath}}: {{.Imports}}' ./cmd/fleetgen`", len(found), f, found[0])
+		}
+	}
+}

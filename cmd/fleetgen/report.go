@@ -1,0 +1,158 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"fleetgen.dev/fleetgen/pkg/schema"
+)
+
+// Formats of --output (validate) and --error-format (every command that loads
+// fleet.yaml).
+const (
+	formatText   = "text"   // error: … on stderr, for people
+	formatJSON   = "json"   // one JSON object per problem and line on stdout
+	formatGitHub = "github" // GitHub Actions workflow commands on stdout
+)
+
+// Codes of errors that are not a schema.FieldError, in json and github output.
+const (
+	codeInvalidInput = "invalid-input" // input error without a position (a missing file, a broken lock)
+	codeRuntime      = "runtime-error" // registry, Git, file system
+)
+
+// problem is one line of --output json. The keys are fixed: 0 and "" mean
+// unknown.
+type problem struct {
+	File    string `json:"file"`
+	Line    int    `json:"line"`
+	Column  int    `json:"column"`
+	Field   string `json:"field"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// problems lists err as problem records: every schema.FieldError it holds,
+// or err itself as one record without a position.
+func problems(err error) []problem {
+	var es schema.Errors
+	var fe *schema.FieldError
+	switch {
+	case errors.As(err, &es):
+	case errors.As(err, &fe):
+		es = schema.Errors{fe}
+	default:
+		code := codeRuntime
+		if schema.IsInvalid(err) {
+			code = codeInvalidInput
+		}
+		return []problem{{Code: code, Message: err.Error()}}
+	}
+	out := make([]problem, len(es))
+	for i, e := range es {
+		out[i] = problem{File: e.File, Line: e.Line, Column: e.Column, Field: e.Path, Code: e.ErrorCode(), Message: e.Msg}
+	}
+	return out
+}
+
+// writeProblems prints err's problems on w in format json or github.
+func writeProblems(w io.Writer, format string, err error) error {
+	var b strings.Builder
+	for _, p := range problems(err) {
+		switch format {
+		case formatJSON:
+			line, err := json.Marshal(p)
+			if err != nil {
+				return err
+			}
+			b.Write(line)
+			b.WriteByte('\n')
+		case formatGitHub:
+			b.WriteString(githubError(p))
+		}
+	}
+	_, werr := io.WriteString(w, b.String())
+	return werr
+}
+
+// githubError formats p as a GitHub Actions workflow command, so that the
+// problem shows up on the pull request's line:
+// ::error file=F,line=L,col=C,title=CODE::FIELD: MESSAGE
+func githubError(p problem) string {
+	var props []string
+	if p.File != "" {
+		props = append(props, "file="+escapeProperty(p.File))
+		if p.Line > 0 {
+			props = append(props, "line="+strconv.Itoa(p.Line))
+			if p.Column > 0 {
+				props = append(props, "col="+strconv.Itoa(p.Column))
+			}
+		}
+	}
+	props = append(props, "title="+escapeProperty(p.Code))
+	msg := p.Message
+	if p.Field != "" {
+		msg = p.Field + ": " + msg
+	}
+	return "::error " + strings.Join(props, ",") + "::" + escapeData(msg) + "\n"
+}
+
+// escapeData and escapeProperty escape as the Actions toolkit does
+// (@actions/core command.ts): '%', CR and LF everywhere, ':' and ',' also in
+// properties.
+func escapeData(s string) string {
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A").Replace(s)
+}
+
+func escapeProperty(s string) string {
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(s)
+}
+
+// report prints err and returns its exit code. This is the only place that
+// turns errors into exit codes. Usage errors are always text (the format flag
+// may be what is wrong); in json and github format every other error goes to
+// stdout in that format, with a one-line count on stderr.
+func report(stdout, stderr io.Writer, format, cmdPath string, err error) int {
+	var re *runError
+	code := exitFailure
+	switch {
+	case errors.Is(err, errDrift):
+		code = exitDrift
+	case !errors.As(err, &re):
+		// cobra's own errors (unknown command or flag, missing -o, bad value)
+		// and ours (usageError).
+		code = exitInvalid
+		fmt.Fprintf(stderr, "error: %s\nRun '%s --help' for usage.\n", err, cmdPath)
+		return code
+	case schema.IsInvalid(err):
+		code = exitInvalid
+	}
+	if code != exitDrift && (format == formatJSON || format == formatGitHub) {
+		if werr := writeProblems(stdout, format, err); werr == nil {
+			n := len(problems(err))
+			fmt.Fprintf(stderr, "error: %d %s (on stdout as %s)\n", n, plural(n, "problem", "problems"), format)
+			return code
+		}
+	}
+	var es schema.Errors
+	if errors.As(err, &es) && es.Error() == err.Error() && len(es) > 1 {
+		fmt.Fprintf(stderr, "error: %d problems:\n", len(es))
+		for _, e := range es {
+			fmt.Fprintf(stderr, "  %s\n", e.Error())
+		}
+	} else {
+		fmt.Fprintf(stderr, "error: %s\n", err)
+	}
+	return code
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

@@ -1,0 +1,333 @@
+package images
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	fluxkustomize "github.com/fluxcd/pkg/kustomize"
+	securefs "github.com/fluxcd/pkg/kustomize/filesys"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/kustomize/api/konfig"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/resmap"
+	"sigs.k8s.io/kustomize/api/resource"
+	"sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
+)
+
+// object is one object of a layer's build.
+type object struct {
+	res *resource.Resource
+	// origin is the manifest file the object came from, relative to the
+	// layer folder ("" for generated objects).
+	origin string
+}
+
+// describe names an object without quoting any of its values: kind,
+// namespace/name.
+func (o object) describe() string {
+	ns := o.res.GetNamespace()
+	if ns != "" {
+		ns += "/"
+	}
+	return o.res.GetKind() + " " + ns + o.res.GetName()
+}
+
+// builder runs kustomize confined to one folder (the folder of fleet.yaml).
+type builder struct {
+	root string // absolute, symlinks resolved
+	fs   filesys.FileSystem
+}
+
+// newBuilder returns a builder confined to root.
+//
+// Reads go through Flux's secure file system (fluxcd/pkg/kustomize/filesys),
+// the one kustomize-controller builds with: every path, symlinks resolved, must
+// stay inside root. Without MakeFsOnDiskSecureBuild's allowance for kustomize's
+// temporary clone folders, a remote base cannot be read even if cloned; and
+// refuseRemote rejects remote references before kustomize could fetch them.
+func newBuilder(root string) (*builder, error) {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, err
+	}
+	if ev, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = ev
+	}
+	fs, err := securefs.MakeFsOnDiskSecure(abs)
+	if err != nil {
+		return nil, err
+	}
+	return &builder{root: abs, fs: fs}, nil
+}
+
+// build runs kustomize on the layer folder rel (slash-separated, relative to
+// root) as kustomize-controller does: a folder without a kustomization.yaml
+// gets a generated one listing its manifests, plugins are off, and files
+// outside the kustomization folder (but inside root) may be loaded.
+func (b *builder) build(rel string) ([]object, error) {
+	dir := filepath.Join(b.root, filepath.FromSlash(rel))
+	if !b.fs.Exists(dir) {
+		if _, err := os.Lstat(dir); err == nil {
+			return nil, errors.New("it resolves to a path that is not in or below the folder of fleet.yaml (a symlink): want a folder inside it")
+		}
+		return nil, errNoFolder
+	}
+	if !b.fs.IsDir(dir) {
+		return nil, errors.New("not a folder")
+	}
+	gen := fluxkustomize.NewGenerator(b.root, unstructured.Unstructured{Object: map[string]any{}})
+	manifest, kfile, _, err := gen.GenerateManifest(dir)
+	if err != nil {
+		return nil, err
+	}
+	scan := &scan{seen: map[string]bool{}}
+	if err := scan.refuseRemote(b.fs, b.root, dir, manifest); err != nil {
+		return nil, err
+	}
+	// Ask kustomize to record each object's file, for messages that name it.
+	var k map[string]any
+	if err := yaml.Unmarshal(manifest, &k); err != nil {
+		return nil, err
+	}
+	if k == nil {
+		k = map[string]any{}
+	}
+	meta, _ := k["buildMetadata"].([]any)
+	k["buildMetadata"] = append(meta, "originAnnotations")
+	manifest, err = yaml.Marshal(k)
+	if err != nil {
+		return nil, err
+	}
+	// Writes go to memory only: the layer folder is never changed.
+	mem := securefs.MakeFsInMemory(b.fs)
+	if err := mem.WriteFile(kfile, manifest); err != nil {
+		return nil, err
+	}
+	rm, err := run(mem, dir, scan.openAPI)
+	if err != nil {
+		return nil, err
+	}
+	var out []object
+	for _, r := range rm.Resources() {
+		o := object{res: r}
+		origin, err := r.GetOrigin()
+		if err != nil {
+			return nil, err
+		}
+		if origin != nil {
+			o.origin = filepath.ToSlash(origin.Path)
+			// Flux's build carries no such annotation: drop it.
+			if err := r.SetOrigin(nil); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+var errNoFolder = errors.New("no such folder")
+
+// Kustomization fields whose entries kustomize loads as folders (another
+// kustomization) or files, and which kustomize would fetch when they name a
+// URL or a Git repository.
+var (
+	treeFields = []string{"resources", "bases", "components", "generators", "transformers", "validators"}
+	fileFields = []string{"crds", "configurations", "patchesStrategicMerge"}
+	pathFields = []string{"patches", "patchesJson6902", "replacements"}
+	genFields  = []string{"configMapGenerator", "secretGenerator"}
+)
+
+// scan is one walk over the kustomizations a build reads.
+type scan struct {
+	seen map[string]bool // folders already checked
+	// openAPI is set when a kustomization brings its own OpenAPI schema,
+	// which kustomize keeps in a global for the builds that follow.
+	openAPI bool
+}
+
+// run builds dir with the options of fluxcd/pkg/kustomize.Build (files
+// outside the kustomization folder allowed, plugins off, panics recovered).
+// Flux resets kustomize's global OpenAPI schema around every build, which
+// costs about 0.1 s of CPU each; fleetgen builds one layer after another in
+// one process, so it resets only around a build whose kustomizations set
+// openapi, the only way a build changes that global.
+func run(fs filesys.FileSystem, dir string, resetOpenAPI bool) (rm resmap.ResMap, err error) {
+	if resetOpenAPI {
+		return fluxkustomize.Build(fs, dir)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("kustomize build panicked: %v", r)
+		}
+	}()
+	k := krusty.MakeKustomizer(&krusty.Options{
+		LoadRestrictions: types.LoadRestrictionsNone,
+		PluginConfig:     types.DisabledPluginConfig(),
+	})
+	return k.Run(fs, dir)
+}
+
+// refuseRemote checks the kustomization data of folder dir, and every local
+// kustomization it includes, for anything kustomize would fetch from the
+// network (http(s) files, Git repositories): fleetgen builds fetch nothing.
+// Reads outside root are left to the secure file system, which refuses them.
+func (sc *scan) refuseRemote(fs filesys.FileSystem, root, dir string, data []byte) error {
+	if sc.seen[dir] {
+		return nil
+	}
+	sc.seen[dir] = true
+	var k map[string]any
+	if err := yaml.Unmarshal(data, &k); err != nil {
+		return fmt.Errorf("%s: %w", relTo(root, dir), err)
+	}
+	where := func(field string) string { return relTo(root, dir) + ": " + field }
+	var errs []string
+	for _, field := range treeFields {
+		for _, e := range strs(k[field]) {
+			if strings.Contains(e, "\n") { // an inline generator or transformer
+				if hasURL(e) {
+					errs = append(errs, fmt.Sprintf("%s: an inline configuration names a URL: fleetgen fetches nothing remote", where(field)))
+				}
+				continue
+			}
+			if remote(e) {
+				errs = append(errs, fmt.Sprintf("%s: entry %d is remote: fleetgen fetches nothing remote, want a file or folder inside the folder of fleet.yaml", where(field), index(k[field], e)))
+				continue
+			}
+			p := filepath.Join(dir, filepath.FromSlash(e))
+			switch {
+			case fs.IsDir(p):
+				sub, err := kustomizationIn(fs, p)
+				if err != nil {
+					errs = append(errs, fmt.Sprintf("%s: %v", where(field), err))
+				} else if sub != nil {
+					if err := sc.refuseRemote(fs, root, p, sub); err != nil {
+						errs = append(errs, err.Error())
+					}
+				}
+			case fs.Exists(p):
+				if field == "generators" || field == "transformers" || field == "validators" {
+					if b, err := fs.ReadFile(p); err == nil && hasURL(string(b)) {
+						errs = append(errs, fmt.Sprintf("%s: %s names a URL: fleetgen fetches nothing remote", where(field), relTo(root, p)))
+					}
+				}
+			default:
+				// Not a local file or folder: kustomize would try it as a
+				// Git repository or URL.
+				errs = append(errs, fmt.Sprintf("%s: %q is neither a file nor a folder inside the folder of fleet.yaml (fleetgen fetches nothing remote)", where(field), e))
+			}
+		}
+	}
+	for _, field := range fileFields {
+		for _, e := range strs(k[field]) {
+			if !strings.Contains(e, "\n") && remote(e) {
+				errs = append(errs, fmt.Sprintf("%s: entry %d is remote: fleetgen fetches nothing remote", where(field), index(k[field], e)))
+			}
+		}
+	}
+	for _, field := range pathFields {
+		for i, e := range list(k[field]) {
+			if m, ok := e.(map[string]any); ok {
+				if p, _ := m["path"].(string); remote(p) {
+					errs = append(errs, fmt.Sprintf("%s[%d].path is remote: fleetgen fetches nothing remote", where(field), i))
+				}
+			}
+		}
+	}
+	for _, field := range genFields {
+		for i, e := range list(k[field]) {
+			m, _ := e.(map[string]any)
+			files := append(strs(m["files"]), strs(m["envs"])...)
+			if env, _ := m["env"].(string); env != "" {
+				files = append(files, env)
+			}
+			for _, f := range files {
+				if _, v, ok := strings.Cut(f, "="); ok {
+					f = v
+				}
+				if remote(f) {
+					errs = append(errs, fmt.Sprintf("%s[%d]: a file is remote: fleetgen fetches nothing remote", where(field), i))
+					break
+				}
+			}
+		}
+	}
+	if k["openapi"] != nil {
+		sc.openAPI = true
+	}
+	if o, ok := k["openapi"].(map[string]any); ok {
+		if p, _ := o["path"].(string); remote(p) {
+			errs = append(errs, fmt.Sprintf("%s.path is remote: fleetgen fetches nothing remote", where("openapi")))
+		}
+	}
+	if k["helmCharts"] != nil || k["helmGlobals"] != nil {
+		errs = append(errs, fmt.Sprintf("%s: Helm charts are not inflated by Flux's kustomize-controller (plugins are off): want a HelmRelease", where("helmCharts")))
+	}
+	if len(errs) > 0 {
+		sort.Strings(errs)
+		return errors.New(strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// kustomizationIn returns the kustomization file of folder dir, nil when it
+// has none (a folder of plain manifests kustomize would reject anyway).
+func kustomizationIn(fs filesys.FileSystem, dir string) ([]byte, error) {
+	for _, n := range konfig.RecognizedKustomizationFileNames() {
+		p := filepath.Join(dir, n)
+		if fs.Exists(p) && !fs.IsDir(p) {
+			return fs.ReadFile(p)
+		}
+	}
+	return nil, nil
+}
+
+// remote reports whether kustomize would fetch s rather than read it from
+// disk: a URL (http, https, git, ssh, file, …) or scp-style Git address.
+func remote(s string) bool {
+	return strings.Contains(s, "://") || strings.HasPrefix(s, "git@") || strings.HasPrefix(s, "git::")
+}
+
+// hasURL reports whether text holds a URL kustomize could fetch.
+func hasURL(s string) bool {
+	return strings.Contains(s, "://") || strings.Contains(s, "git@")
+}
+
+func relTo(root, p string) string {
+	r, err := filepath.Rel(root, p)
+	if err != nil {
+		return p
+	}
+	return filepath.ToSlash(r)
+}
+
+func list(v any) []any {
+	l, _ := v.([]any)
+	return l
+}
+
+func strs(v any) []string {
+	var out []string
+	for _, e := range list(v) {
+		if s, ok := e.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func index(v any, s string) int {
+	for i, e := range list(v) {
+		if e == s {
+			return i
+		}
+	}
+	return -1
+}

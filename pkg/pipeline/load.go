@@ -1,0 +1,175 @@
+package pipeline
+
+import (
+	"context"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"fleetgen.dev/fleetgen/pkg/images"
+	"fleetgen.dev/fleetgen/pkg/lock"
+	"fleetgen.dev/fleetgen/pkg/mirror"
+	"fleetgen.dev/fleetgen/pkg/schema"
+)
+
+// Loaded is one command's input, read once and handed to every step (build
+// --publish reads fleet.yaml, the lock and the layer folders once).
+type Loaded struct {
+	// Fleet is fleet.yaml, loaded, defaulted and validated.
+	Fleet *schema.Fleet
+	// Lock is fleet.lock.yaml (empty when there is none).
+	Lock *lock.Lock
+	// LockPath is where the lock lives, beside fleet.yaml.
+	LockPath string
+	// LockBytes is the lock file as read; nil when there was none.
+	LockBytes []byte
+	// Images is every image the fleet needs, found in the layer builds.
+	Images *images.Result
+
+	// input caches the checks that do not read the lock (the lock changes
+	// when build mirrors; fleet.yaml and the layers do not).
+	input     schema.Errors
+	inputDone bool
+}
+
+// Load reads fleet.yaml, its lock and its layers (built with kustomize,
+// confined to the folder of fleet.yaml). Any problem found there is an input
+// error, located in fleet.yaml where it can be.
+func Load(ctx context.Context, cfg Config) (*Loaded, error) {
+	f, err := load(cfg)
+	if err != nil {
+		return nil, err
+	}
+	l, data, err := loadLock(f)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	found, err := images.Discover(f)
+	if err != nil {
+		return nil, err
+	}
+	return &Loaded{Fleet: f, Lock: l, LockPath: filepath.Join(f.Dir, lock.FileName), LockBytes: data, Images: found}, nil
+}
+
+// rules chooses which input checks a command needs.
+type rules int
+
+const (
+	// inputRules are the checks of fleet.yaml and the layers.
+	inputRules rules = iota
+	// allRules add the lock's: every image locked, every target on
+	// spec.registry. mirror (which writes the lock) runs only inputRules.
+	allRules
+)
+
+// check runs every rule a later step applies to the input, so that nothing
+// that passes `validate` fails later for a reason found in the input. It is
+// the one home of these rules; schema.Validate holds those that need no
+// layer build or lock.
+func (ld *Loaded) check(r rules) error {
+	if !ld.inputDone {
+		ld.input = append(ld.collisions(), ld.Images.Substitutions(ld.Fleet)...)
+		ld.inputDone = true
+	}
+	errs := append(schema.Errors(nil), ld.input...)
+	if r == allRules {
+		errs = append(errs, ld.lockErrors()...)
+	}
+	return schema.Sorted(errs)
+}
+
+// targets returns each image's mirror target per spec.registry.
+func (ld *Loaded) targets() map[string]string {
+	out := make(map[string]string, len(ld.Images.Images))
+	for _, u := range ld.Images.Images {
+		// One image at a time: collisions are reported by collisions, with
+		// their place in fleet.yaml.
+		pairs, err := mirror.Plan(ld.Fleet.Spec.Registry, []string{u.Ref})
+		if err == nil && len(pairs) == 1 {
+			out[u.Ref] = pairs[0].Target
+		}
+	}
+	return out
+}
+
+// collisions reports two source repositories that would be mirrored to one
+// target repository, at the first field asking for each.
+func (ld *Loaded) collisions() schema.Errors {
+	targets := ld.targets()
+	bySource := map[string]images.Use{}
+	owners := map[string]map[string]bool{} // target repository → source repositories
+	for _, u := range ld.Images.Images {
+		t, ok := targets[u.Ref]
+		if !ok {
+			continue
+		}
+		src, _ := lock.SplitRef(u.Ref)
+		repo, _ := lock.SplitRef(t)
+		if owners[repo] == nil {
+			owners[repo] = map[string]bool{}
+		}
+		owners[repo][src] = true
+		if _, ok := bySource[src]; !ok {
+			bySource[src] = u
+		}
+	}
+	var errs schema.Errors
+	for repo, srcs := range owners {
+		if len(srcs) < 2 {
+			continue
+		}
+		names := make([]string, 0, len(srcs))
+		for s := range srcs {
+			names = append(names, s)
+		}
+		sort.Strings(names)
+		for _, s := range names {
+			u := bySource[s]
+			errs = append(errs, ld.Fleet.Errorf(u.Fields[0], "image %s would be mirrored to %s, as would %s: want spec.registry.layout %s, or images from distinct repositories",
+				u.Ref, repo, strings.Join(others(names, s), " and "), schema.LayoutPreserveHost))
+		}
+	}
+	return errs
+}
+
+func others(all []string, not string) []string {
+	var out []string
+	for _, s := range all {
+		if s != not {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// lockErrors reports images the lock lacks and lock targets that are not
+// where spec.registry says (a lock made for another registry).
+func (ld *Loaded) lockErrors() schema.Errors {
+	f := ld.Fleet
+	targets := ld.targets()
+	var errs schema.Errors
+	var stale []string
+	for _, u := range ld.Images.Images {
+		img, ok := ld.Lock.Image(u.Ref)
+		if !ok {
+			errs = append(errs, f.Errorf(u.Fields[0], "image %s is not in %s: run `fleetgen mirror`", u.Ref, lock.FileName))
+			continue
+		}
+		if t, ok := targets[u.Ref]; ok && t != img.Target {
+			stale = append(stale, img.Target)
+		}
+	}
+	if len(stale) > 0 {
+		r := f.Spec.Registry
+		where := r.Host
+		if r.Prefix != "" {
+			where += "/" + r.Prefix
+		}
+		errs = append(errs, f.Errorf("spec.registry", "%s was made for another registry: %d image(s) are locked at targets off %s (layout %s), e.g. %s: run `fleetgen mirror`",
+			lock.FileName, len(stale), where, r.Layout, stale[0]))
+	}
+	return errs
+}

@@ -1,0 +1,253 @@
+package tree
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"fleetgen.dev/fleetgen/pkg/generate"
+)
+
+// The file helpers below call the system directly: os.OpenFile registers
+// every file with the runtime poller (two fcntl pairs and a failing epoll_ctl
+// per file, measured with strace), which is most of the syscalls of a render
+// on a disk where each one counts.
+
+// createFile writes data to a new file at p (O_EXCL: never through a name that
+// exists, symlink or not) and returns its stat, taken before close.
+func createFile(p string, data []byte) (unix.Stat_t, error) {
+	var st unix.Stat_t
+	fd, err := unix.Open(p, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		return st, err
+	}
+	err = writeAll(fd, data)
+	if err == nil {
+		err = unix.Fstat(fd, &st)
+	}
+	if cerr := unix.Close(fd); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		// O_EXCL made it ours: a part-written file (a full disk) goes.
+		unix.Unlink(p)
+	}
+	return st, err
+}
+
+func writeAll(fd int, data []byte) error {
+	for len(data) > 0 {
+		n, err := unix.Write(fd, data)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return io.ErrShortWrite
+		}
+		data = data[n:]
+	}
+	return nil
+}
+
+// readFile reads the regular file at p without following a symlink there;
+// size is a hint from an earlier stat.
+func readFile(p string, size int64) ([]byte, error) {
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	buf := make([]byte, 0, size+1)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := unix.Read(fd, buf[len(buf):cap(buf)])
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			return buf, nil
+		}
+		buf = buf[:len(buf)+n]
+	}
+}
+
+// owned reports whether the regular file at p starts with generate.Header.
+func owned(p string) (bool, error) {
+	ok, _, err := ownedOrCut(p)
+	return ok, err
+}
+
+// ownedOrCut is owned, and also reports whether the file is shorter than the
+// header and begins like it: a file fleetgen created and was killed while
+// writing (an empty file, when the kill came between open and write).
+func ownedOrCut(p string) (ok, cut bool, err error) {
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false, false, err
+	}
+	defer unix.Close(fd)
+	buf := make([]byte, len(generate.Header))
+	got := 0
+	for got < len(buf) {
+		n, err := unix.Read(fd, buf[got:])
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return false, false, err
+		}
+		if n == 0 {
+			break
+		}
+		got += n
+	}
+	if got < len(buf) {
+		return false, strings.HasPrefix(generate.Header, string(buf[:got])), nil
+	}
+	return string(buf) == generate.Header, false, nil
+}
+
+// ownedFile reports whether root/rel is a regular file fleetgen wrote, reached
+// through real folders only (no symlink on the way).
+func ownedFile(root, rel string, dirs *dirCache) bool {
+	if !dirs.real(root, path.Dir(rel)) {
+		return false
+	}
+	full := filepath.Join(root, filepath.FromSlash(rel))
+	var st unix.Stat_t
+	if unix.Lstat(full, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return false
+	}
+	ok, err := owned(full)
+	return err == nil && ok
+}
+
+// createdFile is ownedFile for a file the journal says this update created:
+// a file cut short by a kill before it held the whole header is ours too.
+func createdFile(root, rel string, dirs *dirCache) bool {
+	if !dirs.real(root, path.Dir(rel)) {
+		return false
+	}
+	full := filepath.Join(root, filepath.FromSlash(rel))
+	var st unix.Stat_t
+	if unix.Lstat(full, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return false
+	}
+	ok, cut, err := ownedOrCut(full)
+	return err == nil && (ok || cut)
+}
+
+// dirCache remembers folders below a root checked to be real folders, not
+// symlinks, so that an operation replayed from a journal (which sits in the
+// untrusted output folder) never reaches outside it.
+type dirCache struct{ ok map[string]bool }
+
+func newDirCache() *dirCache { return &dirCache{ok: map[string]bool{}} }
+
+// real reports whether every folder from root/d up to root is a real folder.
+func (c *dirCache) real(root, d string) bool {
+	if d == "." || d == "" {
+		return true
+	}
+	key := root + "\x00" + d
+	if c.ok[key] {
+		return true
+	}
+	if !c.real(root, path.Dir(d)) {
+		return false
+	}
+	var st unix.Stat_t
+	if unix.Lstat(filepath.Join(root, filepath.FromSlash(d)), &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return false
+	}
+	c.ok[key] = true
+	return true
+}
+
+// ensure creates the folders up to root/d that are missing; it fails when one
+// on the way is not a real folder.
+func (c *dirCache) ensure(root, d string) error {
+	if d == "." || c.ok[root+"\x00"+d] {
+		return nil
+	}
+	if err := c.ensure(root, path.Dir(d)); err != nil {
+		return err
+	}
+	full := filepath.Join(root, filepath.FromSlash(d))
+	if err := unix.Mkdir(full, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
+		return fmt.Errorf("create %s: %w", d, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(full, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return fmt.Errorf("create %s: not a folder", d)
+	}
+	c.ok[root+"\x00"+d] = true
+	return nil
+}
+
+// flock takes an exclusive lock on the file at p, created when missing. It
+// calls waiting once when another process holds it, then waits.
+func flock(p string, shared bool, waiting func()) (*os.File, error) {
+	flags := os.O_RDWR | os.O_CREATE
+	how := unix.LOCK_EX
+	if shared {
+		flags, how = os.O_RDONLY, unix.LOCK_SH
+	}
+	// O_NONBLOCK: a FIFO planted at this name must not hang the open.
+	fh, err := os.OpenFile(p, flags|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	err = unix.Flock(int(fh.Fd()), how|unix.LOCK_NB)
+	if errors.Is(err, unix.EWOULDBLOCK) {
+		if waiting != nil {
+			waiting()
+		}
+		for {
+			err = unix.Flock(int(fh.Fd()), how)
+			if !errors.Is(err, unix.EINTR) {
+				break
+			}
+		}
+	}
+	if err != nil {
+		fh.Close()
+		return nil, err
+	}
+	return fh, nil
+}
+
+// syncFS flushes the file system that holds p: one call instead of an fsync
+// per file, before the commit point.
+func syncFS(p string) error {
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	return unix.Syncfs(fd)
+}
+
+// fsyncPath flushes one file or folder.
+func fsyncPath(p string) error {
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	return unix.Fsync(fd)
+}
