@@ -106,7 +106,9 @@ func start(t *testing.T, logs, name, bin string, env []string, args ...string) *
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Stdout, p.cmd.Stderr = f, f
 	p.cmd.Env = append(os.Environ(), env...)
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Pdeathsig: a test binary killed by a timeout or ^C takes the control
+	// plane with it instead of leaving it running.
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := p.cmd.Start(); err != nil {
 		f.Close()
 		t.Fatalf("start %s: %v", name, err)
@@ -446,6 +448,13 @@ func (c *cluster) resource(gvk schema.GroupVersionKind) (dynamic.NamespaceableRe
 
 // apply server-side applies every object of a multi-document YAML stream.
 func (c *cluster) apply(ctx context.Context, manifests []byte) error {
+	return c.applyIn(ctx, "", manifests)
+}
+
+// applyIn is apply with a default namespace for namespaced objects that name
+// none, as `helm install --namespace` gives the objects `helm template`
+// prints without one.
+func (c *cluster) applyIn(ctx context.Context, ns string, manifests []byte) error {
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(manifests), 4096)
 	for {
 		var obj unstructured.Unstructured
@@ -461,19 +470,19 @@ func (c *cluster) apply(ctx context.Context, manifests []byte) error {
 		if obj.IsList() {
 			if err := obj.EachListItem(func(o runtime.Object) error {
 				u := o.(*unstructured.Unstructured)
-				return c.applyOne(ctx, u)
+				return c.applyOne(ctx, ns, u)
 			}); err != nil {
 				return err
 			}
 			continue
 		}
-		if err := c.applyOne(ctx, &obj); err != nil {
+		if err := c.applyOne(ctx, ns, &obj); err != nil {
 			return err
 		}
 	}
 }
 
-func (c *cluster) applyOne(ctx context.Context, obj *unstructured.Unstructured) error {
+func (c *cluster) applyOne(ctx context.Context, ns string, obj *unstructured.Unstructured) error {
 	gvk := obj.GroupVersionKind()
 	var err error
 	for attempt := 0; attempt < 50; attempt++ {
@@ -487,6 +496,9 @@ func (c *cluster) applyOne(ctx context.Context, obj *unstructured.Unstructured) 
 			}
 			ri := dynamic.ResourceInterface(r)
 			if namespaced {
+				if obj.GetNamespace() == "" {
+					obj.SetNamespace(ns)
+				}
 				ri = r.Namespace(obj.GetNamespace())
 			}
 			_, err = ri.Patch(ctx, obj.GetName(), types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: "e2e", Force: ptr(true)})

@@ -180,7 +180,7 @@ func quickstart(t *testing.T, mgr, imported *cluster) *example {
 	upstream, mirror := testenv.Registry(t), testenv.Registry(t)
 	rng := rand.New(rand.NewSource(11))
 	for _, p := range []string{
-		"library/busybox:1.36", "rancher/fleet-agent:v0.13.0", "kubereboot/kured:1.12.0",
+		"library/busybox:1.36", "rancher/fleet-agent:v0.16.1", "kubereboot/kured:1.12.0",
 		"stefanprodan/podinfo:6.7.1", "ingress-nginx/controller:v1.11.3",
 	} {
 		img, err := testenv.Image(rng, nil, 1, 512)
@@ -210,7 +210,7 @@ func quickstart(t *testing.T, mgr, imported *cluster) *example {
 	}
 	replaceIn(t, filepath.Join(ex.dir, "fleet.yaml"),
 		"host: quickstart.azurecr.io", "host: \""+mirror+"\"\n    insecure: true",
-		"- rancher/fleet-agent:v0.13.0", "- "+upstream+"/rancher/fleet-agent:v0.13.0",
+		"- rancher/fleet-agent:v0.16.1", "- "+upstream+"/rancher/fleet-agent:v0.16.1",
 		"url: https://git.quickstart.example/platform/fleet-gitops.git", "url: "+ex.gitURL,
 		"apiServerURL: https://fleet.quickstart.example:6443", "apiServerURL: "+mgr.url,
 		// Without kubelets a wait: true layer can only time out: make that quick.

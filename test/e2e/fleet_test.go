@@ -67,15 +67,50 @@ data:
 }
 
 // startAgent runs fleet-agent as a local process on the downstream cluster c,
-// as the chart's Deployment would run it there.
-func startAgent(t *testing.T, tools, logs string, c *cluster) {
+// as the fleet-agent Deployment applied there would run it: with that
+// container's environment (the chart's leader-election settings among it).
+func startAgent(t *testing.T, tools, logs string, c *cluster, dep *unstructured.Unstructured) {
 	t.Helper()
-	start(t, logs, c.name+"-fleet-agent", filepath.Join(tools, "bin", "fleetagent"), []string{
-		"KUBECONFIG=" + c.kubeconfig, "NAMESPACE=" + fleetSystemNS,
+	env, err := containerEnv(dep, "fleet-agent")
+	if err != nil {
+		t.Fatalf("%s: %v", c.name, err)
+	}
+	start(t, logs, c.name+"-fleet-agent", filepath.Join(tools, "bin", "fleetagent"), append(env,
+		"KUBECONFIG="+c.kubeconfig,
 		fmt.Sprintf("FLEET_AGENT_METRICS_BIND_ADDRESS=127.0.0.1:%d", freePort(t)),
 		fmt.Sprintf("FLEET_AGENT_PROBE_BIND_ADDRESS=127.0.0.1:%d", freePort(t)),
 		"FLEET_AGENT_PPROF_DISABLED=true",
-	})
+	))
+}
+
+// containerEnv is the environment of the named container of a Deployment, as
+// the kubelet would set it: plain values, and the namespace for a fieldRef
+// to metadata.namespace (the only reference the agent's Deployment holds).
+func containerEnv(dep *unstructured.Unstructured, name string) ([]string, error) {
+	cs, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
+	for _, c := range cs {
+		cm, _ := c.(map[string]any)
+		if cm["name"] != name {
+			continue
+		}
+		env, _, _ := unstructured.NestedSlice(cm, "env")
+		var out []string
+		for _, e := range env {
+			em, _ := e.(map[string]any)
+			n, _ := em["name"].(string)
+			if v, ok := em["value"].(string); ok {
+				out = append(out, n+"="+v)
+				continue
+			}
+			ref, _, _ := unstructured.NestedString(em, "valueFrom", "fieldRef", "fieldPath")
+			if ref != "metadata.namespace" {
+				return nil, fmt.Errorf("Deployment %s: env %s: unsupported reference %v", dep.GetName(), n, em["valueFrom"])
+			}
+			out = append(out, n+"="+dep.GetNamespace())
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("Deployment %s has no container %s", dep.GetName(), name)
 }
 
 // mintedValues waits for fleet-controller to mint the Secret <cluster>-token
@@ -221,7 +256,7 @@ func fleetRegistration(t *testing.T, ctx context.Context, s *summary, tools, log
 		return
 	}
 	ns := fmt.Sprintf("apiVersion: v1\nkind: Namespace\nmetadata: {name: %s}\n---\n", fleetSystemNS)
-	if err := edge.apply(ctx, append([]byte(ns), manifests...)); err != nil {
+	if err := edge.applyIn(ctx, fleetSystemNS, append([]byte(ns), manifests...)); err != nil {
 		s.fail("4 agent chart", "%v", err)
 		return
 	}
@@ -237,7 +272,7 @@ func fleetRegistration(t *testing.T, ctx context.Context, s *summary, tools, log
 	} else {
 		s.pass("4 agent chart", "fleet-agent chart v0.16 rendered from minted values + agents/%s/values.yaml, applied on %s, image %s", edge.name, edge.name, image)
 	}
-	startAgent(t, tools, logs, edge)
+	startAgent(t, tools, logs, edge, dep)
 	if got, err := registered(ctx, mgr, edge.name, 3*time.Minute); err != nil {
 		s.fail("4 agent registers", "%v", err)
 	} else {
@@ -247,6 +282,7 @@ func fleetRegistration(t *testing.T, ctx context.Context, s *summary, tools, log
 	// The manager-mode cluster: fleet-controller reads the decrypted
 	// kubeconfig Secret and deploys the agent there (a Deployment no kubelet
 	// runs); the agent binary runs in its place.
+	var importedDep *unstructured.Unstructured
 	err = eventually(2*time.Minute, func() error {
 		b, err := imported.get(ctx, secretGVK, fleetSystemNS, "fleet-agent-bootstrap")
 		if err != nil {
@@ -259,6 +295,7 @@ func fleetRegistration(t *testing.T, ctx context.Context, s *summary, tools, log
 		if b == nil || d == nil {
 			return fmt.Errorf("fleet-controller has not imported %s (bootstrap Secret %v, Deployment %v)", imported.name, b != nil, d != nil)
 		}
+		importedDep = d
 		return nil
 	})
 	if err != nil {
@@ -266,7 +303,7 @@ func fleetRegistration(t *testing.T, ctx context.Context, s *summary, tools, log
 		return
 	}
 	s.pass("4 manager import", "fleet-controller reached %s through its decrypted kubeconfig Secret and deployed the agent bootstrap", imported.name)
-	startAgent(t, tools, logs, imported)
+	startAgent(t, tools, logs, imported, importedDep)
 	if got, err := registered(ctx, mgr, imported.name, 3*time.Minute); err != nil {
 		s.fail("4 import registers", "%v", err)
 	} else {

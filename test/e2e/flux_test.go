@@ -157,7 +157,7 @@ func requestReconcile(ctx context.Context, c *cluster) error {
 			"annotations": map[string]any{"reconcile.fluxcd.io/requestedAt": time.Now().Format(time.RFC3339Nano)},
 		},
 	}}
-	return c.applyOne(ctx, patch)
+	return c.applyOne(ctx, "", patch)
 }
 
 // condition returns the status, reason and message of the condition typ.
