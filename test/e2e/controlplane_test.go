@@ -42,8 +42,8 @@ import (
 // The programs test/e2e/tools/build.sh builds, by the part of the test that
 // runs them.
 var (
-	controlPlaneBinaries = []string{"etcd", "kube-apiserver", "kube-controller-manager", "source-controller", "kustomize-controller"}
-	fleetBinaries        = []string{"fleetcontroller", "fleetagent", "helm"}
+	controlPlaneBinaries = []string{"bin/etcd", "bin/kube-apiserver", "bin/kube-controller-manager", "bin/source-controller", "bin/kustomize-controller"}
+	fleetBinaries        = []string{"bin/fleetcontroller", "bin/fleetagent", "bin/helm", "charts/fleet/Chart.yaml"}
 )
 
 // tools locates the folder build.sh fills: $FLEETGEN_E2E_TOOLS, else the one
@@ -62,11 +62,11 @@ func tools(t *testing.T) string {
 
 // need skips the test when one of the binaries is missing from dir, except
 // in CI (CI=true), where .ci/run must have built it.
-func need(t *testing.T, dir string, binaries []string) {
+func need(t *testing.T, dir string, files []string) {
 	t.Helper()
-	for _, b := range binaries {
-		if _, err := os.Stat(filepath.Join(dir, "bin", b)); err != nil {
-			msg := fmt.Sprintf("%s/bin/%s is missing: build the e2e tools with `make e2e-tools` (test/e2e/tools/build.sh, about 40 CPU-minutes cold)", dir, b)
+	for _, b := range files {
+		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
+			msg := fmt.Sprintf("%s/%s is missing: build the e2e tools with `make e2e-tools` (test/e2e/tools/build.sh, about 40 CPU-minutes cold)", dir, b)
 			if os.Getenv("CI") != "" {
 				t.Fatal(msg)
 			}

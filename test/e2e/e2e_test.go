@@ -574,6 +574,20 @@ func readObjectsErr(path string) []*unstructured.Unstructured {
 	if err != nil {
 		return nil
 	}
+	return parseObjects(b)
+}
+
+// decodeObjects parses the YAML documents of b (helm template's output).
+func decodeObjects(t *testing.T, b []byte) []*unstructured.Unstructured {
+	t.Helper()
+	objs := parseObjects(b)
+	if objs == nil {
+		t.Fatalf("no object in %.200q", b)
+	}
+	return objs
+}
+
+func parseObjects(b []byte) []*unstructured.Unstructured {
 	var out []*unstructured.Unstructured
 	for _, doc := range strings.Split(string(b), "\n---") {
 		var m map[string]any

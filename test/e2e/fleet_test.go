@@ -3,11 +3,11 @@ package e2e_test
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -29,41 +29,57 @@ const fleetSystemNS = "cattle-fleet-system"
 
 // startFleetController runs fleet-controller and its agent management (the
 // two containers of the fleet chart's Deployment that registration needs) as
-// local processes against the manager, with the chart's fleet-controller
-// ConfigMap pointing agents at the manager's API server.
+// local processes against the manager, with the arguments and environment
+// the chart of the same release gives them and the chart's fleet-controller
+// ConfigMap, pointing agents at the manager's API server.
 func startFleetController(t *testing.T, ctx context.Context, tools, logs string, mgr *cluster) {
 	t.Helper()
-	cfg, err := json.Marshal(map[string]any{
-		"apiServerURL": mgr.url,
-		"apiServerCA":  mgr.caPEM, // []byte: base64 in JSON, as the chart's b64enc
-		"agentImage":   "rancher/fleet-agent:v0.16.0",
-		"agentTLSMode": "strict",
-	})
+	manifests, err := helmTemplate(t, tools, filepath.Join(tools, "charts", "fleet"), []string{
+		"apiServerURL=" + mgr.url,
+		// The manager registers no agent for itself ("local"): that would be
+		// a fleet-agent Deployment on the manager, which needs a kubelet.
+		"bootstrap.enabled=false",
+		"metrics.enabled=false",
+	}, []byte("apiServerCA: "+strconv.Quote(string(mgr.caPEM))+"\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cm := fmt.Sprintf(`apiVersion: v1
-kind: Namespace
-metadata: {name: %[1]s}
----
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: fleet-controller, namespace: %[1]s}
-data:
-  config: %[2]q
-`, fleetSystemNS, cfg)
-	if err := mgr.apply(ctx, []byte(cm)); err != nil {
+	var cm, dep *unstructured.Unstructured
+	for _, obj := range decodeObjects(t, manifests) {
+		switch {
+		case obj.GetKind() == "ConfigMap" && obj.GetName() == "fleet-controller":
+			cm = obj
+		case obj.GetKind() == "Deployment" && obj.GetName() == "fleet-controller":
+			dep = obj
+		}
+	}
+	if cm == nil || dep == nil {
+		t.Fatal("the fleet chart rendered no fleet-controller ConfigMap or Deployment")
+	}
+	dep.SetNamespace(fleetSystemNS)
+	cmYAML, err := yaml.Marshal(cm.Object)
+	if err != nil {
 		t.Fatal(err)
 	}
-	env := []string{"KUBECONFIG=" + mgr.kubeconfig, "NAMESPACE=" + fleetSystemNS,
-		fmt.Sprintf("FLEET_METRICS_BIND_ADDRESS=127.0.0.1:%d", freePort(t)),
-		fmt.Sprintf("FLEET_HEALTHPROBE_BIND_ADDRESS=127.0.0.1:%d", freePort(t)),
+	ns := fmt.Sprintf("apiVersion: v1\nkind: Namespace\nmetadata: {name: %s}\n---\n", fleetSystemNS)
+	if err := mgr.applyIn(ctx, fleetSystemNS, append([]byte(ns), cmYAML...)); err != nil {
+		t.Fatal(err)
 	}
 	bin := filepath.Join(tools, "bin", "fleetcontroller")
-	start(t, logs, "fleet-controller", bin, env, "--leader-elect=false")
-	// The manager registers no agent for itself ("local"): that would be a
-	// fleet-agent Deployment on the manager, which needs a kubelet.
-	start(t, logs, "fleet-agentmanagement", bin, env, "agentmanagement", "--disable-bootstrap")
+	for _, name := range []string{"fleet-controller", "fleet-agentmanagement"} {
+		env, err := containerEnv(dep, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		args, err := containerArgs(dep, name, "fleetcontroller")
+		if err != nil {
+			t.Fatal(err)
+		}
+		env = append(env, "KUBECONFIG="+mgr.kubeconfig,
+			fmt.Sprintf("FLEET_METRICS_BIND_ADDRESS=127.0.0.1:%d", freePort(t)),
+			fmt.Sprintf("FLEET_HEALTHPROBE_BIND_ADDRESS=127.0.0.1:%d", freePort(t)))
+		start(t, logs, name, bin, env, args...)
+	}
 }
 
 // startAgent runs fleet-agent as a local process on the downstream cluster c,
@@ -98,7 +114,8 @@ func containerEnv(dep *unstructured.Unstructured, name string) ([]string, error)
 		for _, e := range env {
 			em, _ := e.(map[string]any)
 			n, _ := em["name"].(string)
-			if v, ok := em["value"].(string); ok {
+			if em["valueFrom"] == nil { // value, or empty when left out
+				v, _ := em["value"].(string)
 				out = append(out, n+"="+v)
 				continue
 			}
@@ -109,6 +126,25 @@ func containerEnv(dep *unstructured.Unstructured, name string) ([]string, error)
 			out = append(out, n+"="+dep.GetNamespace())
 		}
 		return out, nil
+	}
+	return nil, fmt.Errorf("Deployment %s has no container %s", dep.GetName(), name)
+}
+
+// containerArgs are the arguments of the named container of a Deployment,
+// checked to run command.
+func containerArgs(dep *unstructured.Unstructured, name, command string) ([]string, error) {
+	cs, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
+	for _, c := range cs {
+		cm, _ := c.(map[string]any)
+		if cm["name"] != name {
+			continue
+		}
+		cmd, _, _ := unstructured.NestedStringSlice(cm, "command")
+		if len(cmd) != 1 || cmd[0] != command {
+			return nil, fmt.Errorf("Deployment %s: container %s runs %v, not %s", dep.GetName(), name, cmd, command)
+		}
+		args, _, _ := unstructured.NestedStringSlice(cm, "args")
+		return args, nil
 	}
 	return nil, fmt.Errorf("Deployment %s has no container %s", dep.GetName(), name)
 }
@@ -150,12 +186,16 @@ func mintedValues(ctx context.Context, mgr *cluster, cluster string) ([]byte, er
 	return values, nil
 }
 
-// helmTemplate renders the fleet-agent chart (testdata/charts/fleet-agent)
-// the way an agent cluster installs it: the minted values, then fleetgen's
-// agents/<c>/values.yaml.
-func helmTemplate(t *testing.T, tools string, values ...[]byte) ([]byte, error) {
+// helmTemplate renders a chart the way `helm install --namespace
+// cattle-fleet-system` would: the --set values, then the values files in
+// order (for the fleet-agent chart, the minted values, then fleetgen's
+// agents/<c>/values.yaml).
+func helmTemplate(t *testing.T, tools, chart string, set []string, values ...[]byte) ([]byte, error) {
 	t.Helper()
-	args := []string{"template", "fleet-agent", "testdata/charts/fleet-agent", "--namespace", fleetSystemNS}
+	args := []string{"template", filepath.Base(chart), chart, "--namespace", fleetSystemNS}
+	for _, s := range set {
+		args = append(args, "--set", s)
+	}
 	for i, v := range values {
 		p := filepath.Join(t.TempDir(), fmt.Sprintf("values-%d.yaml", i))
 		write(t, p, v)
@@ -250,7 +290,7 @@ func fleetRegistration(t *testing.T, ctx context.Context, s *summary, tools, log
 	if err != nil {
 		t.Fatal(err)
 	}
-	manifests, err := helmTemplate(t, tools, edgeValues, fleetgenValues)
+	manifests, err := helmTemplate(t, tools, "testdata/charts/fleet-agent", nil, edgeValues, fleetgenValues)
 	if err != nil {
 		s.fail("4 agent chart", "%v", err)
 		return

@@ -132,8 +132,22 @@ build_fleet() {
 	)
 	mkdir -p "$out/crds/fleet"
 	cp "$src/charts/fleet-crd/templates/crds.yaml" "$out/crds/fleet/crds.yaml"
+	copy_fleet_chart "$src"
 	mv "$out/bin/fleetagent.tmp" "$out/bin/fleetagent"
 	mv "$out/bin/fleetcontroller.tmp" "$out/bin/fleetcontroller"
+}
+
+# copy_fleet_chart [SRC]: the fleet chart of the same release, from which the
+# test takes fleet-controller's ConfigMap and its containers' arguments and
+# environment. Cheap (a module copy): done whenever it is missing.
+copy_fleet_chart() {
+	[ -f "$out/charts/fleet/Chart.yaml" ] && return 0
+	local src="${1:-}"
+	[ -n "$src" ] || src="$(modcopy github.com/rancher/fleet "$FLEET_VERSION")"
+	mkdir -p "$out/charts"
+	rm -rf "$out/charts/fleet.tmp"
+	cp -r "$src/charts/fleet" "$out/charts/fleet.tmp"
+	mv "$out/charts/fleet.tmp" "$out/charts/fleet"
 }
 
 # build_helm: helm's go.mod has no replace directives, so go install works.
@@ -150,4 +164,7 @@ timed kustomize-controller build_flux kustomize-controller "$KUSTOMIZE_CONTROLLE
 timed fleetcontroller build_fleet
 timed kube-controller-manager build_kube kube-controller-manager
 timed helm build_helm
+if ! ((${#only[@]})) || [[ " ${only[*]} " == *" fleetcontroller "* ]]; then
+	copy_fleet_chart
+fi
 echo "$out"
