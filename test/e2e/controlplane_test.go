@@ -98,6 +98,13 @@ type proc struct {
 
 func start(t *testing.T, logs, name, bin string, env []string, args ...string) *proc {
 	t.Helper()
+	return startFor(t, t, logs, name, bin, env, args...)
+}
+
+// startFor is start for a process that outlives the (sub)test t starting it:
+// it runs until life ends.
+func startFor(t, life *testing.T, logs, name, bin string, env []string, args ...string) *proc {
+	t.Helper()
 	p := &proc{name: name, log: filepath.Join(logs, name+".log"), exited: make(chan struct{})}
 	f, err := os.Create(p.log)
 	if err != nil {
@@ -115,10 +122,10 @@ func start(t *testing.T, logs, name, bin string, env []string, args ...string) *
 	}
 	f.Close()
 	go func() { _ = p.cmd.Wait(); close(p.exited) }()
-	t.Cleanup(func() {
+	life.Cleanup(func() {
 		p.stop()
-		if t.Failed() {
-			t.Logf("--- last lines of %s:\n%s", p.log, tail(p.log, 25))
+		if life.Failed() {
+			life.Logf("--- last lines of %s:\n%s", p.log, tail(p.log, 25))
 		}
 	})
 	return p

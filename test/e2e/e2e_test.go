@@ -56,6 +56,7 @@ type example struct {
 }
 
 func TestReconcile(t *testing.T) {
+	parent := t
 	tools := tools(t)
 	need(t, tools, controlPlaneBinaries)
 	ctx := t.Context()
@@ -153,10 +154,12 @@ func TestReconcile(t *testing.T) {
 		return
 	}
 
-	// 4. Fleet registers clusters for real.
+	// 4. Fleet registers clusters for real. fleet-controller runs to the
+	// end: deregistration (5) needs it to release its finalizers.
 	t.Run("Fleet", func(t *testing.T) {
 		need(t, tools, fleetBinaries)
 		fleetStart := time.Now()
+		startFleetController(t, parent, ctx, tools, logs, mgr)
 		fleetRegistration(t, ctx, s, tools, logs, mgr, edge, imported, ex)
 		s.time("fleet registration", time.Since(fleetStart))
 	})

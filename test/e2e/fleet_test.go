@@ -32,7 +32,9 @@ const fleetSystemNS = "cattle-fleet-system"
 // local processes against the manager, with the arguments and environment
 // the chart of the same release gives them and the chart's fleet-controller
 // ConfigMap, pointing agents at the manager's API server.
-func startFleetController(t *testing.T, ctx context.Context, tools, logs string, mgr *cluster) {
+//
+// The processes run until life ends.
+func startFleetController(t, life *testing.T, ctx context.Context, tools, logs string, mgr *cluster) {
 	t.Helper()
 	manifests, err := helmTemplate(t, tools, filepath.Join(tools, "charts", "fleet"), []string{
 		"apiServerURL=" + mgr.url,
@@ -78,7 +80,7 @@ func startFleetController(t *testing.T, ctx context.Context, tools, logs string,
 		env = append(env, "KUBECONFIG="+mgr.kubeconfig,
 			fmt.Sprintf("FLEET_METRICS_BIND_ADDRESS=127.0.0.1:%d", freePort(t)),
 			fmt.Sprintf("FLEET_HEALTHPROBE_BIND_ADDRESS=127.0.0.1:%d", freePort(t)))
-		start(t, logs, name, bin, env, args...)
+		startFor(t, life, logs, name, bin, env, args...)
 	}
 }
 
@@ -262,7 +264,6 @@ func registered(ctx context.Context, mgr *cluster, name string, timeout time.Dur
 // an agent cluster registered from the real chart, a manager-mode cluster
 // imported from its decrypted kubeconfig Secret.
 func fleetRegistration(t *testing.T, ctx context.Context, s *summary, tools, logs string, mgr, edge, imported *cluster, ex *example) {
-	startFleetController(t, ctx, tools, logs, mgr)
 
 	agents, err := filepath.Glob(filepath.Join(ex.out, "agents", "*", "values.yaml"))
 	if err != nil || len(agents) == 0 {
