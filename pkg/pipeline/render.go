@@ -91,7 +91,7 @@ func renderLoaded(ctx context.Context, cfg Config, ld *Loaded) error {
 		cfg.logger().Warn("re-sealed Secrets whose ciphertext did not decrypt to the render", "files", r.forged)
 	}
 	cfg.logger().Info("wrote", "dir", cfg.OutDir, "written", st.Written,
-		"unchanged", st.Unchanged, "removed", st.Removed, "duration", time.Since(start).Round(time.Millisecond),
+		"unchanged", st.Unchanged, "removed", st.Removed, "listed", st.Listed, "duration", time.Since(start).Round(time.Millisecond),
 		"plan", st.Plan.Round(time.Millisecond), "write", st.Write.Round(time.Millisecond),
 		"flush", st.Flush.Round(time.Millisecond), "commit", st.Commit.Round(time.Millisecond))
 	return nil

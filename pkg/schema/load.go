@@ -248,6 +248,13 @@ func resolveRefs(f *Fleet, opts LoadOptions) Errors {
 		root    *safefs.Root
 		rootErr error
 	)
+	// Each file is read once, however many references name it (clusters
+	// sharing a kubeconfig or a CA).
+	type read struct {
+		data []byte
+		err  error
+	}
+	reads := map[string]read{}
 	defer func() {
 		if root != nil {
 			root.Close()
@@ -267,7 +274,12 @@ func resolveRefs(f *Fleet, opts LoadOptions) Errors {
 				errs = append(errs, f.Errorf(e.path+".file", "cannot open the folder of fleet.yaml: %v", rootErr))
 				continue
 			}
-			b, err := root.ReadFile(filepath.FromSlash(r.File), MaxRefSize)
+			rd, ok := reads[r.File]
+			if !ok {
+				rd.data, rd.err = root.ReadFile(filepath.FromSlash(r.File), MaxRefSize)
+				reads[r.File] = rd
+			}
+			b, err := rd.data, rd.err
 			if err != nil {
 				errs = append(errs, f.Errorf(e.path+".file", "%s", fileRefProblem(r.File, err)))
 				continue

@@ -37,6 +37,22 @@ type validator struct {
 	// okLabels remembers label keys and values found valid: a big fleet
 	// repeats a few of them on every cluster.
 	okLabels map[string]bool
+	// kubeconfigs remembers what CheckKubeconfig said of each content: a
+	// file several clusters reference is checked once.
+	kubeconfigs map[string]error
+}
+
+// kubeconfig is CheckKubeconfig, once per distinct content.
+func (v *validator) kubeconfig(data []byte) error {
+	if err, ok := v.kubeconfigs[string(data)]; ok {
+		return err
+	}
+	err := CheckKubeconfig(data)
+	if v.kubeconfigs == nil {
+		v.kubeconfigs = map[string]error{}
+	}
+	v.kubeconfigs[string(data)] = err
+	return err
 }
 
 func (v *validator) add(path, format string, args ...any) {
@@ -702,7 +718,7 @@ func (v *validator) clusters() {
 		case r.Mode == ModeManager:
 			v.ref(rp+".kubeconfig", r.Kubeconfig, formFile|formEnv, false)
 			if len(r.Kubeconfig.Data) > 0 {
-				if err := CheckKubeconfig(r.Kubeconfig.Data); err != nil {
+				if err := v.kubeconfig(r.Kubeconfig.Data); err != nil {
 					v.add(rp+".kubeconfig", "%v", err)
 				}
 			}

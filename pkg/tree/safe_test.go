@@ -506,3 +506,84 @@ func TestKilledBetweenOpenAndWrite(t *testing.T) {
 		})
 	}
 }
+
+// TestFolderCache: a re-render lists no folder whose stamp still matches,
+// lists again exactly the folders that changed since, and sees every change
+// made there by hand: a foreign file added, a file of ours removed, a folder
+// replaced. A stat cache that lies costs a full listing, never a wrong write.
+func TestFolderCache(t *testing.T) {
+	dir := t.TempDir()
+	files := []generate.File{file("a.yaml", "a\n"), file("clusters/c1/x.yaml", "x\n"), file("clusters/c2/y.yaml", "y\n"), file("agents/c1/v.yaml", "v\n")}
+	write := func(files []generate.File) Stats {
+		t.Helper()
+		st, err := Write(dir, files)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, err := Diff(dir, files); err != nil || d != "" {
+			t.Fatalf("Diff after Write = %q, %v", d, err)
+		}
+		return st
+	}
+	write(files)
+	// Folders created a moment ago are too recent to trust (racyWindow).
+	time.Sleep(2 * racyWindow)
+	write(files) // lists every folder once, and stamps them
+	time.Sleep(2 * racyWindow)
+	if st := write(files); st.Listed != 0 {
+		t.Errorf("unchanged re-render listed %d folders, want 0", st.Listed)
+	}
+
+	// A file added by hand beside ours is seen: it stays, and blocks a
+	// rendered file of its name.
+	must(t, os.WriteFile(filepath.Join(dir, "clusters", "c2", "user.yaml"), []byte("mine\n"), 0o644))
+	st := write(files)
+	if st.Listed != 1 {
+		t.Errorf("after one folder changed, listed %d folders, want 1", st.Listed)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "clusters", "c2", "user.yaml")); err != nil {
+		t.Errorf("the user's file: %v", err)
+	}
+	time.Sleep(2 * racyWindow)
+	write(files)
+	if _, err := Write(dir, append(files, file("clusters/c2/user.yaml", "u\n"))); !schema.IsInvalid(err) {
+		t.Errorf("Write over a foreign file seen through the cache = %v, want a refusal", err)
+	}
+
+	// A file of ours removed by hand is written again; a cluster dropped
+	// from the render is removed with its folders.
+	must(t, os.Remove(filepath.Join(dir, "clusters", "c1", "x.yaml")))
+	write(files)
+	time.Sleep(2 * racyWindow)
+	write(files)
+	time.Sleep(2 * racyWindow)
+	fewer := []generate.File{files[0], files[2]}
+	write(fewer)
+	for _, gone := range []string{"clusters/c1", "agents"} {
+		if _, err := os.Stat(filepath.Join(dir, gone)); !os.IsNotExist(err) {
+			t.Errorf("%s still there: %v", gone, err)
+		}
+	}
+	time.Sleep(2 * racyWindow)
+	write(files)
+	time.Sleep(2 * racyWindow)
+	write(files)
+
+	// A cache that lists a file that is not there, and leaves out one that
+	// is: planted with stamps that match (as if predicted). The write falls
+	// back to listing, keeps the foreign file and writes the missing one.
+	must(t, os.WriteFile(filepath.Join(dir, "clusters", "c1", "planted.yaml"), []byte("foreign\n"), 0o644))
+	must(t, os.Remove(filepath.Join(dir, "clusters", "c1", "x.yaml")))
+	lie := loadState(filepath.Join(dir, MetaDir))
+	for d := range lie.dirs {
+		var st unix.Stat_t
+		must(t, unix.Lstat(filepath.Join(dir, filepath.FromSlash(d)), &st))
+		lie.dirs[d] = dirStampOf(&st)
+	}
+	delete(lie.others, "clusters/c1/planted.yaml")
+	must(t, saveStateAt(filepath.Join(dir, MetaDir), lie, time.Now().Add(time.Second)))
+	write(files)
+	if b, err := os.ReadFile(filepath.Join(dir, "clusters", "c1", "planted.yaml")); err != nil || string(b) != "foreign\n" {
+		t.Errorf("foreign file hidden by the cache: %q, %v", b, err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -17,7 +18,7 @@ import (
 
 const (
 	stateFile  = "state"
-	stateMagic = "fleetgen state v1"
+	stateMagic = "fleetgen state v2"
 	maxState   = 512 << 20
 	// racyWindow: a file whose change time is this close to when the state
 	// was taken may have been changed again within the same clock tick, with
@@ -52,10 +53,44 @@ func (s stamp) sameStat(st *unix.Stat_t) bool {
 		st.Mtim.Nano() == s.mtime && st.Ctim.Nano() == s.ctime
 }
 
+// dirStamp is what the state file remembers of a folder of the tree: its
+// stat when its entries were last known. Adding, removing or renaming an
+// entry changes a folder's modification and change times, so a folder whose
+// stat still matches holds the entries the state lists below it, and Write
+// need not list it again. known: the stat is valid (a folder the last update
+// changed is recorded as existing, not stamped).
+type dirStamp struct {
+	ino, mtime, ctime int64
+	known, racy       bool
+}
+
+func dirStampOf(st *unix.Stat_t) dirStamp {
+	return dirStamp{ino: int64(st.Ino), mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano(), known: true}
+}
+
+func (d dirStamp) matches(st *unix.Stat_t) bool {
+	return d.known && !d.racy && st.Mode&unix.S_IFMT == unix.S_IFDIR && int64(st.Ino) == d.ino &&
+		st.Mtim.Nano() == d.mtime && st.Ctim.Nano() == d.ctime
+}
+
+// state is the stat cache of an output folder: the files fleetgen wrote, the
+// folders of the tree, and the other entries of those folders (files
+// fleetgen does not own, symlinks and the like), so that a folder whose
+// stamp matches can be read from it instead of listed.
+type state struct {
+	files  map[string]stamp
+	dirs   map[string]dirStamp // "." is dir itself
+	others map[string]fileKind
+}
+
+func emptyState() *state {
+	return &state{files: map[string]stamp{}, dirs: map[string]dirStamp{}, others: map[string]fileKind{}}
+}
+
 // loadState reads the stat cache of dir; anything wrong with it gives an
-// empty one (it only saves reads).
-func loadState(meta string) map[string]stamp {
-	out := map[string]stamp{}
+// empty one (it only saves reads and listings).
+func loadState(meta string) *state {
+	out := emptyState()
 	p := filepath.Join(meta, stateFile)
 	var st unix.Stat_t
 	if unix.Lstat(p, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size > maxState {
@@ -71,46 +106,124 @@ func loadState(meta string) map[string]stamp {
 	if magic != stateMagic || err != nil {
 		return out
 	}
+	racy := func(ctime int64) bool { return ctime > taken-int64(racyWindow) }
 	for len(rest) > 0 {
 		line, rest, _ = bytes.Cut(rest, []byte("\n"))
-		f := strings.SplitN(string(line), " ", 6)
-		if len(f) != 6 || pathProblem(f[5]) != "" {
-			return map[string]stamp{}
+		kind, fields, _ := strings.Cut(string(line), " ")
+		var f []string
+		switch kind {
+		case "f":
+			f = strings.SplitN(fields, " ", 6)
+		case "d":
+			f = strings.SplitN(fields, " ", 4)
+		case "o", "r":
+			f = []string{fields}
+		default:
+			return emptyState()
 		}
-		var s stamp
-		var nums [4]int64
-		for i := range nums {
-			if nums[i], err = strconv.ParseInt(f[i], 10, 64); err != nil {
-				return map[string]stamp{}
+		p := f[len(f)-1]
+		if (p != "." || kind != "d") && pathProblem(p) != "" {
+			return emptyState()
+		}
+		nums := make([]int64, 0, 4)
+		for _, x := range f[:len(f)-1] {
+			if kind == "f" && len(nums) == 4 {
+				break
 			}
+			n, err := strconv.ParseInt(x, 10, 64)
+			if err != nil {
+				return emptyState()
+			}
+			nums = append(nums, n)
 		}
-		s.ino, s.size, s.mtime, s.ctime = nums[0], nums[1], nums[2], nums[3]
-		if n, err := hex.Decode(s.sum[:], []byte(f[4])); err != nil || n != 32 {
-			return map[string]stamp{}
+		switch kind {
+		case "f":
+			if len(f) != 6 {
+				return emptyState()
+			}
+			s := stamp{ino: nums[0], size: nums[1], mtime: nums[2], ctime: nums[3]}
+			if n, err := hex.Decode(s.sum[:], []byte(f[4])); err != nil || n != 32 {
+				return emptyState()
+			}
+			s.racy = racy(s.ctime)
+			out.files[p] = s
+		case "d":
+			if len(f) != 4 {
+				return emptyState()
+			}
+			d := dirStamp{ino: nums[0], mtime: nums[1], ctime: nums[2], known: nums[0] != 0}
+			d.racy = racy(d.ctime)
+			out.dirs[p] = d
+		case "o":
+			out.others[p] = other
+		case "r":
+			out.others[p] = regular
 		}
-		s.racy = s.ctime > taken-int64(racyWindow)
-		out[f[5]] = s
+	}
+	return out
+}
+
+// children returns the entries the state lists below each folder.
+func (s *state) children() map[string][]entry {
+	out := make(map[string][]entry, len(s.dirs))
+	add := func(p string, e entry) {
+		d, name := path.Split(p)
+		d = strings.TrimSuffix(d, "/")
+		if d == "" {
+			d = "."
+		}
+		e.name = name
+		out[d] = append(out[d], e)
+	}
+	for p := range s.files {
+		add(p, entry{kind: regular})
+	}
+	for p, k := range s.others {
+		add(p, entry{kind: k})
+	}
+	for p := range s.dirs {
+		if p != "." {
+			add(p, entry{dir: true})
+		}
 	}
 	return out
 }
 
 // saveState writes the stat cache through a new temporary file and a rename.
-func saveState(meta string, stamps map[string]stamp) error {
-	paths := make([]string, 0, len(stamps))
-	for p := range stamps {
-		paths = append(paths, p)
+func saveState(meta string, s *state) error {
+	return saveStateAt(meta, s, time.Now())
+}
+
+// saveStateAt is saveState with the time the stamps count as taken.
+func saveStateAt(meta string, s *state, taken time.Time) error {
+	type line struct{ p, text string }
+	lines := make([]line, 0, len(s.files)+len(s.dirs)+len(s.others))
+	for p, st := range s.files {
+		lines = append(lines, line{p, fmt.Sprintf("f %d %d %d %d %x %s\n", st.ino, st.size, st.mtime, st.ctime, st.sum[:], p)})
 	}
-	sort.Strings(paths)
+	for p, d := range s.dirs {
+		if !d.known {
+			d = dirStamp{}
+		}
+		lines = append(lines, line{p, fmt.Sprintf("d %d %d %d %s\n", d.ino, d.mtime, d.ctime, p)})
+	}
+	for p, k := range s.others {
+		c := "o"
+		if k == regular {
+			c = "r"
+		}
+		lines = append(lines, line{p, c + " " + p + "\n"})
+	}
+	sort.Slice(lines, func(i, j int) bool { return lines[i].p < lines[j].p })
 	tmp, err := os.CreateTemp(meta, stateFile+".*")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", meta, err)
 	}
 	defer os.Remove(tmp.Name())
 	w := bufio.NewWriterSize(tmp, 1<<20)
-	fmt.Fprintf(w, "%s @%d\n", stateMagic, time.Now().UnixNano())
-	for _, p := range paths {
-		s := stamps[p]
-		fmt.Fprintf(w, "%d %d %d %d %x %s\n", s.ino, s.size, s.mtime, s.ctime, s.sum[:], p)
+	fmt.Fprintf(w, "%s @%d\n", stateMagic, taken.UnixNano())
+	for _, l := range lines {
+		w.WriteString(l.text)
 	}
 	err = w.Flush()
 	if cerr := tmp.Close(); err == nil {

@@ -30,6 +30,9 @@ import (
 // Stats counts what Write did, and how long each phase took.
 type Stats struct {
 	Written, Unchanged, Removed int
+	// Listed counts the folders read from disk; the others' entries came
+	// from the stat cache (their stamps matched).
+	Listed int
 	// Plan is finishing a killed update, listing dir and comparing; Write is
 	// writing new and staged files; Flush the one flush of the file system
 	// before the commit point; Commit the commit, stale files' removal, staged
@@ -162,7 +165,10 @@ func WriteWith(dir string, files []generate.File, opt Options) (st Stats, err er
 		}
 	}
 
-	p, err := plan(dir, meta, files)
+	p, err := plan(dir, meta, files, true)
+	if errors.Is(err, errStaleListing) {
+		p, err = plan(dir, meta, files, false)
+	}
 	if err != nil {
 		return st, err
 	}
@@ -172,7 +178,7 @@ func WriteWith(dir string, files []generate.File, opt Options) (st Stats, err er
 	}
 	if len(p.j.news)+len(p.j.puts)+len(p.j.dels) == 0 && newLock == nil {
 		if p.stateDirty {
-			err = saveState(meta, p.stamps)
+			err = saveState(meta, p.state())
 		}
 		p.stats.Unchanged = len(files)
 		return p.stats, err
@@ -218,21 +224,31 @@ type updatePlan struct {
 	acts       []action
 	sums       [][32]byte
 	stamps     map[string]stamp // the stat cache after the update, so far
+	dirs       map[string]dirStamp
+	others     map[string]fileKind
 	stateDirty bool
 	leftovers  []string
 	stats      Stats
 }
 
 // plan compares files with dir and decides every step of the update. It
-// changes nothing.
-func plan(dir, meta string, files []generate.File) (*updatePlan, error) {
-	existing, err := scan(dir)
+// changes nothing. With useCache, folders whose stamp in the stat cache still
+// matches are not listed again; a cached entry found missing fails with
+// errStaleListing (plan again without the cache).
+func plan(dir, meta string, files []generate.File, useCache bool) (*updatePlan, error) {
+	oldState := loadState(meta)
+	var cached *state
+	if useCache {
+		cached = oldState
+	}
+	existing, dstamps, err := scanWith(dir, cached)
 	if err != nil {
 		return nil, err
 	}
-	old := loadState(meta)
+	old := oldState.files
 	n := len(files)
 	p := &updatePlan{acts: make([]action, n), sums: make([][32]byte, n), leftovers: existing.leftovers}
+	p.stats.Listed = existing.listed
 	fresh := make([]stamp, n)
 	have := make([]bool, n)
 	var conflicts []string
@@ -261,6 +277,9 @@ func plan(dir, meta string, files []generate.File) (*updatePlan, error) {
 		full := filepath.Join(dir, filepath.FromSlash(f.Path))
 		var st unix.Stat_t
 		if err := unix.Lstat(full, &st); err != nil {
+			if errors.Is(err, unix.ENOENT) && cached != nil {
+				return errStaleListing
+			}
 			return fmt.Errorf("read %s: %w", f.Path, err)
 		}
 		if s, ok := old[f.Path]; ok && s.matches(&st) {
@@ -311,6 +330,9 @@ func plan(dir, meta string, files []generate.File) (*updatePlan, error) {
 		full := filepath.Join(dir, filepath.FromSlash(others[i]))
 		var st unix.Stat_t
 		if err := unix.Lstat(full, &st); err != nil {
+			if errors.Is(err, unix.ENOENT) && cached != nil {
+				return errStaleListing
+			}
 			return fmt.Errorf("read %s: %w", others[i], err)
 		}
 		if s, ok := old[others[i]]; ok && s.matches(&st) {
@@ -375,8 +397,69 @@ func plan(dir, meta string, files []generate.File) (*updatePlan, error) {
 	sort.Strings(p.j.mkdirs)
 	sort.Strings(p.j.news)
 	sort.Strings(p.j.puts)
-	p.stateDirty = dirty.Load() || len(old) != len(p.stamps)
+
+	// The folders of the tree after the update, stamped where the update
+	// leaves their entries alone; and the entries that are not fleetgen's.
+	touched := map[string]bool{}
+	for _, l := range [][]string{p.j.news, p.j.puts, p.j.mkdirs, p.leftovers} {
+		for _, q := range l {
+			touched[path.Dir(q)] = true
+		}
+	}
+	for _, q := range p.j.dels {
+		// Removing q may remove its emptied folders, up to below dir.
+		for d := path.Dir(q); ; d = path.Dir(d) {
+			touched[d] = true
+			if d == "." {
+				break
+			}
+		}
+	}
+	p.dirs = make(map[string]dirStamp, len(existing.dirs)+len(p.j.mkdirs)+1)
+	for d := range existing.dirs {
+		p.dirs[d] = dstamps[d]
+	}
+	p.dirs["."] = dstamps["."]
+	for d := range touched {
+		if _, ok := p.dirs[d]; ok {
+			p.dirs[d] = dirStamp{}
+		}
+	}
+	for _, d := range p.j.mkdirs {
+		p.dirs[d] = dirStamp{}
+	}
+	p.others = map[string]fileKind{}
+	for q, kind := range existing.files {
+		if !want[q] && !stale[q] {
+			p.others[q] = kind
+		}
+	}
+	p.stateDirty = dirty.Load() || len(old) != len(p.stamps) || !sameState(oldState, p.dirs, p.others)
 	return p, nil
+}
+
+// sameState reports whether the cache already holds dirs and others.
+func sameState(old *state, dirs map[string]dirStamp, others map[string]fileKind) bool {
+	if len(old.dirs) != len(dirs) || len(old.others) != len(others) {
+		return false
+	}
+	for d, s := range dirs {
+		o, ok := old.dirs[d]
+		if !ok || o.known != s.known || (s.known && (o.ino != s.ino || o.mtime != s.mtime || o.ctime != s.ctime)) {
+			return false
+		}
+	}
+	for q, k := range others {
+		if o, ok := old.others[q]; !ok || o != k {
+			return false
+		}
+	}
+	return true
+}
+
+// state is the stat cache after the update.
+func (p *updatePlan) state() *state {
+	return &state{files: p.stamps, dirs: p.dirs, others: p.others}
 }
 
 // commit carries out an update planned by plan: journal, writes, flush,
@@ -511,7 +594,18 @@ func commit(dir, meta string, files []generate.File, p *updatePlan, lockPath str
 			p.stamps[q] = stampOf(&st, p.sums[idx[q]])
 		}
 	}
-	if err := saveState(meta, p.stamps); err != nil {
+	// Folders the roll-forward emptied and removed are gone from the tree.
+	gone := map[string]bool{}
+	for _, q := range j.dels {
+		for d := path.Dir(q); d != "." && !gone[d]; d = path.Dir(d) {
+			gone[d] = true
+			var st unix.Stat_t
+			if unix.Lstat(filepath.Join(dir, filepath.FromSlash(d)), &st) != nil {
+				delete(p.dirs, d)
+			}
+		}
+	}
+	if err := saveState(meta, p.state()); err != nil {
 		return err
 	}
 	return cleanMeta(meta)
@@ -561,62 +655,152 @@ type fileKind int
 
 const (
 	regular fileKind = iota
-	other            // symlink, device, …: never ours
+	other            // device, FIFO, socket, …: never ours
+	symlink          // never ours either; only scan tells it from other
 )
 
 type listing struct {
 	files     map[string]fileKind // slash paths relative to dir
 	dirs      map[string]bool
 	leftovers []string // temporary files of earlier versions (regular or symlink)
+	listed    int      // folders read from disk rather than the stat cache
 }
 
 // scan lists dir without following symlinks, leaving out MetaDir, .git
 // folders and leftovers; a missing dir is empty.
 func scan(dir string) (listing, error) {
+	l, _, err := scanWith(dir, nil)
+	return l, err
+}
+
+// entry is one name in a folder.
+type entry struct {
+	name string
+	dir  bool
+	kind fileKind // when not a folder
+}
+
+// scanWith is scan reading, from the stat cache cached (nil: none), the
+// entries of every folder whose stamp still matches, and listing the others.
+// It returns the stamp of every folder it saw, taken before listing it.
+func scanWith(dir string, cached *state) (listing, map[string]dirStamp, error) {
 	l := listing{files: map[string]fileKind{}, dirs: map[string]bool{}}
-	fi, err := os.Lstat(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return l, nil
+	stamps := map[string]dirStamp{}
+	var st unix.Stat_t
+	if err := unix.Lstat(dir, &st); errors.Is(err, unix.ENOENT) {
+		return l, stamps, nil
+	} else if err != nil {
+		return l, nil, fmt.Errorf("read %s: %w", dir, err)
 	}
-	if err != nil {
-		return l, fmt.Errorf("read %s: %w", dir, err)
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return l, nil, schema.Invalid(fmt.Errorf("output %s is not a folder", dir))
 	}
-	if !fi.IsDir() {
-		return l, schema.Invalid(fmt.Errorf("output %s is not a folder", dir))
+	var children map[string][]entry
+	if cached != nil && len(cached.dirs) > 0 {
+		children = cached.children()
 	}
-	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if p == dir {
-			return nil
-		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
-		switch {
-		case d.IsDir():
-			if d.Name() == ".git" || rel == MetaDir {
-				return filepath.SkipDir
+	var walk func(rel string, st *unix.Stat_t) error
+	walk = func(rel string, st *unix.Stat_t) error {
+		full := filepath.Join(dir, filepath.FromSlash(rel))
+		ds := dirStampOf(st)
+		stamps[rel] = ds
+		var ents []entry
+		if old, ok := cached.dir(rel); ok && old.matches(st) {
+			ents = children[rel]
+		} else {
+			var err error
+			if ents, err = readDir(full); err != nil {
+				return fmt.Errorf("read %s: %w", full, err)
 			}
-			l.dirs[rel] = true
-		case strings.HasPrefix(d.Name(), tmpPrefix):
-			if d.Type().IsRegular() || d.Type()&fs.ModeSymlink != 0 {
-				l.leftovers = append(l.leftovers, rel)
+			l.listed++
+		}
+		for _, e := range ents {
+			p := e.name
+			if rel != "." {
+				p = rel + "/" + e.name
 			}
-		case d.Type().IsRegular():
-			l.files[rel] = regular
-		default:
-			l.files[rel] = other
+			switch {
+			case e.dir:
+				if e.name == ".git" || p == MetaDir {
+					continue
+				}
+				var sub unix.Stat_t
+				if err := unix.Lstat(filepath.Join(full, e.name), &sub); err != nil {
+					return fmt.Errorf("read %s: %w", p, err)
+				}
+				if sub.Mode&unix.S_IFMT != unix.S_IFDIR {
+					// Replaced since it was listed or cached: list the
+					// parent again.
+					return errStaleListing
+				}
+				l.dirs[p] = true
+				if err := walk(p, &sub); err != nil {
+					return err
+				}
+			case strings.HasPrefix(e.name, tmpPrefix):
+				if e.kind == regular || e.kind == symlink {
+					l.leftovers = append(l.leftovers, p)
+				}
+			case e.kind == regular:
+				l.files[p] = regular
+			default:
+				l.files[p] = other
+			}
 		}
 		return nil
-	})
-	if err != nil {
-		return l, fmt.Errorf("read %s: %w", dir, err)
 	}
-	return l, nil
+	if err := walk(".", &st); err != nil {
+		if errors.Is(err, errStaleListing) && cached != nil {
+			return scanWith(dir, nil)
+		}
+		if errors.Is(err, errStaleListing) {
+			err = fmt.Errorf("read %s: changed while being listed", dir)
+		}
+		return l, nil, err
+	}
+	return l, stamps, nil
+}
+
+// errStaleListing: a folder's entries, listed or cached, no longer match it.
+var errStaleListing = errors.New("stale listing")
+
+func (s *state) dir(rel string) (dirStamp, bool) {
+	if s == nil {
+		return dirStamp{}, false
+	}
+	d, ok := s.dirs[rel]
+	return d, ok
+}
+
+// readDir lists a folder without following a symlink in its place, typed
+// from the listing where the file system says (one lstat otherwise).
+func readDir(full string) ([]entry, error) {
+	fd, err := unix.Open(full, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), full)
+	defer f.Close()
+	des, err := f.ReadDir(-1)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]entry, 0, len(des))
+	for _, d := range des {
+		e := entry{name: d.Name()}
+		switch t := d.Type(); {
+		case t.IsDir():
+			e.dir = true
+		case t.IsRegular():
+			e.kind = regular
+		case t&fs.ModeSymlink != 0:
+			e.kind = symlink
+		default:
+			e.kind = other
+		}
+		out = append(out, e)
+	}
+	return out, nil
 }
 
 // pathProblem says what is wrong with one rendered path, "" when nothing.
