@@ -9,7 +9,7 @@ DIST        ?= dist
 PLATFORMS   ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 LDFLAGS     := -X main.version=$(VERSION)
 
-.PHONY: all build install release test fuzz bench bench-mirror lint size cold-build
+.PHONY: all build install release test fuzz bench bench-mirror lint size cold-build e2e e2e-tools
 
 all: build
 
@@ -34,10 +34,18 @@ release:
 	done
 	cd "$(DIST)" && sha256sum fleetgen-* > SHA256SUMS && cat SHA256SUMS
 
-## test: every package's tests (needs git and /usr/bin/docker-registry)
+## test: every package's tests but the end-to-end one (needs git and /usr/bin/docker-registry)
 test:
-	$(GO) test -count=1 ./...
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/e2e)
 
+## e2e-tools: etcd, kube-apiserver, Flux and Fleet built from the module proxy
+## into ~/.cache/fleetgen/e2e/<versions>/ (about 40 CPU-minutes once, then cached)
+e2e-tools:
+	test/e2e/tools/build.sh >/dev/null
+
+## e2e: fleetgen's output reconciled by a real control plane, Flux and Fleet
+e2e: e2e-tools
+	FLEETGEN_E2E_TOOLS="$$(test/e2e/tools/build.sh --dir)" $(GO) test -count=1 -v -timeout 30m ./test/e2e/
 ## fuzz: each fuzz target for FUZZTIME (10s): the fleet.yaml loader, the lock
 ## and the kubeconfig checks, seeded from examples/ (CI runs it after test)
 FUZZTIME ?= 10s

@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# Builds the end-to-end test's control plane and reconcilers from the Go module
+# proxy into a cache folder keyed by their versions, and prints that folder:
+#
+#   test/e2e/tools/build.sh            # prints e.g. ~/.cache/fleetgen/e2e/<key>
+#   test/e2e/tools/build.sh --dir      # prints that folder, builds nothing
+#   test/e2e/tools/build.sh etcd helm  # builds only those (if missing)
+#   FLEETGEN_E2E_BIN=$(test/e2e/tools/build.sh)/bin go test ./test/e2e/
+#
+# A binary already in the cache is never rebuilt: a cold build costs about
+# 40 CPU-minutes, a warm run nothing. Every upstream module comes from the
+# module proxy (`go mod download`), never from a Git checkout.
+#
+# kube-apiserver, the Flux controllers and Fleet are main modules upstream
+# whose go.mod replaces sibling modules with folders the module zip does not
+# hold (k8s.io/kubernetes' ./staging, Flux's ./api, Fleet's ./pkg/apis). Each
+# is built inside a writable copy of its module with those replaces pointed at
+# the published modules, GOWORK=off and -mod=mod.
+set -euo pipefail
+
+ETCD_VERSION=v3.6.8
+# k8s.io/kubernetes v1.36.4 is not on the proxy; v1.36.3 is its neighbour and
+# serves the API of our k8s.io v0.36.4 libraries.
+KUBE_VERSION=v1.36.3
+KUBE_STAGING_VERSION=v0.36.3
+SOURCE_CONTROLLER_VERSION=v1.9.6
+KUSTOMIZE_CONTROLLER_VERSION=v1.9.5
+# The proxy refuses github.com/rancher/fleet v0.16.1 (HTTP 403); v0.16.0 is the
+# neighbouring release of the same minor line.
+FLEET_VERSION=v0.16.0
+# The proxy refuses fluxcd/pkg/artifact v0.18.2 and v0.18.3.
+FLUX_ARTIFACT_VERSION=v0.18.1
+# helm renders the real fleet-agent chart.
+HELM_VERSION=v3.19.0
+
+here="$(cd "$(dirname "$0")" && pwd)"
+key="etcd-${ETCD_VERSION}_kube-${KUBE_VERSION}_sc-${SOURCE_CONTROLLER_VERSION}_kc-${KUSTOMIZE_CONTROLLER_VERSION}_fleet-${FLEET_VERSION}_helm-${HELM_VERSION}"
+out="${FLEETGEN_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/fleetgen/e2e}/$key"
+if [ "${1:-}" = "--dir" ]; then
+	echo "$out"
+	exit 0
+fi
+# Arguments name the binaries to build (default: all), e.g. to build two
+# halves in parallel.
+only=("$@")
+mkdir -p "$out/bin" "$out/crds"
+work="$(mktemp -d)"
+trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
+
+export GOWORK=off GOFLAGS="-mod=mod -buildvcs=false" GOTOOLCHAIN=local
+nice=(nice -n 10)
+
+log() { echo "e2e tools: $*" >&2; }
+
+# modcopy MODULE VERSION: a writable copy of MODULE@VERSION, printed.
+modcopy() {
+	local dir
+	dir="$(go mod download -json "$1@$2" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')"
+	[ -n "$dir" ] || { log "cannot download $1@$2"; return 1; }
+	local dst="$work/$(basename "$1")-$2"
+	cp -r "$dir" "$dst"
+	chmod -R u+w "$dst"
+	rm -f "$dst/go.work" "$dst/go.work.sum"
+	echo "$dst"
+}
+
+# timed NAME CMD...: runs CMD unless bin/NAME exists or NAME is not among the
+# script's arguments (when it has any), recording the wall time.
+timed() {
+	local name="$1"
+	shift
+	if ((${#only[@]})) && [[ " ${only[*]} " != *" $name "* ]]; then
+		return 0
+	fi
+	if [ -x "$out/bin/$name" ]; then
+		log "$name: cached"
+		return 0
+	fi
+	log "$name: building"
+	local start=$SECONDS
+	"$@"
+	local took=$((SECONDS - start))
+	echo "$name ${took}s $(date -u +%Y-%m-%dT%H:%M:%SZ)" >>"$out/build-times.txt"
+	log "$name: built in ${took}s"
+}
+
+build_etcd() {
+	(cd "$here" && "${nice[@]}" go build -trimpath -ldflags "-s -w" -o "$out/bin/etcd.tmp" ./etcd)
+	mv "$out/bin/etcd.tmp" "$out/bin/etcd"
+}
+
+# build_kube NAME: a command of k8s.io/kubernetes (kube-apiserver, or
+# kube-controller-manager for the service-account token and garbage
+# collection controllers that Fleet's registration relies on).
+build_kube() {
+	local name="$1" src
+	src="$(modcopy k8s.io/kubernetes "$KUBE_VERSION")"
+	sed -i -E "s#^(\s*)(k8s\.io/[^ ]+) => \./staging/src/k8s\.io/[^ ]+\$#\1\2 => \2 $KUBE_STAGING_VERSION#" "$src/go.mod"
+	local v=k8s.io/component-base/version
+	local ldflags="-s -w -X $v.gitVersion=$KUBE_VERSION -X $v.gitMajor=1 -X $v.gitMinor=36 -X $v.gitTreeState=clean"
+	(cd "$src" && "${nice[@]}" go build -trimpath -ldflags "$ldflags" -o "$out/bin/$name.tmp" "./cmd/$name")
+	mv "$out/bin/$name.tmp" "$out/bin/$name"
+}
+
+# build_flux NAME VERSION: a Flux controller, its ./api replace dropped so the
+# published api module of the required version is used.
+build_flux() {
+	local name="$1" version="$2" src
+	src="$(modcopy "github.com/fluxcd/$name" "$version")"
+	(
+		cd "$src"
+		go mod edit -dropreplace "github.com/fluxcd/$name/api" \
+			-replace "github.com/fluxcd/pkg/artifact=github.com/fluxcd/pkg/artifact@$FLUX_ARTIFACT_VERSION"
+		"${nice[@]}" go build -trimpath -ldflags "-s -w" -o "$out/bin/$name.tmp" .
+	)
+	mkdir -p "$out/crds/$name"
+	cp "$src"/config/crd/bases/*.yaml "$out/crds/$name/"
+	mv "$out/bin/$name.tmp" "$out/bin/$name"
+}
+
+# build_fleet: fleet-controller and fleet-agent from one module copy, with the
+# Fleet CRDs and the fleet-agent chart of the same release.
+build_fleet() {
+	local src
+	src="$(modcopy github.com/rancher/fleet "$FLEET_VERSION")"
+	(
+		cd "$src"
+		go mod edit -replace "github.com/rancher/fleet/pkg/apis=github.com/rancher/fleet/pkg/apis@$FLEET_VERSION"
+		local ldflags="-s -w -X github.com/rancher/fleet/pkg/version.Version=$FLEET_VERSION"
+		"${nice[@]}" go build -trimpath -ldflags "$ldflags" -o "$out/bin/fleetcontroller.tmp" ./cmd/fleetcontroller
+		"${nice[@]}" go build -trimpath -ldflags "$ldflags" -o "$out/bin/fleetagent.tmp" ./cmd/fleetagent
+	)
+	mkdir -p "$out/crds/fleet"
+	cp "$src/charts/fleet-crd/templates/crds.yaml" "$out/crds/fleet/crds.yaml"
+	copy_fleet_chart "$src"
+	mv "$out/bin/fleetagent.tmp" "$out/bin/fleetagent"
+	mv "$out/bin/fleetcontroller.tmp" "$out/bin/fleetcontroller"
+}
+
+# copy_fleet_chart [SRC]: the fleet chart of the same release, from which the
+# test takes fleet-controller's ConfigMap and its containers' arguments and
+# environment. Cheap (a module copy): done whenever it is missing.
+copy_fleet_chart() {
+	[ -f "$out/charts/fleet/Chart.yaml" ] && return 0
+	local src="${1:-}"
+	[ -n "$src" ] || src="$(modcopy github.com/rancher/fleet "$FLEET_VERSION")"
+	mkdir -p "$out/charts"
+	rm -rf "$out/charts/fleet.tmp"
+	cp -r "$src/charts/fleet" "$out/charts/fleet.tmp"
+	mv "$out/charts/fleet.tmp" "$out/charts/fleet"
+}
+
+# build_helm: helm's go.mod has no replace directives, so go install works.
+build_helm() {
+	GOBIN="$work/helm-bin" GOFLAGS=-buildvcs=false "${nice[@]}" go install -trimpath \
+		-ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+	mv "$work/helm-bin/helm" "$out/bin/helm"
+}
+
+timed etcd build_etcd
+timed kube-apiserver build_kube kube-apiserver
+timed source-controller build_flux source-controller "$SOURCE_CONTROLLER_VERSION"
+timed kustomize-controller build_flux kustomize-controller "$KUSTOMIZE_CONTROLLER_VERSION"
+timed fleetcontroller build_fleet
+timed kube-controller-manager build_kube kube-controller-manager
+timed helm build_helm
+if ! ((${#only[@]})) || [[ " ${only[*]} " == *" fleetcontroller "* ]]; then
+	copy_fleet_chart
+fi
+echo "$out"
