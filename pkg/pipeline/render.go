@@ -58,14 +58,27 @@ func Render(ctx context.Context, cfg Config) error {
 	if err := checkOutDir(cfg); err != nil {
 		return err
 	}
+	// An output folder an earlier render wrote is locked now and read while
+	// fleet.yaml loads and renders (tree.Prepare writes nothing).
+	file := cfg.File
+	if file == "" {
+		file = DefaultFile
+	}
+	pr, err := tree.Prepare(cfg.OutDir, filepath.Join(filepath.Dir(file), lock.FileName), tree.Options{Waiting: cfg.waiting})
+	if err != nil {
+		return err
+	}
+	defer pr.Close()
 	ld, err := Load(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	return renderLoaded(ctx, cfg, ld)
+	return renderLoaded(ctx, cfg, ld, pr)
 }
 
-func renderLoaded(ctx context.Context, cfg Config, ld *Loaded) error {
+// renderLoaded renders ld into cfg.OutDir, through pr when the folder was
+// prepared (nil: not).
+func renderLoaded(ctx context.Context, cfg Config, ld *Loaded, pr *tree.Prepared) error {
 	r, err := render(ctx, cfg, ld, false)
 	if err != nil {
 		return err
@@ -77,9 +90,13 @@ func renderLoaded(ctx context.Context, cfg Config, ld *Loaded) error {
 	if r.lockChanged {
 		lk.New = r.lock.Marshal()
 	}
-	st, err := tree.WriteWith(cfg.OutDir, r.files, tree.Options{Lock: lk, Waiting: func() {
-		cfg.logger().Info("waiting for another render of the output folder", "dir", cfg.OutDir)
-	}})
+	opt := tree.Options{Lock: lk, Waiting: cfg.waiting}
+	var st tree.Stats
+	if pr != nil {
+		st, err = pr.Write(r.files, opt)
+	} else {
+		st, err = tree.WriteWith(cfg.OutDir, r.files, opt)
+	}
 	if err != nil {
 		return err
 	}
@@ -212,7 +229,7 @@ func Build(ctx context.Context, cfg Config, publish bool) error {
 		// up to date.
 		{"validate", func() error { return validate(cfg, ld, inputRules) }},
 		{"mirror", func() error { return mirrorLoaded(ctx, cfg, ld, io.Discard, false) }},
-		{"render", func() error { return renderLoaded(ctx, cfg, ld) }},
+		{"render", func() error { return renderLoaded(ctx, cfg, ld, nil) }},
 	}
 	if publish {
 		steps = append(steps, struct {
@@ -369,4 +386,9 @@ func previous(outDir string) func(string) ([]byte, bool) {
 		}
 		return b, true
 	}
+}
+
+// waiting logs that another render holds the output folder.
+func (cfg Config) waiting() {
+	cfg.logger().Info("waiting for another render of the output folder", "dir", cfg.OutDir)
 }

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
 
 	"fleetgen.dev/fleetgen/pkg/generate"
@@ -585,5 +586,83 @@ func TestFolderCache(t *testing.T) {
 	write(files)
 	if b, err := os.ReadFile(filepath.Join(dir, "clusters", "c1", "planted.yaml")); err != nil || string(b) != "foreign\n" {
 		t.Errorf("foreign file hidden by the cache: %q, %v", b, err)
+	}
+}
+
+// TestPrepare: Prepare locks a folder an earlier render wrote and changes
+// nothing in it; Write through it is WriteWith; a folder without MetaDir or
+// with a killed update's journal is left to WriteWith.
+func TestPrepare(t *testing.T) {
+	files := []generate.File{file("a.yaml", "a\n"), file("clusters/c1/x.yaml", "x\n")}
+	if p, err := Prepare(filepath.Join(t.TempDir(), "none"), "", Options{}); p != nil || err != nil {
+		t.Fatalf("Prepare of a missing folder = %v, %v; want nil, nil", p, err)
+	}
+	dir := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(dir, "user.yaml"), []byte("u\n"), 0o644))
+	if p, err := Prepare(dir, "", Options{}); p != nil || err != nil {
+		t.Fatalf("Prepare of a folder without %s = %v, %v; want nil, nil", MetaDir, p, err)
+	}
+	if _, err := Write(dir, files); err != nil {
+		t.Fatal(err)
+	}
+	before := read(t, dir)
+
+	// Prepared and closed without a write: nothing changes.
+	p, err := Prepare(dir, "", Options{})
+	if err != nil || p == nil {
+		t.Fatalf("Prepare = %v, %v", p, err)
+	}
+	must(t, p.Close())
+	if diff := cmp.Diff(before, read(t, dir)); diff != "" {
+		t.Errorf("Prepare changed the folder (-before +after):\n%s", diff)
+	}
+
+	// While prepared, another writer waits.
+	p, err = Prepare(dir, "", Options{})
+	if err != nil || p == nil {
+		t.Fatalf("Prepare = %v, %v", p, err)
+	}
+	changed := []generate.File{file("a.yaml", "a2\n"), file("clusters/c2/y.yaml", "y\n")}
+	waited := make(chan struct{})
+	second := make(chan error, 1)
+	go func() {
+		_, err := WriteWith(dir, files, Options{Waiting: func() { close(waited) }})
+		second <- err
+	}()
+	<-waited
+	if _, err := p.Write(changed, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	// (Diff would wait for the lock: read the files.)
+	got := read(t, dir)
+	if got["a.yaml"] != h+"a2\n" || got["clusters/c2/y.yaml"] != h+"y\n" || got["clusters/c1/x.yaml"] != "" {
+		t.Errorf("after Prepared.Write: %v", got)
+	}
+	must(t, p.Close())
+	if err := <-second; err != nil {
+		t.Fatalf("the second writer: %v", err)
+	}
+	if d, err := Diff(dir, files); err != nil || d != "" {
+		t.Errorf("Diff after the second writer = %q, %v", d, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "user.yaml")); err != nil || string(b) != "u\n" {
+		t.Errorf("user.yaml = %q, %v", b, err)
+	}
+
+	// A journal left by a killed update: WriteWith's to finish.
+	j := journal{news: []string{"b.yaml"}}
+	must(t, os.WriteFile(filepath.Join(dir, MetaDir, preparedFile), j.marshal(), 0o644))
+	if p, err := Prepare(dir, "", Options{}); p != nil || err != nil {
+		t.Fatalf("Prepare over a journal = %v, %v; want nil, nil", p, err)
+	}
+	// A lock other than the prepared one is refused.
+	must(t, os.Remove(filepath.Join(dir, MetaDir, preparedFile)))
+	p, err = Prepare(dir, "", Options{})
+	if err != nil || p == nil {
+		t.Fatalf("Prepare = %v, %v", p, err)
+	}
+	defer p.Close()
+	if _, err := p.Write(files, Options{Lock: &Lock{Path: filepath.Join(t.TempDir(), "fleet.lock.yaml")}}); err == nil {
+		t.Error("Prepared.Write with another lock succeeded")
 	}
 }
