@@ -1,6 +1,7 @@
 // Command benchrender measures `fleetgen render` on generated fleets of 1,000 and
 // 10,000 clusters (all four registration modes, two layers): a fresh render, a
-// re-render of the unchanged tree and one with one cluster changed, peak RSS
+// re-render of the unchanged tree (with fleetgen's stat cache, and without it
+// as in a fresh checkout) and one with one cluster changed, peak RSS
 // of the fleetgen process, the 10k/1k time ratio, and each against `cp -r` of
 // the same output tree (issue 13's targets). `make bench` runs it.
 //
@@ -157,6 +158,7 @@ type result struct {
 	wall     time.Duration // fresh output folder
 	rerender time.Duration // over an up-to-date tree
 	changed  time.Duration // over a tree one cluster behind
+	nocache  time.Duration // over an up-to-date tree without fleetgen's stat cache (a fresh checkout)
 	rssKB    int64
 	cp       time.Duration // cp -r of the same tree, right after each fresh write
 }
@@ -237,6 +239,19 @@ func measureRender(o options, dir string, n int) (result, error) {
 		return r, err
 	}
 	if r.rerender, err = rerun(o, render); err != nil {
+		return r, err
+	}
+	// A fresh checkout of the published tree has no .fleetgen/: every folder
+	// is listed and every file read once.
+	if r.nocache, err = rerun(o, func() (time.Duration, int64, error) {
+		if err := os.RemoveAll(filepath.Join(out, tree.MetaDir)); err != nil {
+			return 0, 0, err
+		}
+		return render()
+	}); err != nil {
+		return r, err
+	}
+	if _, _, err := render(); err != nil { // the stat cache back
 		return r, err
 	}
 	// One cluster changed: flip a label of the first cluster before each run,
@@ -363,13 +378,14 @@ func report(rs []result, treeOnly bool, where string) {
 		what = "tree.Write of synthetic files (in-process)"
 	}
 	fmt.Printf("%s on %s\n\n", what, where)
-	fmt.Printf("%9s %8s %7s %9s %9s %9s %9s %8s %7s %7s %7s\n", "clusters", "files", "MiB", "fresh", "unchanged", "1 changed", "cp -r", "peakRSS",
-		"fresh/cp", "unch/cp", "1chg/cp")
+	fmt.Printf("%9s %8s %7s %9s %9s %9s %9s %9s %8s %7s %7s %7s %7s\n", "clusters", "files", "MiB", "fresh", "unchanged", "1 changed", "no cache", "cp -r", "peakRSS",
+		"fresh/cp", "unch/cp", "1chg/cp", "nc/cp")
 	for _, r := range rs {
-		fmt.Printf("%9d %8d %7.1f %9s %9s %9s %9s %6dMiB %7.2fx %6.2fx %6.2fx\n", r.clusters, r.files, float64(r.bytes)/(1<<20),
-			r.wall.Round(time.Millisecond), r.rerender.Round(time.Millisecond), r.changed.Round(time.Millisecond),
-			r.cp.Round(time.Millisecond), r.rssKB/1024, ratio(r.wall, r.cp), ratio(r.rerender, r.cp), ratio(r.changed, r.cp))
+		fmt.Printf("%9d %8d %7.1f %9s %9s %9s %9s %9s %6dMiB %7.2fx %6.2fx %6.2fx %6.2fx\n", r.clusters, r.files, float64(r.bytes)/(1<<20),
+			r.wall.Round(time.Millisecond), r.rerender.Round(time.Millisecond), r.changed.Round(time.Millisecond), r.nocache.Round(time.Millisecond),
+			r.cp.Round(time.Millisecond), r.rssKB/1024, ratio(r.wall, r.cp), ratio(r.rerender, r.cp), ratio(r.changed, r.cp), ratio(r.nocache, r.cp))
 	}
+	fmt.Println("(no cache: an unchanged tree without .fleetgen/, as in a fresh checkout: every folder listed, every file read)")
 	if len(rs) >= 2 {
 		first, last := rs[0], rs[len(rs)-1]
 		scale := ratio(last.wall, first.wall)
