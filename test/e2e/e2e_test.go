@@ -63,7 +63,10 @@ func TestReconcile(t *testing.T) {
 	runStart := time.Now()
 	logs := logDir(t)
 	s := &summary{t: t}
-	defer s.print()
+	// Registered before any process starts, so that it runs after their
+	// cleanups (which print the tails of their logs when the test failed):
+	// the summary is the last thing a CI log shows.
+	t.Cleanup(s.print)
 
 	etcd := startEtcd(t, filepath.Join(tools, "bin", "etcd"), t.TempDir(), logs)
 	mgr := launchCluster(t, tools, etcd, logs, managerName)
@@ -144,7 +147,7 @@ func TestReconcile(t *testing.T) {
 		c  *cluster
 		ks []renderedKustomization
 	}{{mgr, mgrKs}, {edge, edgeKs}} {
-		if err := fluxSystemIntact(ctx, cs.c, head, names(cs.ks)); err != nil {
+		if err := fluxSystemSettles(ctx, cs.c, head, names(cs.ks)); err != nil {
 			s.fail("3 flux-system", "%v", err)
 		} else {
 			s.pass("3 flux-system", "%s: Namespace, GitRepository and Kustomization flux-system intact, inventory holds %s", cs.c.name, strings.Join(names(cs.ks), ", "))
@@ -649,5 +652,18 @@ func (s *summary) time(what string, d time.Duration) {
 }
 
 func (s *summary) print() {
-	s.t.Logf("e2e summary:\n%s", strings.Join(s.lines, "\n"))
+	var failed []string
+	for _, l := range s.lines {
+		if strings.HasPrefix(l, "FAIL") {
+			failed = append(failed, l)
+		}
+	}
+	msg := "e2e summary:\n" + strings.Join(s.lines, "\n")
+	switch {
+	case len(failed) > 0:
+		msg += "\nfailed:\n" + strings.Join(failed, "\n")
+	case s.t.Failed():
+		msg += "\nfailed: see the first error above (a step that could not go on)"
+	}
+	s.t.Log(msg)
 }

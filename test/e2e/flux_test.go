@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -231,7 +232,7 @@ func fluxSystemIntact(ctx context.Context, c *cluster, head string, fleetgenKust
 			return err
 		}
 		if obj == nil || obj.GetDeletionTimestamp() != nil {
-			return fmt.Errorf("%s flux-system was pruned from %s", o.gvk.Kind, c.name)
+			return &prunedError{fmt.Sprintf("%s flux-system was pruned from %s", o.gvk.Kind, c.name)}
 		}
 	}
 	k, err := kustomization(ctx, c, "flux-system")
@@ -257,6 +258,30 @@ func fluxSystemIntact(ctx context.Context, c *cluster, head string, fleetgenKust
 		}
 	}
 	return nil
+}
+
+// prunedError: a flux-system object is gone; waiting will not bring it back.
+type prunedError struct{ msg string }
+
+func (e *prunedError) Error() string { return e.msg }
+
+// fluxSystemSettles is fluxSystemIntact once the flux-system Kustomization
+// has had time to apply head (it reconciles on its own schedule, after the
+// Kustomizations fleetgen wrote); a pruned object fails at once.
+func fluxSystemSettles(ctx context.Context, c *cluster, head string, fleetgenKustomizations []string) error {
+	var last error
+	err := eventually(90*time.Second, func() error {
+		last = fluxSystemIntact(ctx, c, head, fleetgenKustomizations)
+		var pruned *prunedError
+		if errors.As(last, &pruned) {
+			return nil // final: stop waiting, report it below
+		}
+		return last
+	})
+	if err != nil {
+		return err
+	}
+	return last
 }
 
 func contains(s []string, v string) bool {
@@ -330,7 +355,7 @@ func deregister(t *testing.T, ctx context.Context, s *summary, mgr *cluster, ex 
 		s.fail("5 deregistration", "%v", err)
 		return
 	}
-	if err := fluxSystemIntact(ctx, mgr, head, names(mgrKs)); err != nil {
+	if err := fluxSystemSettles(ctx, mgr, head, names(mgrKs)); err != nil {
 		s.fail("5 deregistration", "after the second publish: %v", err)
 		return
 	}
