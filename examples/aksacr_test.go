@@ -6,7 +6,6 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
@@ -68,11 +67,11 @@ func TestAKSACRBuildPublish(t *testing.T) {
 
 	// The example, with the local registries in place of ghcr.io and the ACR.
 	dir := copyDir(t, "aks-acr")
-	replaceIn(t, filepath.Join(dir, "fleet.yaml"),
+	testenv.ReplaceIn(t, filepath.Join(dir, "fleet.yaml"),
 		"ghcr.io", ghcr,
 		"docker.io", ghcr,
 		"host: acraksbaseline.azurecr.io", "host: \""+acr+"\"\n    insecure: true")
-	replaceIn(t, filepath.Join(dir, "cluster-manifests/cluster-baseline-settings/kured.yaml"), "ghcr.io", ghcr)
+	testenv.ReplaceIn(t, filepath.Join(dir, "cluster-manifests/cluster-baseline-settings/kured.yaml"), "ghcr.io", ghcr)
 	l, err := lock.Load(filepath.Join(dir, lock.FileName))
 	if err != nil {
 		t.Fatal(err)
@@ -169,25 +168,6 @@ func TestAKSACRBuildPublish(t *testing.T) {
 	}
 	if got := testenv.Git(t, repo, "rev-parse", "main"); got != head {
 		t.Errorf("second build committed %s on top of %s", got, head)
-	}
-}
-
-// replaceIn replaces old/new pairs in the file at path, each of which must occur.
-func replaceIn(t testing.TB, path string, oldnew ...string) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(b)
-	for i := 0; i < len(oldnew); i += 2 {
-		if !strings.Contains(s, oldnew[i]) {
-			t.Fatalf("%s has no %q", path, oldnew[i])
-		}
-		s = strings.ReplaceAll(s, oldnew[i], oldnew[i+1])
-	}
-	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
-		t.Fatal(err)
 	}
 }
 

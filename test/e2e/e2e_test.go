@@ -214,7 +214,7 @@ func quickstart(t *testing.T, mgr, imported *cluster) *example {
 	if err := os.CopyFS(ex.dir, os.DirFS("../../examples/quickstart")); err != nil {
 		t.Fatal(err)
 	}
-	replaceIn(t, filepath.Join(ex.dir, "fleet.yaml"),
+	testenv.ReplaceIn(t, filepath.Join(ex.dir, "fleet.yaml"),
 		"host: quickstart.azurecr.io", "host: \""+mirror+"\"\n    insecure: true",
 		"- rancher/fleet-agent:v0.16.1", "- "+upstream+"/rancher/fleet-agent:v0.16.1",
 		"url: https://git.quickstart.example/platform/fleet-gitops.git", "url: "+ex.gitURL,
@@ -227,10 +227,10 @@ func quickstart(t *testing.T, mgr, imported *cluster) *example {
 		t.Fatal(err)
 	}
 	write(t, filepath.Join(ex.dir, "kubeconfigs", imported.name+".yaml"), b)
-	replaceIn(t, filepath.Join(ex.dir, "apps", "base", "podinfo.yaml"),
+	testenv.ReplaceIn(t, filepath.Join(ex.dir, "apps", "base", "podinfo.yaml"),
 		"image: busybox:1.36", "image: "+upstream+"/library/busybox:1.36", "ghcr.io", upstream)
-	replaceIn(t, filepath.Join(ex.dir, "infrastructure", "base", "kured.yaml"), "ghcr.io", upstream)
-	replaceIn(t, filepath.Join(ex.dir, "infrastructure", "prod", "ingress-nginx.yaml"), "registry.k8s.io", upstream)
+	testenv.ReplaceIn(t, filepath.Join(ex.dir, "infrastructure", "base", "kured.yaml"), "ghcr.io", upstream)
+	testenv.ReplaceIn(t, filepath.Join(ex.dir, "infrastructure", "prod", "ingress-nginx.yaml"), "registry.k8s.io", upstream)
 	lockPath := filepath.Join(ex.dir, lock.FileName)
 	l, err := lock.Load(lockPath)
 	if err != nil {
@@ -603,25 +603,6 @@ func parseObjects(b []byte) []*unstructured.Unstructured {
 		out = append(out, &unstructured.Unstructured{Object: m})
 	}
 	return out
-}
-
-// replaceIn replaces old/new pairs in the file at path, each of which must occur.
-func replaceIn(t *testing.T, path string, oldnew ...string) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(b)
-	for i := 0; i < len(oldnew); i += 2 {
-		if !strings.Contains(s, oldnew[i]) {
-			t.Fatalf("%s has no %q", path, oldnew[i])
-		}
-		s = strings.ReplaceAll(s, oldnew[i], oldnew[i+1])
-	}
-	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // summary collects one line per assertion and the times, printed at the end

@@ -105,48 +105,51 @@ func startAgent(t *testing.T, tools, logs string, c *cluster, dep *unstructured.
 // the kubelet would set it: plain values, and the namespace for a fieldRef
 // to metadata.namespace (the only reference the agent's Deployment holds).
 func containerEnv(dep *unstructured.Unstructured, name string) ([]string, error) {
-	cs, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
-	for _, c := range cs {
-		cm, _ := c.(map[string]any)
-		if cm["name"] != name {
+	cm, err := container(dep, name)
+	if err != nil {
+		return nil, err
+	}
+	env, _, _ := unstructured.NestedSlice(cm, "env")
+	var out []string
+	for _, e := range env {
+		em, _ := e.(map[string]any)
+		n, _ := em["name"].(string)
+		if em["valueFrom"] == nil { // value, or empty when left out
+			v, _ := em["value"].(string)
+			out = append(out, n+"="+v)
 			continue
 		}
-		env, _, _ := unstructured.NestedSlice(cm, "env")
-		var out []string
-		for _, e := range env {
-			em, _ := e.(map[string]any)
-			n, _ := em["name"].(string)
-			if em["valueFrom"] == nil { // value, or empty when left out
-				v, _ := em["value"].(string)
-				out = append(out, n+"="+v)
-				continue
-			}
-			ref, _, _ := unstructured.NestedString(em, "valueFrom", "fieldRef", "fieldPath")
-			if ref != "metadata.namespace" {
-				return nil, fmt.Errorf("Deployment %s: env %s: unsupported reference %v", dep.GetName(), n, em["valueFrom"])
-			}
-			out = append(out, n+"="+dep.GetNamespace())
+		ref, _, _ := unstructured.NestedString(em, "valueFrom", "fieldRef", "fieldPath")
+		if ref != "metadata.namespace" {
+			return nil, fmt.Errorf("Deployment %s: env %s: unsupported reference %v", dep.GetName(), n, em["valueFrom"])
 		}
-		return out, nil
+		out = append(out, n+"="+dep.GetNamespace())
 	}
-	return nil, fmt.Errorf("Deployment %s has no container %s", dep.GetName(), name)
+	return out, nil
 }
 
 // containerArgs are the arguments of the named container of a Deployment,
 // checked to run command.
 func containerArgs(dep *unstructured.Unstructured, name, command string) ([]string, error) {
+	cm, err := container(dep, name)
+	if err != nil {
+		return nil, err
+	}
+	cmd, _, _ := unstructured.NestedStringSlice(cm, "command")
+	if len(cmd) != 1 || cmd[0] != command {
+		return nil, fmt.Errorf("Deployment %s: container %s runs %v, not %s", dep.GetName(), name, cmd, command)
+	}
+	args, _, _ := unstructured.NestedStringSlice(cm, "args")
+	return args, nil
+}
+
+// container is the named container of a Deployment.
+func container(dep *unstructured.Unstructured, name string) (map[string]any, error) {
 	cs, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
 	for _, c := range cs {
-		cm, _ := c.(map[string]any)
-		if cm["name"] != name {
-			continue
+		if cm, _ := c.(map[string]any); cm["name"] == name {
+			return cm, nil
 		}
-		cmd, _, _ := unstructured.NestedStringSlice(cm, "command")
-		if len(cmd) != 1 || cmd[0] != command {
-			return nil, fmt.Errorf("Deployment %s: container %s runs %v, not %s", dep.GetName(), name, cmd, command)
-		}
-		args, _, _ := unstructured.NestedStringSlice(cm, "args")
-		return args, nil
 	}
 	return nil, fmt.Errorf("Deployment %s has no container %s", dep.GetName(), name)
 }

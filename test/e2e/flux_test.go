@@ -324,7 +324,7 @@ func deregister(t *testing.T, ctx context.Context, s *summary, mgr *cluster, ex 
 		}
 	}
 
-	replaceIn(t, ex.cfg.File, "    - name: "+removedName+"\n      labels: {env: dev, region: us}\n      registration: {mode: agent, tokenTTL: 24h}\n", "")
+	testenv.ReplaceIn(t, ex.cfg.File, "    - name: "+removedName+"\n      labels: {env: dev, region: us}\n      registration: {mode: agent, tokenTTL: 24h}\n", "")
 	if err := pipeline.Build(ctx, ex.cfg, true); err != nil {
 		t.Fatalf("fleetgen build --publish without %s: %v", removedName, err)
 	}
