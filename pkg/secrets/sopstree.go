@@ -239,16 +239,26 @@ func valueNode(v any) (*yaml.Node, error) {
 	}
 }
 
+// takeComment adds v to the pending head or inline comments when it is a
+// comment, and reports whether it was.
+func takeComment(v any, head, inline *[]string) bool {
+	c, ok := v.(comment)
+	if !ok {
+		return false
+	}
+	if c.inline {
+		*inline = append(*inline, c.text)
+	} else {
+		*head = append(*head, c.text)
+	}
+	return true
+}
+
 func fillSequence(l []any, seq *yaml.Node) error {
 	var head, inline []string
 	first := true
 	for _, v := range l {
-		if c, ok := v.(comment); ok {
-			if c.inline {
-				inline = append(inline, c.text)
-			} else {
-				head = append(head, c.text)
-			}
+		if takeComment(v, &head, &inline) {
 			continue
 		}
 		if first {
@@ -278,12 +288,7 @@ func fillMapping(b branch, m *yaml.Node) error {
 	var head, inline []string
 	first := true
 	for _, it := range b {
-		if c, ok := it.key.(comment); ok {
-			if c.inline {
-				inline = append(inline, c.text)
-			} else {
-				head = append(head, c.text)
-			}
+		if takeComment(it.key, &head, &inline) {
 			continue
 		}
 		if first {
