@@ -63,7 +63,7 @@ func newBuilder(root string) (*builder, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &builder{root: abs, fs: fs}, nil
+	return &builder{root: abs, fs: &recordFS{FileSystem: fs}}, nil
 }
 
 // build runs kustomize on the layer folder rel (slash-separated, relative to
@@ -72,6 +72,9 @@ func newBuilder(root string) (*builder, error) {
 // outside the kustomization folder (but inside root) may be loaded.
 func (b *builder) build(rel string) ([]object, error) {
 	dir := filepath.Join(b.root, filepath.FromSlash(rel))
+	if r, ok := b.fs.(*recordFS); ok {
+		r.note(dir) // Flux's generator lists it with a file system of its own
+	}
 	if !b.fs.Exists(dir) {
 		if _, err := os.Lstat(dir); err == nil {
 			return nil, errors.New("it resolves to a path that is not in or below the folder of fleet.yaml (a symlink): want a folder inside it")

@@ -64,21 +64,40 @@ func Render(ctx context.Context, cfg Config) error {
 	if file == "" {
 		file = DefaultFile
 	}
-	pr, err := tree.Prepare(cfg.OutDir, filepath.Join(filepath.Dir(file), lock.FileName), tree.Options{Waiting: cfg.waiting})
+	start := time.Now()
+	lockPath := filepath.Join(filepath.Dir(file), lock.FileName)
+	pr, err := tree.Prepare(cfg.OutDir, lockPath, tree.Options{Waiting: cfg.waiting})
 	if err != nil {
 		return err
 	}
 	defer pr.Close()
+	// Inputs the last render recorded, and an output folder as it left
+	// it: nothing to load, render or write.
+	in, inOK := readInputs(cfg, file)
+	if inOK && pr != nil {
+		if lockBytes, err := safefs.ReadFile(filepath.Dir(lockPath), lock.FileName, lock.MaxSize); err == nil || errors.Is(err, fs.ErrNotExist) {
+			if pr.Unchanged(in.digest(lockBytes)) {
+				cfg.logger().Info("unchanged", "dir", cfg.OutDir, "why", "fleet.yaml, the lock, the layers and the output folder are as the last render left them",
+					"duration", time.Since(start).Round(time.Millisecond))
+				return nil
+			}
+		}
+	}
+	pr.ReadAhead() // while fleet.yaml loads and renders
 	ld, err := Load(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	return renderLoaded(ctx, cfg, ld, pr)
+	var record *inputs
+	if inOK && inputsSafe(ld, in) {
+		record = &in
+	}
+	return renderLoaded(ctx, cfg, ld, pr, record)
 }
 
 // renderLoaded renders ld into cfg.OutDir, through pr when the folder was
-// prepared (nil: not).
-func renderLoaded(ctx context.Context, cfg Config, ld *Loaded, pr *tree.Prepared) error {
+// prepared (nil: not); in, when set, are the inputs to record with the tree.
+func renderLoaded(ctx context.Context, cfg Config, ld *Loaded, pr *tree.Prepared, in *inputs) error {
 	r, err := render(ctx, cfg, ld, false)
 	if err != nil {
 		return err
@@ -91,6 +110,9 @@ func renderLoaded(ctx context.Context, cfg Config, ld *Loaded, pr *tree.Prepared
 		lk.New = r.lock.Marshal()
 	}
 	opt := tree.Options{Lock: lk, Waiting: cfg.waiting}
+	if in != nil {
+		opt.Input = in.digest(lk.New)
+	}
 	var st tree.Stats
 	if pr != nil {
 		st, err = pr.Write(r.files, opt)
@@ -229,7 +251,7 @@ func Build(ctx context.Context, cfg Config, publish bool) error {
 		// up to date.
 		{"validate", func() error { return validate(cfg, ld, inputRules) }},
 		{"mirror", func() error { return mirrorLoaded(ctx, cfg, ld, io.Discard, false) }},
-		{"render", func() error { return renderLoaded(ctx, cfg, ld, nil) }},
+		{"render", func() error { return renderLoaded(ctx, cfg, ld, nil, nil) }},
 	}
 	if publish {
 		steps = append(steps, struct {

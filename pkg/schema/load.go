@@ -206,6 +206,21 @@ func (f *Fleet) refShape(path string, r *FileRef, forms int) Errors {
 
 var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
+// FileRefs returns the {file: …} references of the fields fleet.yaml reads
+// them for (slash paths relative to f.Dir), sorted, each once.
+func (f *Fleet) FileRefs() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, e := range f.refs() {
+		if p := e.ref.File; p != "" && !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // refs lists every FileRef of f that its field's mode uses, with its path
 // and accepted forms.
 func (f *Fleet) refs() []struct {

@@ -67,6 +67,9 @@ type Options struct {
 	// Waiting is called once when another render holds the output folder and
 	// the call waits for it.
 	Waiting func()
+	// Input, when set (lower-case hex), names everything the files were made
+	// from; it is kept with the stat cache, for Prepared.Unchanged.
+	Input string
 }
 
 // writeHook, when set by a test, is called before each file is written (with
@@ -150,6 +153,9 @@ func WriteWith(dir string, files []generate.File, opt Options) (st Stats, err er
 // nil, is what Prepare read of the tree meanwhile.
 func update(dir, meta, lockPath string, files []generate.File, opt Options, ahead *readAhead, start time.Time) (Stats, error) {
 	var st Stats
+	if opt.Input != "" && !isHex(opt.Input) {
+		return st, fmt.Errorf("write %s: Options.Input %q: want lower-case hex", dir, opt.Input)
+	}
 	// Finish what a killed render left before looking at the tree.
 	j, committed, err := readJournal(dir, lockPath)
 	if err != nil {
@@ -183,6 +189,13 @@ func update(dir, meta, lockPath string, files []generate.File, opt Options, ahea
 		return st, err
 	}
 	p.stats.Plan = time.Since(start)
+	p.input, p.count = opt.Input, len(files)
+	if p.input == "" {
+		p.count = 0
+	}
+	if p.input != p.oldInput || p.count != p.oldCount {
+		p.stateDirty = true
+	}
 	for _, l := range p.leftovers {
 		unix.Unlink(filepath.Join(dir, filepath.FromSlash(l)))
 	}
@@ -212,6 +225,11 @@ type Prepared struct {
 	start               time.Time
 	done                chan struct{}
 	ahead               *readAhead
+	// stateRead is closed once state, the stat cache, is read; the tree is
+	// read from the first call of ReadAhead on.
+	stateRead chan struct{}
+	state     *state
+	reading   sync.Once
 }
 
 // Prepare locks dir for one update and starts reading it ahead. It changes
@@ -253,17 +271,117 @@ func Prepare(dir, lockPath string, opt Options) (*Prepared, error) {
 		held.Close()
 		return nil, nil
 	}
-	p := &Prepared{dir: dir, meta: meta, lockPath: lockPath, held: held, start: time.Now(), done: make(chan struct{})}
+	p := &Prepared{dir: dir, meta: meta, lockPath: lockPath, held: held, start: time.Now(),
+		done: make(chan struct{}), stateRead: make(chan struct{})}
 	go func() {
-		defer close(p.done)
-		p.ahead = readTreeAhead(dir, meta)
+		p.state = loadState(meta)
+		close(p.stateRead)
 	}()
 	return p, nil
+}
+
+// ReadAhead starts reading the tree in the background: listing and file
+// stats, which Write waits for. Unchanged starts it when it returns false.
+func (p *Prepared) ReadAhead() {
+	p.readAhead(nil)
+}
+
+// readAhead is ReadAhead given the stats of the cached files when they are
+// taken already.
+func (p *Prepared) readAhead(stats map[string]fileStat) {
+	if p == nil {
+		return
+	}
+	p.reading.Do(func() {
+		go func() {
+			defer close(p.done)
+			<-p.stateRead
+			p.ahead = readTreeAhead(p.dir, p.state, stats)
+		}()
+	})
+}
+
+// Unchanged reports whether the prepared folder holds, untouched, the output
+// of the update that recorded input (Options.Input, not ""): every file that
+// update wrote is there and still matches its stamp (inode, size and times;
+// a file changed too close to its stamp is read and hashed). A render whose
+// inputs are input then has nothing to write. It reads the stat cache and
+// stats the files it lists, nothing else; when it returns false, the tree is
+// being read ahead for Write.
+func (p *Prepared) Unchanged(input string) bool {
+	if p == nil {
+		return false
+	}
+	<-p.stateRead
+	s := p.state
+	if input == "" || s.input != input || s.count == 0 || s.count != len(s.files) {
+		p.readAhead(nil)
+		return false
+	}
+	paths := make([]string, 0, len(s.files))
+	for q := range s.files {
+		paths = append(paths, q)
+	}
+	stats := statAll(p.dir, paths, nil)
+	settled := true
+	for q, stamp := range s.files {
+		fs, ok := stats[q]
+		st := fs.stat()
+		if ok && stamp.matches(&st) {
+			continue
+		}
+		if ok && stamp.racy && stamp.sameStat(&st) {
+			data, err := readFile(filepath.Join(p.dir, filepath.FromSlash(q)), st.Size)
+			if err == nil && sha256.Sum256(data) == stamp.sum {
+				settled = false
+				continue
+			}
+		}
+		p.readAhead(stats)
+		return false
+	}
+	for _, d := range s.dirs {
+		settled = settled && d.known && !d.racy
+	}
+	if !settled {
+		p.settle(stats)
+	}
+	return true
+}
+
+// settle saves the stat cache of an unchanged tree whose cache had stamps
+// too recent to trust (checked by content now) or folders without a stamp
+// (those an update wrote into, listed now): the next render, unchanged or
+// not, trusts them without reading. It is best effort, as a render's.
+func (p *Prepared) settle(stats map[string]fileStat) {
+	s := p.state
+	ra := readTreeAhead(p.dir, s, stats)
+	if ra.err != nil {
+		return
+	}
+	files := make(map[string]stamp, len(s.files))
+	for q, stamp := range s.files {
+		st := stats[q].stat()
+		files[q] = stampOf(&st, stamp.sum)
+	}
+	dirs := make(map[string]dirStamp, len(ra.existing.dirs)+1)
+	for d := range ra.existing.dirs {
+		dirs[d] = ra.dstamps[d]
+	}
+	dirs["."] = ra.dstamps["."]
+	others := map[string]fileKind{}
+	for q, k := range ra.existing.files {
+		if _, ok := files[q]; !ok {
+			others[q] = k
+		}
+	}
+	saveState(p.meta, &state{files: files, dirs: dirs, others: others, input: s.input, count: s.count})
 }
 
 // Write is WriteWith on the prepared folder; opt.Lock must name the lock
 // given to Prepare. It can be called once.
 func (p *Prepared) Write(files []generate.File, opt Options) (Stats, error) {
+	p.readAhead(nil)
 	<-p.done
 	if err := checkPaths(files); err != nil {
 		return Stats{}, err
@@ -286,7 +404,12 @@ func (p *Prepared) Close() error {
 	if p == nil {
 		return nil
 	}
-	<-p.done
+	<-p.stateRead
+	started := true
+	p.reading.Do(func() { started = false })
+	if started {
+		<-p.done
+	}
 	return p.held.Close()
 }
 
@@ -311,19 +434,45 @@ func (f fileStat) stat() unix.Stat_t {
 	return unix.Stat_t{Mode: f.mode, Ino: uint64(f.ino), Size: f.size, Mtim: unix.NsecToTimespec(f.mtime), Ctim: unix.NsecToTimespec(f.ctime)}
 }
 
-func readTreeAhead(dir, meta string) *readAhead {
-	ra := &readAhead{state: loadState(meta)}
-	ra.existing, ra.dstamps, ra.err = scanWith(dir, ra.state)
-	if ra.err != nil {
-		return ra
-	}
-	paths := make([]string, 0, len(ra.existing.files))
-	for q, k := range ra.existing.files {
-		if k == regular {
+func readTreeAhead(dir string, cached *state, stats map[string]fileStat) *readAhead {
+	ra := &readAhead{state: cached}
+	// Every folder and file the cache lists is stat-ed first, in parallel:
+	// the folders' stats decide which listings the cache stands for, the
+	// files' which contents it does. stats, when given, holds the files'.
+	var paths []string
+	if stats == nil {
+		paths = make([]string, 0, len(cached.files)+len(cached.dirs))
+		for q := range cached.files {
 			paths = append(paths, q)
 		}
 	}
-	sort.Strings(paths) // folder by folder
+	for q := range cached.dirs {
+		if q != "." {
+			paths = append(paths, q)
+		}
+	}
+	ra.stats = statAll(dir, paths, stats)
+	ra.existing, ra.dstamps, ra.err = scanWith(dir, ra.state, ra.stats)
+	if ra.err != nil {
+		return ra
+	}
+	var missing []string // listed, not in the cache
+	for q, k := range ra.existing.files {
+		if _, ok := ra.stats[q]; !ok && k == regular {
+			missing = append(missing, q)
+		}
+	}
+	sort.Strings(missing) // folder by folder
+	ra.stats = statAll(dir, missing, ra.stats)
+	return ra
+}
+
+// statAll lstats paths (relative to dir) in parallel into into (nil: a new
+// map); a path that cannot be stat-ed is left out.
+func statAll(dir string, paths []string, into map[string]fileStat) map[string]fileStat {
+	if into == nil {
+		into = make(map[string]fileStat, len(paths))
+	}
 	sts := make([]fileStat, len(paths))
 	ok := make([]bool, len(paths))
 	parallel(len(paths), func(i int) error {
@@ -334,13 +483,12 @@ func readTreeAhead(dir, meta string) *readAhead {
 		}
 		return nil
 	})
-	ra.stats = make(map[string]fileStat, len(paths))
 	for i, q := range paths {
 		if ok[i] {
-			ra.stats[q] = sts[i]
+			into[q] = sts[i]
 		}
 	}
-	return ra
+	return into
 }
 
 // readLock reads the lock file as it is now; nil when there is none.
@@ -380,6 +528,10 @@ type updatePlan struct {
 	stateDirty bool
 	leftovers  []string
 	stats      Stats
+	// input and count: the state's Options.Input and file count, before
+	// and after the update.
+	oldInput, input string
+	oldCount, count int
 }
 
 // plan compares files with dir and decides every step of the update. It
@@ -405,7 +557,7 @@ func plan(dir, meta string, files []generate.File, useCache bool, ahead *readAhe
 		if useCache {
 			cached = oldState
 		}
-		if existing, dstamps, err = scanWith(dir, cached); err != nil {
+		if existing, dstamps, err = scanWith(dir, cached, nil); err != nil {
 			return nil, err
 		}
 	}
@@ -609,6 +761,7 @@ func plan(dir, meta string, files []generate.File, useCache bool, ahead *readAhe
 		}
 	}
 	p.stateDirty = dirty.Load() || len(old) != len(p.stamps) || !sameState(oldState, p.dirs, p.others)
+	p.oldInput, p.oldCount = oldState.input, oldState.count
 	return p, nil
 }
 
@@ -633,7 +786,7 @@ func sameState(old *state, dirs map[string]dirStamp, others map[string]fileKind)
 
 // state is the stat cache after the update.
 func (p *updatePlan) state() *state {
-	return &state{files: p.stamps, dirs: p.dirs, others: p.others}
+	return &state{files: p.stamps, dirs: p.dirs, others: p.others, input: p.input, count: p.count}
 }
 
 // commit carries out an update planned by plan: journal, writes, flush,
@@ -843,23 +996,30 @@ type listing struct {
 // scan lists dir without following symlinks, leaving out MetaDir, .git
 // folders and leftovers; a missing dir is empty.
 func scan(dir string) (listing, error) {
-	l, _, err := scanWith(dir, nil)
+	l, _, err := scanWith(dir, nil, nil)
 	return l, err
 }
 
 // entry is one name in a folder.
 type entry struct {
 	name string
+	path string // relative to the tree, when known (from the stat cache)
 	dir  bool
 	kind fileKind // when not a folder
 }
 
 // scanWith is scan reading, from the stat cache cached (nil: none), the
 // entries of every folder whose stamp still matches, and listing the others.
-// It returns the stamp of every folder it saw, taken before listing it.
-func scanWith(dir string, cached *state) (listing, map[string]dirStamp, error) {
+// It returns the stamp of every folder it saw, taken before listing it; a
+// folder's stat is taken from pre when there (statAll's), else read.
+func scanWith(dir string, cached *state, pre map[string]fileStat) (listing, map[string]dirStamp, error) {
 	l := listing{files: map[string]fileKind{}, dirs: map[string]bool{}}
 	stamps := map[string]dirStamp{}
+	if cached != nil {
+		l.files = make(map[string]fileKind, len(cached.files)+len(cached.others))
+		l.dirs = make(map[string]bool, len(cached.dirs))
+		stamps = make(map[string]dirStamp, len(cached.dirs))
+	}
 	var st unix.Stat_t
 	if err := unix.Lstat(dir, &st); errors.Is(err, unix.ENOENT) {
 		return l, stamps, nil
@@ -889,9 +1049,12 @@ func scanWith(dir string, cached *state) (listing, map[string]dirStamp, error) {
 			l.listed++
 		}
 		for _, e := range ents {
-			p := e.name
-			if rel != "." {
-				p = rel + "/" + e.name
+			p := e.path
+			if p == "" {
+				p = e.name
+				if rel != "." {
+					p = rel + "/" + e.name
+				}
 			}
 			switch {
 			case e.dir:
@@ -899,7 +1062,9 @@ func scanWith(dir string, cached *state) (listing, map[string]dirStamp, error) {
 					continue
 				}
 				var sub unix.Stat_t
-				if err := unix.Lstat(filepath.Join(full, e.name), &sub); err != nil {
+				if s, ok := pre[p]; ok {
+					sub = s.stat()
+				} else if err := unix.Lstat(filepath.Join(full, e.name), &sub); err != nil {
 					return fmt.Errorf("read %s: %w", p, err)
 				}
 				if sub.Mode&unix.S_IFMT != unix.S_IFDIR {
@@ -925,7 +1090,7 @@ func scanWith(dir string, cached *state) (listing, map[string]dirStamp, error) {
 	}
 	if err := walk(".", &st); err != nil {
 		if errors.Is(err, errStaleListing) && cached != nil {
-			return scanWith(dir, nil)
+			return scanWith(dir, nil, nil)
 		}
 		if errors.Is(err, errStaleListing) {
 			err = fmt.Errorf("read %s: changed while being listed", dir)
