@@ -32,6 +32,7 @@ type decoder struct {
 	pos    map[string]Pos
 	errs   Errors
 	fields map[reflect.Type][]fieldInfo
+	seen   map[*yaml.Node]map[string]int // keys of long mappings, by mapping
 }
 
 func (d *decoder) errorf(n *yaml.Node, path, code, format string, args ...any) {
@@ -63,7 +64,8 @@ func decodeDocument(file string, data []byte, f *Fleet) (errs Errors, ok bool) {
 		return one(CodeNotText, 1+bytes.Count(data[:i], []byte("\n")), "contains a NUL byte (a binary file?): want a YAML Fleet document")
 	}
 
-	if n := CountItems(data); n > MaxItems {
+	items := CountItems(data)
+	if items > MaxItems {
 		return one(CodeTooLarge, 0, "file has more than %d YAML items: want a smaller fleet.yaml (is this really a fleet.yaml?)", MaxItems)
 	}
 
@@ -96,7 +98,11 @@ func decodeDocument(file string, data []byte, f *Fleet) (errs Errors, ok bool) {
 		return one(CodeNotAMapping, root.Line, "top level is %s: want a mapping (a Fleet document with apiVersion: %s, kind: %s)", kindName(root), APIVersion, Kind)
 	}
 
-	d := &decoder{file: file, pos: map[string]Pos{"": {root.Line, root.Column}}, fields: map[reflect.Type][]fieldInfo{}}
+	// Every field path gets a position; a map sized for them (about one per
+	// ':' of the file) is not rebuilt as it grows.
+	pos := make(map[string]Pos, items/2)
+	pos[""] = Pos{root.Line, root.Column}
+	d := &decoder{file: file, pos: pos, fields: map[reflect.Type][]fieldInfo{}, seen: map[*yaml.Node]map[string]int{}}
 	d.value("", root, reflect.ValueOf(f).Elem())
 	f.pos = d.pos
 	return d.errs, true
@@ -316,7 +322,7 @@ func (d *decoder) value(path string, n *yaml.Node, v reflect.Value) {
 		}
 		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
 		for i, c := range n.Content {
-			d.value(fmt.Sprintf("%s[%d]", path, i), c, s.Index(i))
+			d.value(path+"["+strconv.Itoa(i)+"]", c, s.Index(i))
 		}
 		v.Set(s)
 	case reflect.Map:
@@ -345,10 +351,27 @@ func (d *decoder) bool(path string, n *yaml.Node, b *bool) bool {
 // key checks a mapping key and returns its text; ok is false when it is not a
 // usable key or repeats an earlier one.
 // The path of a key's error is child(key).
-func (d *decoder) key(path string, k *yaml.Node, seen map[string]int, child func(string) string) (string, bool) {
+func (d *decoder) key(path string, k *yaml.Node, n *yaml.Node, i int, child func(string) string) (string, bool) {
 	if k.Kind != yaml.ScalarNode {
 		d.errorf(k, path, CodeWrongType, "key is %s: want a string", kindName(k))
 		return "", false
+	}
+	// The keys before it. Most mappings of fleet.yaml have a handful, for
+	// which a scan is cheaper than a map per mapping; a long one (a hostile
+	// file's, say) gets a map, so that the check stays linear.
+	if len(n.Content) <= 2*smallMapping {
+		for j := 0; j < i; j += 2 {
+			if e := n.Content[j]; e.Kind == yaml.ScalarNode && e.Value == k.Value {
+				d.errorf(k, child(k.Value), CodeDuplicateKey, "duplicate key %q (first at line %d): want each key once", k.Value, e.Line)
+				return "", false
+			}
+		}
+		return k.Value, true
+	}
+	seen := d.seen[n]
+	if seen == nil {
+		seen = map[string]int{}
+		d.seen[n] = seen
 	}
 	if first, dup := seen[k.Value]; dup {
 		d.errorf(k, child(k.Value), CodeDuplicateKey, "duplicate key %q (first at line %d): want each key once", k.Value, first)
@@ -358,16 +381,19 @@ func (d *decoder) key(path string, k *yaml.Node, seen map[string]int, child func
 	return k.Value, true
 }
 
+// smallMapping: mappings with at most this many keys are checked for
+// duplicates by a scan.
+const smallMapping = 16
+
 func (d *decoder) stringMap(path string, n *yaml.Node, v reflect.Value) {
 	if n.Kind != yaml.MappingNode {
 		d.errorf(n, path, CodeWrongType, "got %s: want a mapping of strings", kindName(n))
 		return
 	}
 	m := reflect.MakeMapWithSize(v.Type(), len(n.Content)/2)
-	seen := map[string]int{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i], n.Content[i+1]
-		key, ok := d.key(path, k, seen, func(key string) string { return path + "[" + key + "]" })
+		key, ok := d.key(path, k, n, i, func(key string) string { return path + "[" + key + "]" })
 		if !ok {
 			continue
 		}
@@ -418,10 +444,9 @@ func (d *decoder) structure(path string, n *yaml.Node, v reflect.Value) {
 		fs = fields(v.Type())
 		d.fields[v.Type()] = fs
 	}
-	seen := map[string]int{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i], n.Content[i+1]
-		key, ok := d.key(path, k, seen, func(key string) string { return join(path, key) })
+		key, ok := d.key(path, k, n, i, func(key string) string { return join(path, key) })
 		if !ok {
 			continue
 		}
