@@ -69,25 +69,12 @@ func decodeDocument(file string, data []byte, f *Fleet) (errs Errors, ok bool) {
 		return one(CodeTooLarge, 0, "file has more than %d YAML items: want a smaller fleet.yaml (is this really a fleet.yaml?)", MaxItems)
 	}
 
-	var doc yaml.Node
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	if err := safeDecode(dec, &doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return one(CodeEmpty, 0, "empty file: want a Fleet document (apiVersion: %s, kind: %s)", APIVersion, Kind)
+	root, fast := fastParse(data)
+	if !fast {
+		var errs Errors
+		if root, errs = slowParse(file, data); errs != nil {
+			return errs, false
 		}
-		return syntaxError(file, data, err)
-	}
-	var extra yaml.Node
-	switch err := safeDecode(dec, &extra); {
-	case err == nil:
-		return one(CodeMultiDoc, extra.Line, "a second YAML document: want exactly one Fleet document per file")
-	case !errors.Is(err, io.EOF):
-		return syntaxError(file, data, err)
-	}
-
-	root := &doc
-	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
-		root = root.Content[0]
 	}
 	if a := findAlias(root); a != nil {
 		// Aliases are rejected outright rather than expanded with a budget:
@@ -106,6 +93,35 @@ func decodeDocument(file string, data []byte, f *Fleet) (errs Errors, ok bool) {
 	d.value("", root, reflect.ValueOf(f).Elem())
 	f.pos = d.pos
 	return d.errs, true
+}
+
+// slowParse parses data with yaml.v3: any YAML, exactly one document.
+func slowParse(file string, data []byte) (*yaml.Node, Errors) {
+	one := func(code string, line int, format string, args ...any) Errors {
+		return Errors{{File: file, Line: line, Code: code, Msg: oneLine(fmt.Sprintf(format, args...))}}
+	}
+	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := safeDecode(dec, &doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, one(CodeEmpty, 0, "empty file: want a Fleet document (apiVersion: %s, kind: %s)", APIVersion, Kind)
+		}
+		errs, _ := syntaxError(file, data, err)
+		return nil, errs
+	}
+	var extra yaml.Node
+	switch err := safeDecode(dec, &extra); {
+	case err == nil:
+		return nil, one(CodeMultiDoc, extra.Line, "a second YAML document: want exactly one Fleet document per file")
+	case !errors.Is(err, io.EOF):
+		errs, _ := syntaxError(file, data, err)
+		return nil, errs
+	}
+	root := &doc
+	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
+		root = root.Content[0]
+	}
+	return root, nil
 }
 
 // safeDecode turns a panic inside the YAML library into an error: fleet.yaml
