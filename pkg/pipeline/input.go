@@ -23,7 +23,7 @@ import (
 // full render.
 const (
 	maxInputEntries = 20_000
-	maxInputBytes   = 256 << 20
+	maxInputBytes   = 64 << 20
 )
 
 // inputs is what a render is made from, but the lock: every entry of the
