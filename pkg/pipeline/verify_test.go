@@ -35,26 +35,7 @@ const (
 // copyExample copies examples/fleet-standalone to a temporary folder.
 func copyExample(t *testing.T) string {
 	t.Helper()
-	src := filepath.Join("..", "..", "examples", "fleet-standalone")
-	dst := t.TempDir()
-	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dst
+	return copyTree(t, filepath.Join("..", "..", "examples", "fleet-standalone"))
 }
 
 // forgeWithSOPS does what anyone who reads the repository can: take the

@@ -166,9 +166,10 @@ func (p *fastParser) sequence(i, ind int) (*yaml.Node, int, bool) {
 }
 
 // keyLen returns the length of a plain key at the start of s followed by
-// ':' and a space or the end of the line; 0 when s does not start so.
+// ':' and a space or the end of the line; 0 when s does not start so, or
+// the key is longer than yaml.v3 takes a simple key to be (1024 bytes).
 func keyLen(s string) int {
-	for k := 0; k < len(s); k++ {
+	for k := 0; k < len(s) && k <= maxKey; k++ {
 		c := s[k]
 		switch {
 		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_':
@@ -182,6 +183,10 @@ func keyLen(s string) int {
 	return 0
 }
 
+// maxKey is the longest key fastParse takes (libyaml looks for a simple
+// key's ':' within 1024 characters).
+const maxKey = 512
+
 // scalar parses a one-line scalar value s (at line n, 1-based column col)
 // with an optional comment after it.
 func (p *fastParser) scalar(s string, n, col int) (*yaml.Node, bool) {
@@ -191,12 +196,10 @@ func (p *fastParser) scalar(s string, n, col int) (*yaml.Node, bool) {
 		if end == 0 || strings.IndexByte(s[:end], '\\') >= 0 {
 			return nil, false
 		}
-		// After the closing quote: nothing, or spaces and a comment (not
-		// '' of an escaped quote, nor more text).
-		if rest := s[end+1:]; rest != "" {
-			if c := strings.TrimLeft(rest, " "); len(c) == len(rest) || c[0] != '#' {
-				return nil, false
-			}
+		// After the closing quote: nothing, or a comment (not '' of an
+		// escaped quote, nor more text).
+		if !commentOnly(s[end+1:]) {
+			return nil, false
 		}
 		v := p.node(yaml.ScalarNode, "!!str", s[1:end], n, col)
 		if s[0] == '"' {
@@ -210,10 +213,8 @@ func (p *fastParser) scalar(s string, n, col int) (*yaml.Node, bool) {
 		if !ok {
 			return nil, false
 		}
-		if rest != "" {
-			if c := strings.TrimLeft(rest, " "); len(c) == len(rest) || c[0] != '#' {
-				return nil, false
-			}
+		if !commentOnly(rest) {
+			return nil, false
 		}
 		return v, true
 	case '-', '?', ':', ',', ']', '}', '#', '&', '*', '!', '|', '>', '%', '@', '`':
@@ -228,6 +229,16 @@ func (p *fastParser) scalar(s string, n, col int) (*yaml.Node, bool) {
 		return nil, false
 	}
 	return p.node(yaml.ScalarNode, "", s, n, col), true
+}
+
+// commentOnly reports whether what follows a value on its line is nothing,
+// or spaces and a comment.
+func commentOnly(rest string) bool {
+	if rest == "" {
+		return true
+	}
+	c := strings.TrimLeft(rest, " ")
+	return len(c) < len(rest) && c != "" && c[0] == '#'
 }
 
 // flow parses a one-line flow sequence or mapping of scalars at the start of
@@ -250,27 +261,30 @@ func (p *fastParser) flow(s string, n, col int) (v *yaml.Node, rest string, ok b
 	if i < len(s) && s[i] == close {
 		return v, s[i+1:], true
 	}
-	for {
+	// item parses the next scalar into v.Content.
+	item := func() (*yaml.Node, bool) {
 		skip()
-		item, j, ok := p.flowScalar(s, i, n, col)
+		it, j, ok := p.flowScalar(s, i, n, col)
+		if ok {
+			i = j
+			v.Content = append(v.Content, it)
+		}
+		return it, ok
+	}
+	for {
+		key, ok := item()
 		if !ok {
 			return nil, "", false
 		}
-		i = j
-		v.Content = append(v.Content, item)
 		if kind == yaml.MappingNode {
 			// key: value, ':' right after the key, a space after it
-			if i+1 >= len(s) || s[i] != ':' || s[i+1] != ' ' || item.Style != 0 {
+			if i+1 >= len(s) || s[i] != ':' || s[i+1] != ' ' || key.Style != 0 || len(key.Value) > maxKey {
 				return nil, "", false
 			}
 			i += 2
-			skip()
-			val, j, ok := p.flowScalar(s, i, n, col)
-			if !ok {
+			if _, ok := item(); !ok {
 				return nil, "", false
 			}
-			i = j
-			v.Content = append(v.Content, val)
 		}
 		skip()
 		if i >= len(s) {
@@ -317,7 +331,8 @@ func (p *fastParser) flowScalar(s string, i, n, col int) (v *yaml.Node, j int, o
 		return nil, 0, false
 	}
 	// A plain scalar ends at ',', ']', '}' or ": "; ':' inside (a tag of
-	// an image) only before another character of it.
+	// an image) only before another character of it; '?', '[', '{', '#' and
+	// quotes inside are left to yaml.v3.
 	j = i
 	for j < len(s) {
 		c := s[j]
@@ -332,7 +347,8 @@ func (p *fastParser) flowScalar(s string, i, n, col int) (v *yaml.Node, j int, o
 				return nil, 0, false
 			}
 		}
-		if c == '#' || c == '[' || c == '{' || c == '"' || c == '\'' || c == '`' {
+		// '?' ends a plain scalar in flow context for yaml.v3 (libyaml).
+		if c == '#' || c == '?' || c == '[' || c == '{' || c == '"' || c == '\'' || c == '`' {
 			return nil, 0, false
 		}
 		j++
