@@ -40,8 +40,14 @@ func copyTree(t *testing.T, src string) string {
 // reads (fleet.yaml's folder, options, variables fleet.yaml may read, the
 // output's own files) makes it render in full again.
 func TestUnchangedInputs(t *testing.T) {
-	for _, k := range []string{"SOPS_AGE_KEY_FILE"} {
-		t.Setenv(k, "")
+	// Nothing in the environment that fleet.yaml could read (it turns the
+	// shortcut off), and no age key.
+	t.Setenv("SOPS_AGE_KEY_FILE", "")
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "FLEETGEN_KUBECONFIG_") {
+			t.Setenv(k, "") // restored after the test
+			os.Unsetenv(k)
+		}
 	}
 	root := copyTree(t, filepath.Join("..", "..", "examples", "quickstart"))
 	out := filepath.Join(root, "out") // inside the fleet's folder, as in the README
