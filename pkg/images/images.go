@@ -182,7 +182,7 @@ func Discover(f *schema.Fleet) (*Result, error) {
 		return nil, schema.Sorted(errs)
 	}
 	if r, ok := b.fs.(*recordFS); ok {
-		res.Touched = r.touched()
+		res.Touched = sortedKeys(r.seen)
 	}
 	for _, ref := range sortedKeys(why) {
 		u := Use{Ref: ref, Why: sortedKeys(why[ref])}

@@ -2,7 +2,6 @@ package images
 
 import (
 	"path/filepath"
-	"sort"
 
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
@@ -48,14 +47,4 @@ func (r *recordFS) Glob(pattern string) ([]string, error) {
 func (r *recordFS) Walk(p string, fn filepath.WalkFunc) error {
 	r.note(p)
 	return r.FileSystem.Walk(p, fn)
-}
-
-// touched lists the paths noted, sorted.
-func (r *recordFS) touched() []string {
-	out := make([]string, 0, len(r.seen))
-	for p := range r.seen {
-		out = append(out, p)
-	}
-	sort.Strings(out)
-	return out
 }

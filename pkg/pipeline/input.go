@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -39,10 +40,9 @@ const (
 // folders in it are left out, and a render whose layers or references read
 // anything there records no inputs (inputsSafe).
 type inputs struct {
-	sum     [32]byte
-	root    string // the fleet's folder, absolute, symlinks resolved
-	outDir  string // the output folder, likewise
-	lockRel string // the lock's path below root
+	sum    [32]byte
+	root   string // the fleet's folder, absolute, symlinks resolved
+	outDir string // the output folder, likewise
 }
 
 // readInputs hashes the inputs of a render of cfg; ok is false when they
@@ -68,7 +68,7 @@ func readInputs(cfg Config, file string) (in inputs, ok bool) {
 	if err != nil {
 		return in, false
 	}
-	in.root, in.outDir, in.lockRel = root, out, lock.FileName
+	in.root, in.outDir = root, out
 	h := sha256.New()
 	field := func(s string) {
 		var n [8]byte
@@ -82,7 +82,7 @@ func readInputs(cfg Config, file string) (in inputs, ok bool) {
 	}
 	field(filepath.Base(file))
 	field(out)
-	field(boolString(cfg.AllowPlaintextSecrets))
+	field(strconv.FormatBool(cfg.AllowPlaintextSecrets))
 	field(cfg.KubeconfigEnvPrefix)
 	keyFile := cfg.AgeKeyFile
 	if keyFile == "" {
@@ -218,13 +218,6 @@ func binaryIdentity(field func(string)) bool {
 		field(fmt.Sprint(s.Ino, s.Ctim.Nano()))
 	}
 	return true
-}
-
-func boolString(b bool) string {
-	if b {
-		return "true"
-	}
-	return "false"
 }
 
 // realAbs is p absolute with its symlinks resolved; a path that does not

@@ -60,10 +60,7 @@ func Render(ctx context.Context, cfg Config) error {
 	}
 	// An output folder an earlier render wrote is locked now and read while
 	// fleet.yaml loads and renders (tree.Prepare writes nothing).
-	file := cfg.File
-	if file == "" {
-		file = DefaultFile
-	}
+	file := cfg.file()
 	start := time.Now()
 	lockPath := filepath.Join(filepath.Dir(file), lock.FileName)
 	pr, err := tree.Prepare(cfg.OutDir, lockPath, tree.Options{Waiting: cfg.waiting})
@@ -139,27 +136,17 @@ func renderLoaded(ctx context.Context, cfg Config, ld *Loaded, pr *tree.Prepared
 // checkOutDir refuses an output folder that is the fleet's folder or holds
 // fleet.yaml: a render would mix its files with the input. It reads nothing.
 func checkOutDir(cfg Config) error {
-	file := cfg.File
-	if file == "" {
-		file = DefaultFile
-	}
-	fleetDir, err := filepath.Abs(filepath.Dir(file))
-	if err != nil {
-		return err
-	}
-	out, err := filepath.Abs(cfg.OutDir)
-	if err != nil {
-		return err
-	}
+	file := cfg.file()
 	// Compare real paths where they exist, so that a symlink cannot hide it.
-	if r, err := filepath.EvalSymlinks(fleetDir); err == nil {
-		fleetDir = r
+	fleetDir, err := realAbs(filepath.Dir(file))
+	if err != nil {
+		return err
 	}
-	if r, err := filepath.EvalSymlinks(out); err == nil {
-		out = r
+	out, err := realAbs(cfg.OutDir)
+	if err != nil {
+		return err
 	}
-	rel, err := filepath.Rel(out, fleetDir)
-	inside := err == nil && (rel == "." || !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && rel != "..")
+	inside := within(out, fleetDir)
 	if _, err := os.Lstat(filepath.Join(out, filepath.Base(file))); err == nil {
 		inside = true
 	}
@@ -354,10 +341,7 @@ func render(ctx context.Context, cfg Config, ld *Loaded, placeholders bool) (*re
 }
 
 func load(cfg Config) (*schema.Fleet, error) {
-	file := cfg.File
-	if file == "" {
-		file = DefaultFile
-	}
+	file := cfg.file()
 	if _, err := os.Stat(file); errors.Is(err, fs.ErrNotExist) {
 		return nil, schema.Invalid(fmt.Errorf("%s: no such file (use -f to name fleet.yaml)", file))
 	}
@@ -408,6 +392,14 @@ func previous(outDir string) func(string) ([]byte, bool) {
 		}
 		return b, true
 	}
+}
+
+// file is Config.File, or DefaultFile.
+func (cfg Config) file() string {
+	if cfg.File == "" {
+		return DefaultFile
+	}
+	return cfg.File
 }
 
 // waiting logs that another render holds the output folder.

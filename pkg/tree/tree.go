@@ -364,17 +364,8 @@ func (p *Prepared) settle(stats map[string]fileStat) {
 		st := stats[q].stat()
 		files[q] = stampOf(&st, stamp.sum)
 	}
-	dirs := make(map[string]dirStamp, len(ra.existing.dirs)+1)
-	for d := range ra.existing.dirs {
-		dirs[d] = ra.dstamps[d]
-	}
-	dirs["."] = ra.dstamps["."]
-	others := map[string]fileKind{}
-	for q, k := range ra.existing.files {
-		if _, ok := files[q]; !ok {
-			others[q] = k
-		}
-	}
+	dirs := ra.existing.stamped(ra.dstamps, 0)
+	others := ra.existing.others(func(q string) bool { _, ok := files[q]; return ok })
 	saveState(p.meta, &state{files: files, dirs: dirs, others: others, input: s.input, count: s.count})
 }
 
@@ -741,11 +732,7 @@ func plan(dir, meta string, files []generate.File, useCache bool, ahead *readAhe
 			}
 		}
 	}
-	p.dirs = make(map[string]dirStamp, len(existing.dirs)+len(p.j.mkdirs)+1)
-	for d := range existing.dirs {
-		p.dirs[d] = dstamps[d]
-	}
-	p.dirs["."] = dstamps["."]
+	p.dirs = existing.stamped(dstamps, len(p.j.mkdirs))
 	for d := range touched {
 		if _, ok := p.dirs[d]; ok {
 			p.dirs[d] = dirStamp{}
@@ -754,12 +741,7 @@ func plan(dir, meta string, files []generate.File, useCache bool, ahead *readAhe
 	for _, d := range p.j.mkdirs {
 		p.dirs[d] = dirStamp{}
 	}
-	p.others = map[string]fileKind{}
-	for q, kind := range existing.files {
-		if !want[q] && !stale[q] {
-			p.others[q] = kind
-		}
-	}
+	p.others = existing.others(func(q string) bool { return want[q] || stale[q] })
 	p.stateDirty = dirty.Load() || len(old) != len(p.stamps) || !sameState(oldState, p.dirs, p.others)
 	p.oldInput, p.oldCount = oldState.input, oldState.count
 	return p, nil
@@ -991,6 +973,29 @@ type listing struct {
 	dirs      map[string]bool
 	leftovers []string // temporary files of earlier versions (regular or symlink)
 	listed    int      // folders read from disk rather than the stat cache
+}
+
+// stamped returns the stamp, from dstamps (scanWith's), of every folder
+// of the listing and of the tree's root, with room for extra more.
+func (l listing) stamped(dstamps map[string]dirStamp, extra int) map[string]dirStamp {
+	out := make(map[string]dirStamp, len(l.dirs)+extra+1)
+	for d := range l.dirs {
+		out[d] = dstamps[d]
+	}
+	out["."] = dstamps["."]
+	return out
+}
+
+// others returns the listed entries that are not fleetgen's (ours says
+// which are), for the stat cache.
+func (l listing) others(ours func(q string) bool) map[string]fileKind {
+	out := map[string]fileKind{}
+	for q, k := range l.files {
+		if !ours(q) {
+			out[q] = k
+		}
+	}
+	return out
 }
 
 // scan lists dir without following symlinks, leaving out MetaDir, .git
