@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
 // copyTree copies the example folder src to a temporary folder.
@@ -149,6 +151,30 @@ func TestUnchangedInputs(t *testing.T) {
 	for i := range 2 {
 		if render(plain) {
 			t.Errorf("render %d skipped while a layer reads the output folder", i+1)
+		}
+	}
+}
+
+// TestCheckOutDir: the output folder may not be the fleet's folder or hold
+// it, also through a symlink; a folder beside or inside it is fine.
+func TestCheckOutDir(t *testing.T) {
+	root := t.TempDir()
+	fleet := filepath.Join(root, "fleet")
+	if err := os.MkdirAll(fleet, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(root, "link")
+	if err := os.Symlink(fleet, link); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(fleet, "fleet.yaml")
+	for out, refused := range map[string]bool{
+		fleet: true, root: true, link: true, filepath.Join(fleet, ".."): true,
+		filepath.Join(fleet, "out"): false, filepath.Join(root, "out"): false,
+	} {
+		err := checkOutDir(Config{File: file, OutDir: out})
+		if refused != (err != nil) || err != nil && !schema.IsInvalid(err) {
+			t.Errorf("-o %s: checkOutDir = %v, want refused %v (an input error)", out, err, refused)
 		}
 	}
 }
