@@ -1,0 +1,5 @@
+//go:build !linux
+
+package hugeheap
+
+func enable(int) bool { return false }
