@@ -23,7 +23,7 @@ func fastParse(data []byte) (root *yaml.Node, ok bool) {
 		}
 	}
 	text := string(data)
-	p := &fastParser{}
+	p := &fastParser{lines: make([]fastLine, 0, strings.Count(text, "\n")+1)}
 	first := true
 	for n := 1; len(text) > 0; n++ {
 		var line string
@@ -66,6 +66,28 @@ type fastLine struct {
 type fastParser struct {
 	lines []fastLine
 	slab  []yaml.Node
+	// stack holds the children of the collections being parsed; each
+	// collection's are copied, at its end, into ptrs, a slab of exact-sized
+	// Content slices.
+	stack []*yaml.Node
+	ptrs  []*yaml.Node
+}
+
+// content returns stack[from:] as a Content slice of its own and pops it.
+func (p *fastParser) content(from int) []*yaml.Node {
+	kids := p.stack[from:]
+	n := len(kids)
+	if n == 0 {
+		return nil
+	}
+	if cap(p.ptrs)-len(p.ptrs) < n {
+		p.ptrs = make([]*yaml.Node, 0, max(n, 4096))
+	}
+	c := append(p.ptrs[len(p.ptrs):len(p.ptrs):len(p.ptrs)+n], kids...)
+	p.ptrs = p.ptrs[:len(p.ptrs)+n]
+	clear(kids)
+	p.stack = p.stack[:from]
+	return c
 }
 
 func (p *fastParser) node(kind yaml.Kind, tag, value string, line, col int) *yaml.Node {
@@ -94,6 +116,7 @@ func (p *fastParser) block(i, ind int) (*yaml.Node, int, bool) {
 func (p *fastParser) mapping(i, ind int) (*yaml.Node, int, bool) {
 	l := p.lines[i]
 	m := p.node(yaml.MappingNode, "!!map", "", l.n, ind+1)
+	from := len(p.stack)
 	for i < len(p.lines) && p.lines[i].indent >= ind {
 		l := p.lines[i]
 		if l.indent != ind || isItem(l.text) {
@@ -127,8 +150,9 @@ func (p *fastParser) mapping(i, ind int) (*yaml.Node, int, bool) {
 		if !ok {
 			return nil, 0, false
 		}
-		m.Content = append(m.Content, key, val)
+		p.stack = append(p.stack, key, val)
 	}
+	m.Content = p.content(from)
 	return m, i, true
 }
 
@@ -136,6 +160,7 @@ func (p *fastParser) mapping(i, ind int) (*yaml.Node, int, bool) {
 // indented ind and starting with "- ".
 func (p *fastParser) sequence(i, ind int) (*yaml.Node, int, bool) {
 	s := p.node(yaml.SequenceNode, "!!seq", "", p.lines[i].n, ind+1)
+	from := len(p.stack)
 	for i < len(p.lines) && p.lines[i].indent == ind && isItem(p.lines[i].text) {
 		l := p.lines[i]
 		rest := strings.TrimLeft(l.text[1:], " ")
@@ -157,11 +182,12 @@ func (p *fastParser) sequence(i, ind int) (*yaml.Node, int, bool) {
 		if !ok {
 			return nil, 0, false
 		}
-		s.Content = append(s.Content, item)
+		p.stack = append(p.stack, item)
 	}
 	if i < len(p.lines) && p.lines[i].indent > ind {
 		return nil, 0, false
 	}
+	s.Content = p.content(from)
 	return s, i, true
 }
 
