@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -664,5 +665,45 @@ func TestPrepare(t *testing.T) {
 	defer p.Close()
 	if _, err := p.Write(files, Options{Lock: &Lock{Path: filepath.Join(t.TempDir(), "fleet.lock.yaml")}}); err == nil {
 		t.Error("Prepared.Write with another lock succeeded")
+	}
+}
+
+// TestFlushAhead fails a large fresh write (the disk flushed in the
+// background meanwhile) at points before, during and after the first flushes,
+// then lets it through: a failure leaves nothing, not even DIR; the write
+// that succeeds leaves the whole tree.
+func TestFlushAhead(t *testing.T) {
+	files, _ := bigTree(0)
+	if len(files) < flushAheadFiles {
+		t.Fatalf("bigTree has %d files: want at least %d, to flush ahead", len(files), flushAheadFiles)
+	}
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "out")
+	for _, at := range []int{0, 10, len(files) / 2, len(files) - 1} {
+		var n atomic.Int64
+		writeHook = func(string) error {
+			if int(n.Add(1)) > at {
+				return unix.ENOSPC
+			}
+			return nil
+		}
+		_, err := Write(dir, files)
+		writeHook = nil
+		if !errors.Is(err, unix.ENOSPC) {
+			t.Fatalf("at %d: Write = %v, want ENOSPC", at, err)
+		}
+		if d := diffMaps(map[string]string{}, read(t, parent)); d != "" {
+			t.Fatalf("at %d: left behind: %s", at, d)
+		}
+	}
+	st, err := Write(dir, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Written != len(files) {
+		t.Errorf("Written = %d, want %d", st.Written, len(files))
+	}
+	if d, err := Diff(dir, files); err != nil || d != "" {
+		t.Errorf("after the write: Diff = %.500q, %v", d, err)
 	}
 }

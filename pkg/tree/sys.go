@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -242,6 +243,58 @@ func syncFS(p string) error {
 	}
 	defer unix.Close(fd)
 	return unix.Syncfs(fd)
+}
+
+// flusher flushes the file system in the background while an update writes
+// its files, one syncfs after another as long as files keep coming: the disk
+// writes the first files while the rest are created, and the flush before
+// the commit point waits only for the last ones. Its errors are left to that
+// flush, which reports them.
+//
+// A nil *flusher does nothing: updates of fewer than flushAheadFiles new
+// files have one flush only.
+type flusher struct {
+	kick, quit, done chan struct{}
+	once             sync.Once
+}
+
+// flushAheadFiles is the fewest new files for which an update flushes ahead.
+const flushAheadFiles = 1000
+
+func startFlusher(p string) *flusher {
+	f := &flusher{kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(f.done)
+		for {
+			select {
+			case <-f.quit:
+				return
+			case <-f.kick:
+				syncFS(p)
+			}
+		}
+	}()
+	return f
+}
+
+// wrote tells f that files were written since its last flush began.
+func (f *flusher) wrote() {
+	if f == nil {
+		return
+	}
+	select {
+	case f.kick <- struct{}{}:
+	default:
+	}
+}
+
+// stop ends f, after the flush it may be running.
+func (f *flusher) stop() {
+	if f == nil {
+		return
+	}
+	f.once.Do(func() { close(f.quit) })
+	<-f.done
 }
 
 // fsyncPath flushes one file or folder.

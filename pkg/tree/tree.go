@@ -803,11 +803,19 @@ func commit(dir, meta string, files []generate.File, p *updatePlan, lockPath str
 	}
 
 	t := time.Now()
+	// A large update has the disk write what is written meanwhile: the
+	// flush before the commit point then finds little left.
+	var fl *flusher
+	if len(j.news) >= flushAheadFiles {
+		fl = startFlusher(meta)
+		defer fl.stop()
+	}
 	for _, d := range j.mkdirs {
 		if err := unix.Mkdir(filepath.Join(dir, filepath.FromSlash(d)), 0o755); err != nil {
 			return fmt.Errorf("create %s: %w", d, err)
 		}
 	}
+	fl.wrote()
 	idx := make(map[string]int, len(files))
 	for i, f := range files {
 		idx[f.Path] = i
@@ -817,6 +825,7 @@ func commit(dir, meta string, files []generate.File, p *updatePlan, lockPath str
 	groups := groupByDir(j.news)
 	var stamps sync.Map
 	err = parallel(len(groups), func(g int) error {
+		defer fl.wrote()
 		for _, q := range groups[g] {
 			i := idx[q]
 			if writeHook != nil {
@@ -865,6 +874,7 @@ func commit(dir, meta string, files []generate.File, p *updatePlan, lockPath str
 			return fmt.Errorf("write %s: %w", lockPath, err)
 		}
 	}
+	fl.stop()
 	p.stats.Write = time.Since(t)
 	t = time.Now()
 	// One flush of the file system for every file above, then the commit point.
