@@ -280,7 +280,7 @@ func rollForward(dir string, j *journal, dirs *dirCache) error {
 // point.
 func rollBack(dir string, j *journal, dirs *dirCache) {
 	for _, p := range j.news {
-		if createdFile(dir, p, dirs) {
+		if ownedFile(dir, p, dirs) {
 			unix.Unlink(filepath.Join(dir, filepath.FromSlash(p)))
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -668,17 +669,18 @@ func TestPrepare(t *testing.T) {
 	}
 }
 
-// TestFlushAhead fails a large fresh write (the disk flushed in the
-// background meanwhile) at points before, during and after the first flushes,
-// then lets it through: a failure leaves nothing, not even DIR; the write
-// that succeeds leaves the whole tree.
+// TestFlushAhead fails a large fresh write with a new lock (the disk flushed
+// in the background meanwhile) at points before, during and after the first
+// flushes, then lets it through: a failure leaves nothing, not even DIR, and
+// no lock; the write that succeeds leaves the whole tree.
 func TestFlushAhead(t *testing.T) {
-	files, _ := bigTree(0)
+	files, lk := bigTree(0)
 	if len(files) < flushAheadFiles {
 		t.Fatalf("bigTree has %d files: want at least %d, to flush ahead", len(files), flushAheadFiles)
 	}
 	parent := t.TempDir()
 	dir := filepath.Join(parent, "out")
+	lockPath := filepath.Join(parent, "fleet.lock.yaml")
 	for _, at := range []int{0, 10, len(files) / 2, len(files) - 1} {
 		var n atomic.Int64
 		writeHook = func(string) error {
@@ -687,7 +689,7 @@ func TestFlushAhead(t *testing.T) {
 			}
 			return nil
 		}
-		_, err := Write(dir, files)
+		_, err := WriteWith(dir, files, Options{Lock: &Lock{Path: lockPath, New: lk}})
 		writeHook = nil
 		if !errors.Is(err, unix.ENOSPC) {
 			t.Fatalf("at %d: Write = %v, want ENOSPC", at, err)
@@ -696,14 +698,103 @@ func TestFlushAhead(t *testing.T) {
 			t.Fatalf("at %d: left behind: %s", at, d)
 		}
 	}
-	st, err := Write(dir, files)
+	before := flushes.Load()
+	st, err := WriteWith(dir, files, Options{Lock: &Lock{Path: lockPath, New: lk}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if st.Written != len(files) {
 		t.Errorf("Written = %d, want %d", st.Written, len(files))
 	}
+	if n := flushes.Load() - before; n != 1 {
+		t.Errorf("%d flushes before the commit point: want 1 (the lock changed)", n)
+	}
 	if d, err := Diff(dir, files); err != nil || d != "" {
 		t.Errorf("after the write: Diff = %.500q, %v", d, err)
+	}
+}
+
+// TestFlushOnlyWhatIsAtStake checks which updates flush the disk before
+// their commit point: those that replace files or the lock, not those that
+// only add files and remove stale ones.
+func TestFlushOnlyWhatIsAtStake(t *testing.T) {
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "out")
+	files0, _ := bigTree(0)
+	files1, _ := bigTree(1)
+	more := append(append([]generate.File(nil), files0...), file("extra/new.yaml", "x: 1\n"))
+	fewer := files0[4:]
+	steps := []struct {
+		name  string
+		files []generate.File
+		lock  []byte
+		want  int64
+	}{
+		{"fresh", files0, nil, 0},
+		{"a file added", more, nil, 0},
+		{"files removed", fewer, nil, 0},
+		{"every file changed", files1, nil, 1},
+		{"unchanged", files1, nil, 0},
+		{"only the lock changed", files1, []byte("# lock\n"), 1},
+	}
+	lockPath := filepath.Join(parent, "fleet.lock.yaml")
+	var oldLock []byte
+	for _, s := range steps {
+		opt := Options{}
+		if s.lock != nil {
+			opt.Lock = &Lock{Path: lockPath, Old: oldLock, New: s.lock}
+			oldLock = s.lock
+		}
+		before := flushes.Load()
+		if _, err := WriteWith(dir, s.files, opt); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		if n := flushes.Load() - before; n != s.want {
+			t.Errorf("%s: %d flushes, want %d", s.name, n, s.want)
+		}
+		if d, err := Diff(dir, s.files); err != nil || d != "" {
+			t.Fatalf("%s: Diff = %.300q, %v", s.name, d, err)
+		}
+	}
+}
+
+// TestCutFilesRewritten leaves a tree as a power loss during an update that
+// was not flushed can: files of the render empty or cut inside the header,
+// with the stat cache of the render or without one. The next write takes
+// them for its own and writes them again; an empty file it never wrote
+// (.gitkeep) stays.
+func TestCutFilesRewritten(t *testing.T) {
+	for _, keepState := range []bool{true, false} {
+		dir := filepath.Join(t.TempDir(), "out")
+		files := []generate.File{
+			file("clusters/a/cluster.yaml", "a: 1\n"),
+			file("clusters/b/cluster.yaml", "b: 1\n"),
+			file("clusters/c/cluster.yaml", "c: 1\n"),
+			file("clusters/d/cluster.yaml", "d: 1\n"),
+		}
+		if _, err := Write(dir, files); err != nil {
+			t.Fatal(err)
+		}
+		must(t, os.Truncate(filepath.Join(dir, "clusters/a/cluster.yaml"), 0))
+		must(t, os.WriteFile(filepath.Join(dir, "clusters/b/cluster.yaml"), []byte(generate.Header[:9]), 0o644))
+		must(t, os.Truncate(filepath.Join(dir, "clusters/d/cluster.yaml"), 0)) // no longer rendered
+		must(t, os.WriteFile(filepath.Join(dir, "clusters/c/.gitkeep"), nil, 0o644))
+		if !keepState {
+			must(t, os.Remove(filepath.Join(dir, MetaDir, stateFile)))
+		}
+		if _, err := Write(dir, files[:3]); err != nil {
+			t.Fatalf("state kept %v: Write over cut files = %v, want them written again", keepState, err)
+		}
+		if d, err := Diff(dir, files[:3]); err != nil || d != "" {
+			t.Errorf("state kept %v: Diff = %q, %v", keepState, d, err)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "clusters/c/.gitkeep")); err != nil {
+			t.Errorf("state kept %v: an empty file fleetgen never wrote: %v", keepState, err)
+		}
+		// The stale empty file is fleetgen's only by the stat cache.
+		_, err := os.Stat(filepath.Join(dir, "clusters/d/cluster.yaml"))
+		if gone := errors.Is(err, fs.ErrNotExist); gone != keepState {
+			t.Errorf("state kept %v: stale empty file removed %v, want %v", keepState, gone, keepState)
+		}
 	}
 }

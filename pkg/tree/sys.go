@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
@@ -117,21 +118,23 @@ func ownedOrCut(p string) (ok, cut bool, err error) {
 		got += n
 	}
 	if got < len(buf) {
-		return false, strings.HasPrefix(generate.Header, string(buf[:got])), nil
+		return false, isCut(buf[:got]), nil
 	}
 	return string(buf) == generate.Header, false, nil
 }
 
-// ownedFile reports whether root/rel is a regular file fleetgen wrote, reached
-// through real folders only (no symlink on the way).
-func ownedFile(root, rel string, dirs *dirCache) bool {
-	ok, _ := headerOf(root, rel, dirs)
-	return ok
+// isCut reports whether data, a whole file, is shorter than generate.Header
+// and begins like it (an empty file does).
+func isCut(data []byte) bool {
+	return len(data) < len(generate.Header) && strings.HasPrefix(generate.Header, string(data))
 }
 
-// createdFile is ownedFile for a file the journal says this update created:
-// a file cut short by a kill before it held the whole header is ours too.
-func createdFile(root, rel string, dirs *dirCache) bool {
+// ownedFile reports whether root/rel, reached through real folders only (no
+// symlink on the way), is a regular file fleetgen wrote, or one cut short
+// inside the header: by a kill between open and write, or by a power loss
+// after an update that was not flushed (see commit). Such a file holds
+// nothing; a journal's replay removes or replaces it like one of fleetgen's.
+func ownedFile(root, rel string, dirs *dirCache) bool {
 	ok, cut := headerOf(root, rel, dirs)
 	return ok || cut
 }
@@ -233,6 +236,9 @@ func flock(p string, shared bool, waiting func()) (*os.File, error) {
 	}
 	return fh, nil
 }
+
+// flushes counts the flushes before a commit point, for tests.
+var flushes atomic.Int64
 
 // syncFS flushes the file system that holds p: one call instead of an fsync
 // per file, before the commit point.

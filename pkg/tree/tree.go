@@ -36,8 +36,9 @@ type Stats struct {
 	// Plan is finishing a killed update, listing dir and comparing (through
 	// Prepare, counted from Prepare: the reading ahead overlaps whatever the
 	// caller did meanwhile); Write is
-	// writing new and staged files; Flush the one flush of the file system
-	// before the commit point; Commit the commit, stale files' removal, staged
+	// writing new and staged files; Flush the flush of the file system
+	// before the commit point (none when the update only adds and removes
+	// files, see commit); Commit the commit, stale files' removal, staged
 	// files' renames and the stat cache.
 	Plan, Write, Flush, Commit time.Duration
 }
@@ -89,7 +90,10 @@ func Write(dir string, files []generate.File) (Stats, error) {
 // The update is atomic for the whole tree and the lock (see journal): after a
 // failure, a kill or a full disk at any point, dir and the lock hold the old
 // content or the new, and the next WriteWith finishes or undoes what a killed
-// one left. Files are created only with O_EXCL, in dir or in a staging folder
+// one left. A power loss never empties a file that was there before (the
+// disk is flushed before the commit point of an update that replaces files
+// or the lock); one during an update that only adds files may leave some of
+// them empty, which the next WriteWith writes again. Files are created only with O_EXCL, in dir or in a staging folder
 // under dir/MetaDir, and reached through real folders, so names planted in dir
 // (symlinks named like fleetgen's files) cannot redirect a write out of it.
 // Every path is checked and every existing file compared before anything in
@@ -613,6 +617,12 @@ func plan(dir, meta string, files []generate.File, useCache bool, ahead *readAhe
 			return fmt.Errorf("read %s: %w", f.Path, err)
 		}
 		if !bytes.HasPrefix(data, []byte(generate.Header)) {
+			if isCut(data) {
+				// Empty, or cut inside the header: a file of a render the
+				// power went out under (see commit), holding nothing.
+				p.acts[i] = stage
+				return nil
+			}
 			conflict(f.Path + " exists and was not written by fleetgen")
 			return nil
 		}
@@ -652,15 +662,18 @@ func plan(dir, meta string, files []generate.File, useCache bool, ahead *readAhe
 			}
 			return fmt.Errorf("read %s: %w", others[i], err)
 		}
-		if s, ok := old[others[i]]; ok && s.matches(&st) {
+		s, listed := old[others[i]]
+		if listed && s.matches(&st) {
 			isStale[i] = true
 			return nil
 		}
-		ok, err := owned(full)
+		ok, cut, err := ownedOrCut(full)
 		if err != nil {
 			return fmt.Errorf("read %s: %w", others[i], err)
 		}
-		isStale[i] = ok
+		// A cut file is ours only where the stat cache says a render
+		// wrote it: an empty file elsewhere (.gitkeep) is the user's.
+		isStale[i] = ok || cut && listed
 		return nil
 	})
 	if err != nil {
@@ -803,10 +816,19 @@ func commit(dir, meta string, files []generate.File, p *updatePlan, lockPath str
 	}
 
 	t := time.Now()
+	// The disk is flushed before the commit point when the update replaces
+	// files or the lock: a power loss then leaves the old content or the
+	// new, never a file emptied. An update that only adds files (a fresh
+	// output folder) and removes stale ones has no old content at stake and
+	// is not flushed, as cp -r is not: after a power loss some of its new
+	// files may be empty (or missing), and the next render, which takes an
+	// empty file or one cut inside the header for a leftover of its own
+	// (plan), writes them again.
+	flush := len(j.puts) > 0 || j.lockPath != ""
 	// A large update has the disk write what is written meanwhile: the
 	// flush before the commit point then finds little left.
 	var fl *flusher
-	if len(j.news) >= flushAheadFiles {
+	if flush && len(j.news)+len(j.puts) >= flushAheadFiles {
 		fl = startFlusher(meta)
 		defer fl.stop()
 	}
@@ -862,6 +884,7 @@ func commit(dir, meta string, files []generate.File, p *updatePlan, lockPath str
 			if _, err := createFile(filepath.Join(root, filepath.FromSlash(q)), files[idx[q]].Data); err != nil {
 				return fmt.Errorf("write %s: %w", q, err)
 			}
+			fl.wrote()
 		}
 	}
 	var lockTmp string
@@ -878,8 +901,11 @@ func commit(dir, meta string, files []generate.File, p *updatePlan, lockPath str
 	p.stats.Write = time.Since(t)
 	t = time.Now()
 	// One flush of the file system for every file above, then the commit point.
-	if err := syncFS(meta); err != nil {
-		return fmt.Errorf("flush %s: %w", dir, err)
+	if flush {
+		if err := syncFS(meta); err != nil {
+			return fmt.Errorf("flush %s: %w", dir, err)
+		}
+		flushes.Add(1)
 	}
 	p.stats.Flush = time.Since(t)
 	t = time.Now()
