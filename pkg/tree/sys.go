@@ -24,12 +24,21 @@ import (
 // createFile writes data to a new file at p (O_EXCL: never through a name that
 // exists, symlink or not) and returns its stat, taken before close.
 func createFile(p string, data []byte) (unix.Stat_t, error) {
+	return createFileSync(p, data, false)
+}
+
+// createFileSync is createFile, and with sync the file is flushed to disk
+// (fsync) before it is closed.
+func createFileSync(p string, data []byte, sync bool) (unix.Stat_t, error) {
 	var st unix.Stat_t
 	fd, err := unix.Open(p, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
 	if err != nil {
 		return st, err
 	}
 	err = writeAll(fd, data)
+	if err == nil && sync {
+		err = unix.Fsync(fd)
+	}
 	if err == nil {
 		err = unix.Fstat(fd, &st)
 	}

@@ -816,17 +816,16 @@ func commit(dir, meta string, files []generate.File, p *updatePlan, lockPath str
 	}
 
 	t := time.Now()
-	// The disk is flushed before the commit point when the update replaces
-	// files or the lock: a power loss then leaves the old content or the
-	// new, never a file emptied. An update that only adds files (a fresh
-	// output folder) and removes stale ones has no old content at stake and
-	// is not flushed, as cp -r is not: after a power loss some of its new
-	// files may be empty (or missing), and the next render, which takes an
-	// empty file or one cut inside the header for a leftover of its own
-	// (plan), writes them again.
-	flush := len(j.puts) > 0 || j.lockPath != ""
-	// A large update has the disk write what is written meanwhile: the
-	// flush before the commit point then finds little left.
+	// What replaces a file (the staged files, the lock) is on disk before
+	// the commit point: a power loss leaves the old content or the new,
+	// never a file emptied. A few staged files are flushed one by one (the
+	// lock always is), many by one flush of the file system, which the disk
+	// starts on while they are written. New files are not flushed, as cp -r
+	// does not flush them: no old content is at stake, and after a power
+	// loss the next render takes a file left empty, or cut inside the
+	// header, for a leftover of its own and writes it again (plan).
+	syncEach := len(j.puts) <= syncEachMax
+	flush := !syncEach
 	var fl *flusher
 	if flush && len(j.news)+len(j.puts) >= flushAheadFiles {
 		fl = startFlusher(meta)
@@ -881,7 +880,7 @@ func commit(dir, meta string, files []generate.File, p *updatePlan, lockPath str
 					return fmt.Errorf("write %s: %w", q, err)
 				}
 			}
-			if _, err := createFile(filepath.Join(root, filepath.FromSlash(q)), files[idx[q]].Data); err != nil {
+			if _, err := createFileSync(filepath.Join(root, filepath.FromSlash(q)), files[idx[q]].Data, syncEach); err != nil {
 				return fmt.Errorf("write %s: %w", q, err)
 			}
 			fl.wrote()
@@ -955,6 +954,12 @@ func commit(dir, meta string, files []generate.File, p *updatePlan, lockPath str
 	}
 	return cleanMeta(meta)
 }
+
+// syncEachMax is the most staged files an update flushes one by one (fsync
+// each) rather than with a flush of the whole file system: that flush would
+// also write whatever else is waiting for the disk, a fresh render's tree
+// moments earlier, say.
+const syncEachMax = 32
 
 // groupByDir splits sorted slash paths into runs that share a folder.
 func groupByDir(paths []string) [][]string {
