@@ -164,17 +164,23 @@ type result struct {
 }
 
 // fresh measures runs pairs of (write into a fresh folder, cp -r of that
-// folder), after a sync each so that writeback of earlier work does not land
-// on the measurement, and keeps the fastest of each side.
+// folder), and keeps the fastest of each side. Each side starts alike: its
+// own previous tree removed, then a sync, so that neither pays for writeback
+// or the discards (this disk is mounted with discard) of work that is not
+// its own. (Removing both trees before the write, as this did before, put
+// the discards of two trees on the write's side and none on cp's.)
 func fresh(o options, out string, write func() (time.Duration, int64, error)) (wall, cp time.Duration, rssKB int64, err error) {
 	cpDst := out + "-cp"
 	for i := 0; i < max(o.runs, 1); i++ {
-		if err := removeAll(out, cpDst); err != nil {
+		if err := removeAll(out); err != nil {
 			return 0, 0, 0, err
 		}
 		syscall.Sync()
 		d, rss, err := write()
 		if err != nil {
+			return 0, 0, 0, err
+		}
+		if err := removeAll(cpDst); err != nil {
 			return 0, 0, 0, err
 		}
 		syscall.Sync()
