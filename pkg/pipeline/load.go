@@ -36,11 +36,24 @@ type Loaded struct {
 // confined to the folder of fleet.yaml). Any problem found there is an input
 // error, located in fleet.yaml where it can be.
 func Load(ctx context.Context, cfg Config) (*Loaded, error) {
+	// The lock, beside fleet.yaml, is read and parsed while fleet.yaml is.
+	type lockRead struct {
+		l    *lock.Lock
+		data []byte
+		err  error
+	}
+	lockc := make(chan lockRead, 1)
+	go func() {
+		var r lockRead
+		r.l, r.data, r.err = loadLock(filepath.Dir(cfg.file()))
+		lockc <- r
+	}()
 	f, err := load(cfg)
+	lr := <-lockc
 	if err != nil {
 		return nil, err
 	}
-	l, data, err := loadLock(f)
+	l, data, err := lr.l, lr.data, lr.err
 	if err != nil {
 		return nil, err
 	}

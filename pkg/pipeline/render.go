@@ -348,11 +348,11 @@ func load(cfg Config) (*schema.Fleet, error) {
 	return schema.Load(file, schema.LoadOptions{LookupEnv: cfg.LookupEnv, EnvPrefix: cfg.KubeconfigEnvPrefix})
 }
 
-// loadLock reads fleet.lock.yaml beside fleet.yaml and returns it with its bytes
-// (nil when there is none). A lock that does not parse, is not a regular file
-// or leads out of the folder is an input error (lock.Read).
-func loadLock(f *schema.Fleet) (*lock.Lock, []byte, error) {
-	return lock.Read(filepath.Join(f.Dir, lock.FileName))
+// loadLock reads fleet.lock.yaml beside fleet.yaml (in dir) and returns it
+// with its bytes (nil when there is none). A lock that does not parse, is not
+// a regular file or leads out of the folder is an input error (lock.Read).
+func loadLock(dir string) (*lock.Lock, []byte, error) {
+	return lock.Read(filepath.Join(dir, lock.FileName))
 }
 
 // maxPrevious bounds what previous reads: a sealed kubeconfig Secret is a

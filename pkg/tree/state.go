@@ -95,6 +95,25 @@ func emptyState() *state {
 // 60,000 lines for a 10,000-cluster tree, so it parses by hand: one string
 // for the whole file, each path a substring of it, maps sized up front.
 func loadState(meta string) *state {
+	return loadStateThen(meta, nil)
+}
+
+// loadStateThen is loadState; header, when not nil, is called with the
+// input the file's first line names ("" when none, or no file) before the
+// rest is parsed. The line is not checked: it can only tell a caller that
+// the cache is not of its input.
+func loadStateThen(meta string, header func(input string)) *state {
+	if header != nil {
+		told := false
+		tell := header
+		header = func(in string) {
+			if !told {
+				told = true
+				tell(in)
+			}
+		}
+		defer header("")
+	}
 	p := filepath.Join(meta, stateFile)
 	var st unix.Stat_t
 	if unix.Lstat(p, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size > maxState {
@@ -106,6 +125,12 @@ func loadState(meta string) *state {
 	}
 	if len(data) == 0 {
 		return emptyState()
+	}
+	if header != nil {
+		first, _, _ := strings.Cut(unsafe.String(&data[0], len(data)), "\n")
+		_, in, _ := strings.Cut(first, " input=")
+		in, _, _ = strings.Cut(in, " ")
+		header(in)
 	}
 	// The paths of the cache are substrings of the file's text: one string
 	// without a copy of its 7 MB (10,000 clusters); data is never written.

@@ -230,9 +230,12 @@ type Prepared struct {
 	done                chan struct{}
 	ahead               *readAhead
 	// stateRead is closed once state, the stat cache, is read; the tree is
-	// read from the first call of ReadAhead on.
-	stateRead chan struct{}
-	state     *state
+	// read from the first call of ReadAhead on. headerRead is closed once
+	// headerInput, the input the cache's first line names, is read.
+	stateRead   chan struct{}
+	state       *state
+	headerRead  chan struct{}
+	headerInput string
 	reading   sync.Once
 }
 
@@ -276,9 +279,12 @@ func Prepare(dir, lockPath string, opt Options) (*Prepared, error) {
 		return nil, nil
 	}
 	p := &Prepared{dir: dir, meta: meta, lockPath: lockPath, held: held, start: time.Now(),
-		done: make(chan struct{}), stateRead: make(chan struct{})}
+		done: make(chan struct{}), stateRead: make(chan struct{}), headerRead: make(chan struct{})}
 	go func() {
-		p.state = loadState(meta)
+		p.state = loadStateThen(meta, func(in string) {
+			p.headerInput = in
+			close(p.headerRead)
+		})
 		close(p.stateRead)
 	}()
 	return p, nil
@@ -314,6 +320,13 @@ func (p *Prepared) readAhead(stats map[string]fileStat) {
 // being read ahead for Write.
 func (p *Prepared) Unchanged(input string) bool {
 	if p == nil {
+		return false
+	}
+	// Another input than the cache's first line names: no need to wait
+	// for the rest of it.
+	<-p.headerRead
+	if input == "" || p.headerInput != input {
+		p.readAhead(nil)
 		return false
 	}
 	<-p.stateRead
