@@ -236,7 +236,7 @@ type Prepared struct {
 	state       *state
 	headerRead  chan struct{}
 	headerInput string
-	reading   sync.Once
+	reading     sync.Once
 }
 
 // Prepare locks dir for one update and starts reading it ahead. It changes
