@@ -761,3 +761,18 @@ func TestCutFilesRewritten(t *testing.T) {
 		}
 	}
 }
+
+// TestFsyncFolders checks that every folder of the staged paths is flushed:
+// one of them missing fails the flush.
+func TestFsyncFolders(t *testing.T) {
+	root := t.TempDir()
+	must(t, os.MkdirAll(filepath.Join(root, "a", "b"), 0o755))
+	paths := []string{"a/b/c.yaml", "a/d.yaml", "top.yaml"}
+	if err := fsyncFolders(root, paths); err != nil {
+		t.Fatal(err)
+	}
+	must(t, os.Remove(filepath.Join(root, "a", "b")))
+	if err := fsyncFolders(root, paths); err == nil || !strings.Contains(err.Error(), filepath.Join("a", "b")) {
+		t.Errorf("fsyncFolders without a/b = %v, want an error naming it", err)
+	}
+}

@@ -90,16 +90,17 @@ func Write(dir string, files []generate.File) (Stats, error) {
 // The update is atomic for the whole tree and the lock (see journal): after a
 // failure, a kill or a full disk at any point, dir and the lock hold the old
 // content or the new, and the next WriteWith finishes or undoes what a killed
-// one left. A power loss never empties a file that was there before (the
-// disk is flushed before the commit point of an update that replaces files
-// or the lock); one during an update that only adds files may leave some of
-// them empty, which the next WriteWith writes again. Files are created only with O_EXCL, in dir or in a staging folder
-// under dir/MetaDir, and reached through real folders, so names planted in dir
-// (symlinks named like fleetgen's files) cannot redirect a write out of it.
-// Every path is checked and every existing file compared before anything in
-// the tree changes, so an invalid path or a foreign file in the way (an input
-// error, *schema.InvalidError) leaves dir as it was. A second WriteWith of
-// the same dir waits for the first (flock on dir/MetaDir/lock).
+// one left. A power loss never empties a file that was there before (what
+// replaces a file is flushed before the commit point); one during an update
+// that only adds files may leave some of them empty, which the next
+// WriteWith writes again. Files are created only with O_EXCL, in dir or in a
+// staging folder under dir/MetaDir, and reached through real folders, so
+// names planted in dir (symlinks named like fleetgen's files) cannot redirect
+// a write out of it. Every path is checked and every existing file compared
+// before anything in the tree changes, so an invalid path or a foreign file
+// in the way (an input error, *schema.InvalidError) leaves dir as it was. A
+// second WriteWith of the same dir waits for the first (flock on
+// dir/MetaDir/lock).
 func WriteWith(dir string, files []generate.File, opt Options) (st Stats, err error) {
 	if err := checkPaths(files); err != nil {
 		return st, err
@@ -898,6 +899,16 @@ func commit(dir, meta string, files []generate.File, p *updatePlan, lockPath str
 			}
 			fl.wrote()
 		}
+		if syncEach {
+			// The staged files' folders too, deepest first, up to MetaDir:
+			// their entries are what the roll-forward finds the files by.
+			if err := fsyncFolders(root, j.puts); err != nil {
+				return err
+			}
+			if err := fsyncPath(meta); err != nil {
+				return fmt.Errorf("write %s: %w", meta, err)
+			}
+		}
 	}
 	var lockTmp string
 	if j.lockPath != "" {
@@ -973,6 +984,27 @@ func commit(dir, meta string, files []generate.File, p *updatePlan, lockPath str
 // also write whatever else is waiting for the disk, a fresh render's tree
 // moments earlier, say.
 const syncEachMax = 32
+
+// fsyncFolders flushes root and every folder below it that holds one of
+// paths (slash paths relative to root), deepest first.
+func fsyncFolders(root string, paths []string) error {
+	seen := map[string]bool{}
+	var ds []string
+	for _, q := range paths {
+		for d := path.Dir(q); d != "." && !seen[d]; d = path.Dir(d) {
+			seen[d] = true
+			ds = append(ds, d)
+		}
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(ds)))
+	for _, d := range append(ds, ".") {
+		full := filepath.Join(root, filepath.FromSlash(d))
+		if err := fsyncPath(full); err != nil {
+			return fmt.Errorf("write %s: %w", full, err)
+		}
+	}
+	return nil
+}
 
 // groupByDir splits sorted slash paths into runs that share a folder.
 func groupByDir(paths []string) [][]string {
