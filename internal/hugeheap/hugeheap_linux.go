@@ -25,8 +25,7 @@ func advise(size int) (start, end uintptr, ok bool) {
 	// first; memory fresh from the kernel is not zeroed or touched, so this
 	// costs address space, not memory.
 	b := make([]byte, size)
-	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-	b = nil
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(b))) // b's last use: the GC below frees it
 	// From the arena before the block (the first, where the heap started)
 	// to the one after it; madvise skips what is not mapped.
 	start = p&^(arenaBytes-1) - arenaBytes

@@ -36,9 +36,10 @@ type Stats struct {
 	// Plan is finishing a killed update, listing dir and comparing (through
 	// Prepare, counted from Prepare: the reading ahead overlaps whatever the
 	// caller did meanwhile); Write is
-	// writing new and staged files; Flush the flush of the file system
-	// before the commit point (none when the update only adds and removes
-	// files, see commit); Commit the commit, stale files' removal, staged
+	// writing new and staged files (and flushing a few staged ones); Flush
+	// the flush of the file system before the commit point (only when an
+	// update replaces more than syncEachMax files, see commit); Commit the
+	// commit, stale files' removal, staged
 	// files' renames and the stat cache.
 	Plan, Write, Flush, Commit time.Duration
 }
