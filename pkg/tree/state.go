@@ -99,21 +99,10 @@ func loadState(meta string) *state {
 }
 
 // loadStateThen is loadState; header, when not nil, is called with the
-// input the file's first line names ("" when none, or no file) before the
-// rest is parsed. The line is not checked: it can only tell a caller that
-// the cache is not of its input.
+// input the file's first line names before the rest is parsed (not at all
+// when there is no file to parse). The line is not checked: it can only tell
+// a caller that the cache is not of its input.
 func loadStateThen(meta string, header func(input string)) *state {
-	if header != nil {
-		told := false
-		tell := header
-		header = func(in string) {
-			if !told {
-				told = true
-				tell(in)
-			}
-		}
-		defer header("")
-	}
 	p := filepath.Join(meta, stateFile)
 	var st unix.Stat_t
 	if unix.Lstat(p, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size > maxState {

@@ -283,10 +283,15 @@ func Prepare(dir, lockPath string, opt Options) (*Prepared, error) {
 	p := &Prepared{dir: dir, meta: meta, lockPath: lockPath, held: held, start: time.Now(),
 		done: make(chan struct{}), stateRead: make(chan struct{}), headerRead: make(chan struct{})}
 	go func() {
-		p.state = loadStateThen(meta, func(in string) {
-			p.headerInput = in
-			close(p.headerRead)
-		})
+		var once sync.Once
+		header := func(in string) {
+			once.Do(func() {
+				p.headerInput = in
+				close(p.headerRead)
+			})
+		}
+		p.state = loadStateThen(meta, header)
+		header("") // no file: no input
 		close(p.stateRead)
 	}()
 	return p, nil
@@ -333,7 +338,7 @@ func (p *Prepared) Unchanged(input string) bool {
 	}
 	<-p.stateRead
 	s := p.state
-	if input == "" || s.input != input || s.count == 0 || s.count != len(s.files) {
+	if s.input != input || s.count == 0 || s.count != len(s.files) {
 		p.readAhead(nil)
 		return false
 	}
