@@ -9,8 +9,11 @@
 // tmpfs (-tmpfs, /dev/shm by default), which takes the disk out and leaves
 // fleetgen's own cost. Each fresh render is followed at once by a `cp -r` of
 // its output, and the fastest of -runs pairs is kept, so that both sides of the
-// ratio see the same disk: creating a file on a shared virtual disk can take
-// anything from 0.1 to 2 ms from one minute to the next.
+// ratio see the same disk. Every tree goes to a new folder and nothing is
+// removed until the pass is done: on ext4 without a journal, as here, files
+// created within minutes of a large removal are several times slower to
+// create (see fresh), so a second `make bench` started within five minutes
+// of the first measures that, on both sides.
 //
 //	go run ./internal/cmd/benchrender -bin bin/fleetgen
 //	go run ./internal/cmd/benchrender -tree-only   # only tree.Write of synthetic files
@@ -126,29 +129,31 @@ func run(o options) error {
 }
 
 // pass measures every size with its work folders under work, and reports.
+// Nothing is removed until every size is measured: a removal would slow the
+// file creation of the runs after it (see fresh).
 func pass(o options, where, work string) error {
 	var results []result
+	var trash, dirs []string
 	for _, n := range o.sizes {
 		dir := filepath.Join(work, fmt.Sprintf("fleet-%d", n))
 		var r result
 		var err error
 		if o.treeOnly {
-			r, err = measureTree(o, dir, n)
+			r, err = measureTree(o, dir, n, &trash)
 		} else {
-			r, err = measureRender(o, dir, n)
+			r, err = measureRender(o, dir, n, &trash)
 		}
 		if err != nil {
 			return err
 		}
 		results = append(results, r)
-		if !o.keep {
-			if err := os.RemoveAll(dir); err != nil {
-				return err
-			}
-		}
+		dirs = append(dirs, dir)
 	}
 	report(results, o.treeOnly, where)
-	return nil
+	if !o.keep {
+		trash = append(trash, dirs...)
+	}
+	return removeAll(trash...)
 }
 
 type result struct {
@@ -163,28 +168,43 @@ type result struct {
 	cp       time.Duration // cp -r of the same tree, right after each fresh write
 }
 
-// fresh measures runs pairs of (write into a fresh folder, cp -r of that
-// folder), and keeps the fastest of each side. Each side starts alike: its
-// own previous tree removed, then a sync, so that neither pays for writeback
-// or the discards (this disk is mounted with discard) of work that is not
-// its own. (Removing both trees before the write, as this did before, put
-// the discards of two trees on the write's side and none on cp's.)
-func fresh(o options, out string, write func() (time.Duration, int64, error)) (wall, cp time.Duration, rssKB int64, err error) {
-	cpDst := out + "-cp"
-	for i := 0; i < max(o.runs, 1); i++ {
-		if err := removeAll(out); err != nil {
+// fresh measures runs pairs of (write into a new folder, cp -r of that
+// folder into another new one), and keeps the fastest of each side. The last
+// write goes to out, which the later steps re-render; the other trees are
+// left for the caller to remove when the whole pass is done (trash).
+//
+// No tree is removed between the runs, because on this machine's disk
+// (ext4 without a journal) a removal slows every file created after it for
+// minutes: to avoid reusing an inode freed in the last 5 seconds (5 minutes
+// while its inode table block is unwritten), the kernel checks each free
+// inode of a group one by one (recently_deleted() in fs/ext4/ialloc.c)
+// before it takes a never-used one, for every new file. Measured here: cp -r
+// of the 10k tree took 1.9-2.2 s into new folders and 6.9 s right after one
+// such tree was removed; perf showed the inode allocator's scan in over half
+// of the samples. Removing the previous tree before each side's run, as this
+// did before, measured that scan, which grows with every run, not the write.
+// Each side still starts with a sync, so that neither pays for writing back
+// the other's files.
+func fresh(o options, out string, trash *[]string, write func(out string) (time.Duration, int64, error)) (wall, cp time.Duration, rssKB int64, err error) {
+	runs := max(o.runs, 1)
+	for i := 0; i < runs; i++ {
+		dst := out
+		if i < runs-1 {
+			dst = fmt.Sprintf("%s.%d", out, i)
+			*trash = append(*trash, dst)
+		}
+		cpDst := fmt.Sprintf("%s-cp.%d", out, i)
+		*trash = append(*trash, cpDst)
+		if err := removeAll(dst, cpDst); err != nil { // a -keep folder's leftovers
 			return 0, 0, 0, err
 		}
 		syscall.Sync()
-		d, rss, err := write()
+		d, rss, err := write(dst)
 		if err != nil {
 			return 0, 0, 0, err
 		}
-		if err := removeAll(cpDst); err != nil {
-			return 0, 0, 0, err
-		}
 		syscall.Sync()
-		c, err := cpR(out, cpDst)
+		c, err := cpR(dst, cpDst)
 		if err != nil {
 			return 0, 0, 0, err
 		}
@@ -196,7 +216,7 @@ func fresh(o options, out string, write func() (time.Duration, int64, error)) (w
 		}
 		rssKB = max(rssKB, rss)
 	}
-	return wall, cp, rssKB, removeAll(cpDst)
+	return wall, cp, rssKB, nil
 }
 
 // rerun measures the fastest of runs writes over an up-to-date tree, and
@@ -216,7 +236,7 @@ func rerun(o options, rssKB *int64, write func() (time.Duration, int64, error)) 
 	return best, nil
 }
 
-func measureRender(o options, dir string, n int) (result, error) {
+func measureRender(o options, dir string, n int, trash *[]string) (result, error) {
 	r := result{clusters: n}
 	// Generate in a child process: Linux reports a child's peak RSS as at least
 	// that of the parent it was forked from, so this process must stay small.
@@ -228,7 +248,7 @@ func measureRender(o options, dir string, n int) (result, error) {
 		return r, fmt.Errorf("generate %d clusters: %v: %s", n, err, out)
 	}
 	out := filepath.Join(dir, "out")
-	render := func() (time.Duration, int64, error) {
+	renderTo := func(out string) (time.Duration, int64, error) {
 		cmd := exec.Command(o.bin, "render", "-q", "-f", filepath.Join(dir, "fleet.yaml"), "-o", out, "--allow-plaintext-secrets")
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 		start := time.Now()
@@ -243,7 +263,8 @@ func measureRender(o options, dir string, n int) (result, error) {
 		}
 		return wall, rss, nil
 	}
-	if r.wall, r.cp, r.rssKB, err = fresh(o, out, render); err != nil {
+	render := func() (time.Duration, int64, error) { return renderTo(out) }
+	if r.wall, r.cp, r.rssKB, err = fresh(o, out, trash, renderTo); err != nil {
 		return r, err
 	}
 	if r.rerender, err = rerun(o, &r.rssKB, render); err != nil {
@@ -296,7 +317,7 @@ func measureRender(o options, dir string, n int) (result, error) {
 
 // measureTree times tree.Write of the rendered synthetic fleet in-process:
 // the write path without loading and generating.
-func measureTree(o options, dir string, n int) (result, error) {
+func measureTree(o options, dir string, n int, trash *[]string) (result, error) {
 	r := result{clusters: n}
 	f := synthetic.Fleet(n)
 	files, err := generate.Render(f, synthetic.Lock(f), generate.Options{LayerImages: synthetic.LayerImages(f)})
@@ -304,12 +325,13 @@ func measureTree(o options, dir string, n int) (result, error) {
 		return r, err
 	}
 	out := filepath.Join(dir, "out")
-	write := func() (time.Duration, int64, error) {
+	writeTo := func(out string) (time.Duration, int64, error) {
 		start := time.Now()
 		_, err := tree.Write(out, files)
 		return time.Since(start), 0, err
 	}
-	if r.wall, r.cp, _, err = fresh(o, out, write); err != nil {
+	write := func() (time.Duration, int64, error) { return writeTo(out) }
+	if r.wall, r.cp, _, err = fresh(o, out, trash, writeTo); err != nil {
 		return r, err
 	}
 	if r.rerender, err = rerun(o, &r.rssKB, write); err != nil {
