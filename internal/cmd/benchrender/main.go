@@ -133,15 +133,17 @@ func run(o options) error {
 // file creation of the runs after it (see fresh).
 func pass(o options, where, work string) error {
 	var results []result
-	var trash, dirs []string
+	var trash, dirs []string // removed when the pass is done
 	for _, n := range o.sizes {
 		dir := filepath.Join(work, fmt.Sprintf("fleet-%d", n))
+		spare := filepath.Join(work, fmt.Sprintf("spare-%d", n))
+		trash = append(trash, spare)
 		var r result
 		var err error
 		if o.treeOnly {
-			r, err = measureTree(o, dir, n, &trash)
+			r, err = measureTree(o, dir, spare, n)
 		} else {
-			r, err = measureRender(o, dir, n, &trash)
+			r, err = measureRender(o, dir, spare, n)
 		}
 		if err != nil {
 			return err
@@ -170,8 +172,9 @@ type result struct {
 
 // fresh measures runs pairs of (write into a new folder, cp -r of that
 // folder into another new one), and keeps the fastest of each side. The last
-// write goes to out, which the later steps re-render; the other trees are
-// left for the caller to remove when the whole pass is done (trash).
+// write goes to out, which the later steps re-render; the other trees go to
+// new folders in spare, outside the fleet's folder (whose every file a render
+// hashes), which the caller removes when the whole pass is done.
 //
 // No tree is removed between the runs, because on this machine's disk
 // (ext4 without a journal) a removal slows every file created after it for
@@ -185,17 +188,18 @@ type result struct {
 // did before, measured that scan, which grows with every run, not the write.
 // Each side still starts with a sync, so that neither pays for writing back
 // the other's files.
-func fresh(o options, out string, trash *[]string, write func(out string) (time.Duration, int64, error)) (wall, cp time.Duration, rssKB int64, err error) {
+func fresh(o options, out, spare string, write func(out string) (time.Duration, int64, error)) (wall, cp time.Duration, rssKB int64, err error) {
+	if err := os.MkdirAll(spare, 0o755); err != nil {
+		return 0, 0, 0, err
+	}
 	runs := max(o.runs, 1)
 	for i := 0; i < runs; i++ {
 		dst := out
 		if i < runs-1 {
-			dst = fmt.Sprintf("%s.%d", out, i)
-			*trash = append(*trash, dst)
+			dst = filepath.Join(spare, fmt.Sprintf("out.%d", i))
 		}
-		cpDst := fmt.Sprintf("%s-cp.%d", out, i)
-		*trash = append(*trash, cpDst)
-		if err := removeAll(dst, cpDst); err != nil { // a -keep folder's leftovers
+		cpDst := filepath.Join(spare, fmt.Sprintf("cp.%d", i))
+		if err := removeAll(dst, cpDst); err != nil { // a -dir's leftovers
 			return 0, 0, 0, err
 		}
 		syscall.Sync()
@@ -236,7 +240,7 @@ func rerun(o options, rssKB *int64, write func() (time.Duration, int64, error)) 
 	return best, nil
 }
 
-func measureRender(o options, dir string, n int, trash *[]string) (result, error) {
+func measureRender(o options, dir, spare string, n int) (result, error) {
 	r := result{clusters: n}
 	// Generate in a child process: Linux reports a child's peak RSS as at least
 	// that of the parent it was forked from, so this process must stay small.
@@ -264,7 +268,7 @@ func measureRender(o options, dir string, n int, trash *[]string) (result, error
 		return wall, rss, nil
 	}
 	render := func() (time.Duration, int64, error) { return renderTo(out) }
-	if r.wall, r.cp, r.rssKB, err = fresh(o, out, trash, renderTo); err != nil {
+	if r.wall, r.cp, r.rssKB, err = fresh(o, out, spare, renderTo); err != nil {
 		return r, err
 	}
 	if r.rerender, err = rerun(o, &r.rssKB, render); err != nil {
@@ -317,7 +321,7 @@ func measureRender(o options, dir string, n int, trash *[]string) (result, error
 
 // measureTree times tree.Write of the rendered synthetic fleet in-process:
 // the write path without loading and generating.
-func measureTree(o options, dir string, n int, trash *[]string) (result, error) {
+func measureTree(o options, dir, spare string, n int) (result, error) {
 	r := result{clusters: n}
 	f := synthetic.Fleet(n)
 	files, err := generate.Render(f, synthetic.Lock(f), generate.Options{LayerImages: synthetic.LayerImages(f)})
@@ -331,7 +335,7 @@ func measureTree(o options, dir string, n int, trash *[]string) (result, error) 
 		return time.Since(start), 0, err
 	}
 	write := func() (time.Duration, int64, error) { return writeTo(out) }
-	if r.wall, r.cp, _, err = fresh(o, out, trash, writeTo); err != nil {
+	if r.wall, r.cp, _, err = fresh(o, out, spare, writeTo); err != nil {
 		return r, err
 	}
 	if r.rerender, err = rerun(o, &r.rssKB, write); err != nil {
