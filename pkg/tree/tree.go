@@ -490,9 +490,16 @@ func statAll(dir string, paths []string, into map[string]fileStat) map[string]fi
 	}
 	sts := make([]fileStat, len(paths))
 	ok := make([]bool, len(paths))
+	// Relative to one descriptor of dir: each stat walks only the path
+	// inside the tree, not dir's own path again.
+	root, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return into
+	}
+	defer unix.Close(root)
 	parallel(len(paths), func(i int) error {
 		var st unix.Stat_t
-		if unix.Lstat(filepath.Join(dir, filepath.FromSlash(paths[i])), &st) == nil {
+		if unix.Fstatat(root, filepath.FromSlash(paths[i]), &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
 			sts[i] = fileStat{mode: st.Mode, ino: int64(st.Ino), size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}
 			ok[i] = true
 		}
