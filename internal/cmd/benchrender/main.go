@@ -12,7 +12,7 @@
 // ratio see the same disk. Every tree goes to a new folder and nothing is
 // removed until the pass is done: on ext4 without a journal, as here, files
 // created within minutes of a large removal are several times slower to
-// create (see fresh), so a second `make bench` started within five minutes
+// create (see fresh), so a second `make bench` started within six minutes
 // of the first measures that, on both sides.
 //
 //	go run ./internal/cmd/benchrender -bin bin/fleetgen
@@ -178,10 +178,10 @@ type result struct {
 //
 // No tree is removed between the runs, because on this machine's disk
 // (ext4 without a journal) a removal slows every file created after it for
-// minutes: to avoid reusing an inode freed in the last 5 seconds (5 minutes
-// while its inode table block is unwritten), the kernel checks each free
-// inode of a group one by one (recently_deleted() in fs/ext4/ialloc.c)
-// before it takes a never-used one, for every new file. Measured here: cp -r
+// minutes: not to reuse an inode freed in the last minute (six while its
+// inode table block is unwritten), the kernel checks the free inodes of a
+// group one by one (recently_deleted() in fs/ext4/ialloc.c) before it takes
+// a never-used one, for every new file. Measured here: cp -r
 // of the 10k tree took 1.9-2.2 s into new folders and 6.9 s right after one
 // such tree was removed; perf showed the inode allocator's scan in over half
 // of the samples. Removing the previous tree before each side's run, as this
