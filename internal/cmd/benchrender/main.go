@@ -181,10 +181,10 @@ type result struct {
 // minutes: not to reuse an inode freed in the last minute (six while its
 // inode table block is unwritten), the kernel checks the free inodes of a
 // group one by one (recently_deleted() in fs/ext4/ialloc.c) before it takes
-// a never-used one, for every new file. Measured here: cp -r
-// of the 10k tree took 1.9-2.2 s into new folders and 6.9 s right after one
-// such tree was removed; perf showed the inode allocator's scan in over half
-// of the samples. Removing the previous tree before each side's run, as this
+// a never-used one, for every new file. Measured here: cp -r of the 10k
+// tree took 1.9-2.2 s into new folders and 6.9 s right after one such tree
+// was removed; perf showed the inode allocator's scan in over half of the
+// samples. Removing the previous tree before each side's run, as this
 // did before, measured that scan, which grows with every run, not the write.
 // Each side still starts with a sync, so that neither pays for writing back
 // the other's files.
