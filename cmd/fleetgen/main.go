@@ -15,13 +15,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"fleetgen.dev/fleetgen/internal/hugeheap"
 	"fleetgen.dev/fleetgen/pkg/pipeline"
 )
 
 func main() {
-	// Before the heap grows: a render's heap is page faults otherwise.
-	hugeheap.Enable()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()

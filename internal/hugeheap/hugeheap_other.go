@@ -1,5 +1,0 @@
-//go:build !linux
-
-package hugeheap
-
-func enable(int) bool { return false }
