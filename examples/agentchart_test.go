@@ -81,7 +81,7 @@ func (e *helmError) Error() string { return e.err.Error() + ": " + strings.TrimS
 // agent cluster of every example, from agents/<cluster>/values.yaml plus what
 // the Fleet controller mints into the Secret <cluster>-token (key values):
 // once the token alone, once the whole minted set, given first as the
-// install recipe in the README does. The Deployment must run the mirror's
+// install recipe in docs/agents.md does. The Deployment must run the mirror's
 // fleet-agent pinned by digest, and fleetgen's values must reach the agent's
 // bootstrap Secret and config.
 func TestAgentChartInstall(t *testing.T) {
