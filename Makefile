@@ -9,7 +9,7 @@ DIST        ?= dist
 PLATFORMS   ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 LDFLAGS     := -X main.version=$(VERSION)
 
-.PHONY: all build install release test fuzz bench bench-mirror lint size cold-build e2e e2e-tools
+.PHONY: all build install release cross test fuzz bench bench-mirror lint size cold-build e2e e2e-tools
 
 all: build
 
@@ -33,6 +33,13 @@ release:
 			-o "$(DIST)/fleetgen-$(VERSION)-$$os-$$arch" ./cmd/fleetgen; \
 	done
 	cd "$(DIST)" && sha256sum fleetgen-* > SHA256SUMS && cat SHA256SUMS
+
+## cross: every package compiles for each of $(PLATFORMS) (what release ships)
+cross:
+	set -e; for p in $(PLATFORMS); do \
+		echo "build $$p"; \
+		CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build ./...; \
+	done
 
 ## test: every package's tests but the end-to-end one (needs git and /usr/bin/docker-registry)
 test:
