@@ -126,6 +126,7 @@ func TestAgentChartInstall(t *testing.T) {
 				clientID, _ = l.ClientID(c.Name)
 			}
 			t.Run(name+"/"+c.Name, func(t *testing.T) {
+				t.Parallel()
 				tokenOnly := writeYAML(t, "token.yaml", map[string]any{"token": "minted-token-for-tests"})
 				// What Fleet's clusterregistrationtoken handler mints: the
 				// controller's own view of the API server, which fleetgen's

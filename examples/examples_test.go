@@ -17,11 +17,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"fleetgen.dev/fleetgen/internal/crdcheck"
+	"fleetgen.dev/fleetgen/internal/testenv"
 	"fleetgen.dev/fleetgen/pkg/images"
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/pipeline"
 	"fleetgen.dev/fleetgen/pkg/schema"
-	"fleetgen.dev/fleetgen/pkg/tree"
 )
 
 var update = flag.Bool("update", false, "rewrite each example's fleet.lock.yaml with placeholder digests")
@@ -56,6 +56,7 @@ func TestExamples(t *testing.T) {
 	}
 	for _, name := range examples(t) {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			dir := copyDir(t, name)
 			cfg := pipeline.Config{File: filepath.Join(dir, "fleet.yaml"), OutDir: filepath.Join(dir, "out")}
@@ -224,55 +225,17 @@ func target(reg schema.Registry, ref string) string {
 	return reg.Host + "/" + rest
 }
 
-// copyDir copies the example folder into a temporary one.
+// copyDir copies the example folder into a temporary one, without its
+// testdata and a render of it.
 func copyDir(t testing.TB, src string) string {
 	t.Helper()
-	dst := filepath.Join(t.TempDir(), filepath.Base(src))
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			if rel == "testdata" || rel == "out" {
-				return filepath.SkipDir
-			}
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dst
+	return testenv.CopyTree(t, src, "testdata", "out")
 }
 
+// readTree reads a rendered tree without fleetgen's own .fleetgen/.
 func readTree(t testing.TB, dir string) map[string]string {
 	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if os.IsNotExist(err) {
-			return nil
-		}
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		if tree.IsInternal(filepath.ToSlash(rel)) {
-			return nil // fleetgen's lock, journal and stat cache
-		}
-		b, err := os.ReadFile(p)
-		out[filepath.ToSlash(rel)] = string(b)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return testenv.ReadTree(t, dir, ".fleetgen")
 }
 
 var sealed = regexp.MustCompile(`(?m)^sops:`)

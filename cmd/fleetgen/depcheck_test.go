@@ -27,6 +27,7 @@ var forbiddenDeps = []string{
 // TestDepcheck fails when cmd/fleetgen links a forbidden package again, as
 // go-containerregistry's depcheck does for crane.
 func TestDepcheck(t *testing.T) {
+	t.Parallel()
 	out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", "fleetgen.dev/fleetgen/cmd/fleetgen").Output()
 	if err != nil {
 		t.Fatalf("go list -deps: %v", err)

@@ -29,6 +29,7 @@ func readmeSample(t *testing.T) []byte {
 // one-ConfigMap folder for each layer path, and the lock `fleetgen mirror`
 // would write for the fleet-agent image.
 func TestReadmeSample(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	files := map[string][]byte{
 		"fleet.yaml": readmeSample(t),

@@ -8,6 +8,7 @@ import (
 )
 
 func TestExamplesValidate(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob("crds/examples/*.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -34,6 +35,7 @@ func TestExamplesValidate(t *testing.T) {
 }
 
 func TestKinds(t *testing.T) {
+	t.Parallel()
 	kinds, err := Kinds()
 	if err != nil {
 		t.Fatal(err)
@@ -60,6 +62,7 @@ func TestKinds(t *testing.T) {
 }
 
 func TestInvalid(t *testing.T) {
+	t.Parallel()
 	tests := map[string]struct {
 		doc  string
 		want string // substring of the error
@@ -194,6 +197,7 @@ metadata: {name: a, namespace: b}
 }
 
 func TestSplitDocuments(t *testing.T) {
+	t.Parallel()
 	docs := SplitDocuments([]byte("# c\n---\na: 1\n---\n# only comment\n---\nb: 2\n"))
 	if len(docs) != 2 || string(docs[0]) != "a: 1\n" || string(docs[1]) != "b: 2\n" {
 		t.Errorf("SplitDocuments = %q", docs)
@@ -204,6 +208,7 @@ func TestSplitDocuments(t *testing.T) {
 // v0.13.15 alike, so a field only the newer release knows fails, naming the
 // older CRD, and a kind only the newer one serves still validates.
 func TestBothFleetVersions(t *testing.T) {
+	t.Parallel()
 	newer := `apiVersion: fleet.cattle.io/v1alpha1
 kind: Cluster
 metadata: {name: a, namespace: clusters}

@@ -15,6 +15,7 @@ import (
 // TestWriteLoadsAndRendersLikeFleet: what Write puts on disk loads into the
 // same fleet Fleet returns, so CLI and in-memory benchmarks measure the same.
 func TestWriteLoadsAndRendersLikeFleet(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	const n = 50
 	if err := synthetic.Write(dir, n); err != nil {

@@ -7,6 +7,7 @@ import (
 )
 
 func TestGitDaemon(t *testing.T) {
+	t.Parallel()
 	repo := BareRepo(t, "fleet.git")
 	url := GitDaemon(t, repo)
 

@@ -6,6 +6,7 @@ import (
 )
 
 func TestRegistry(t *testing.T) {
+	t.Parallel()
 	host := Registry(t)
 	resp, err := http.Get("http://" + host + "/v2/_catalog")
 	if err != nil {
