@@ -58,7 +58,7 @@ func fleetFile(cmd *cobra.Command, flagValue string, args []string) (string, err
 func inFolder(cmd *cobra.Command, p, what string) (string, error) {
 	// The argument of render, publish and build is the fleet, not DIR.
 	hint := ""
-	if o := cmd.Flags().Lookup("output"); what == "argument" && o != nil && o.Value.Type() == "string" && cmd.Name() != "validate" {
+	if o := cmd.Flags().Lookup("dir"); what == "argument" && o != nil {
 		hint = " (the output folder is -o DIR)"
 	}
 	st, err := os.Stat(p)
