@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"runtime"
@@ -54,8 +55,9 @@ what would be valid) and writes nothing. Exit code 2 when the input is invalid.`
 
 func newImages(g *globals, stdout io.Writer) *cobra.Command {
 	var o struct {
-		file string
-		why  bool
+		file   string
+		why    bool
+		format string
 	}
 	cmd := &cobra.Command{
 		Use:   "images [PATH]",
@@ -68,17 +70,26 @@ fleet.lock.yaml keys them.`,
 		Example: example(
 			"fleetgen images",
 			"fleetgen images --why   # say which layer or spec.images entry needs each image",
+			"fleetgen images -o json | jq -r '.[] | select(.locked == null) | .image'   # not mirrored yet",
 		),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(cmd, o.format, formatText, formatJSON); err != nil {
+				return err
+			}
 			cfg, err := g.configFor(cmd, o.file, args)
 			if err != nil {
 				return err
+			}
+			if o.format == formatJSON {
+				return wrap(writeImagesJSON(cmd.Context(), cfg, stdout))
 			}
 			return wrap(pipeline.Images(cmd.Context(), cfg, stdout, o.why))
 		},
 	}
 	addFile(g, cmd, &o.file)
 	cmd.Flags().BoolVar(&o.why, "why", false, "print who needs each image")
+	cmd.Flags().StringVarP(&o.format, "output", "o", formatText, "text (one image per line) or json (an array of {image, neededBy, locked})")
+	_ = cmd.RegisterFlagCompletionFunc("output", completeValues(formatText, formatJSON))
 	return cmd
 }
 
@@ -319,16 +330,36 @@ an image the registry lacks.`,
 }
 
 func newVersion(stdout io.Writer) *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print version, commit and Go version",
-		Args:  cobra.NoArgs,
+	var format string
+	cmd := &cobra.Command{
+		Use:     "version",
+		Short:   "Print version, commit and Go version",
+		Args:    cobra.NoArgs,
+		Example: example("fleetgen version", "fleetgen version -o json | jq -r .version"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkFormat(cmd, format, formatText, formatJSON); err != nil {
+				return err
+			}
 			v, commit := buildVersion()
+			if format == formatJSON {
+				b, err := json.Marshal(struct {
+					Version string `json:"version"`
+					Commit  string `json:"commit"`
+					Go      string `json:"go"`
+				}{v, commit, runtime.Version()})
+				if err != nil {
+					return wrap(err)
+				}
+				_, err = stdout.Write(append(b, '\n'))
+				return wrap(err)
+			}
 			_, err := fmt.Fprintf(stdout, "fleetgen %s\ncommit: %s\ngo: %s\n", v, commit, runtime.Version())
 			return wrap(err)
 		},
 	}
+	cmd.Flags().StringVarP(&format, "output", "o", formatText, "text or json ({version, commit, go})")
+	_ = cmd.RegisterFlagCompletionFunc("output", completeValues(formatText, formatJSON))
+	return cmd
 }
 
 // buildVersion returns the version (the ldflags value, else the module version)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"io"
 	"slices"
 	"strings"
@@ -154,4 +156,34 @@ func checkFormat(cmd *cobra.Command, format string, valid ...string) error {
 		return nil
 	}
 	return usagef("%s: --output %q: want %s", cmd.CommandPath(), format, strings.Join(valid, ", "))
+}
+
+// writeImagesJSON prints `images -o json`: an array, sorted by image, of
+// {image, neededBy, locked}; locked is the lock's mirror reference pinned by
+// digest, null when the lock lacks the image.
+func writeImagesJSON(ctx context.Context, cfg pipeline.Config, w io.Writer) error {
+	ld, err := pipeline.Load(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	type image struct {
+		Image    string   `json:"image"`
+		NeededBy []string `json:"neededBy"`
+		Locked   *string  `json:"locked"`
+	}
+	out := make([]image, 0, len(ld.Images.Images))
+	for _, u := range ld.Images.Images {
+		img := image{Image: u.Ref, NeededBy: append([]string{}, u.Why...)}
+		if l, ok := ld.Lock.Image(u.Ref); ok {
+			pinned := l.Pinned()
+			img.Locked = &pinned
+		}
+		out = append(out, img)
+	}
+	b, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
 }
