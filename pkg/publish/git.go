@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -284,10 +285,20 @@ func writeChanges(w io.Writer, st storer.EncodedObjectStorer, baseTree, newTree 
 	fmt.Fprintf(&b, "publish (dry run): would commit to %s branch %s on %s, changing %d files:\n", shown, branch, base, len(lines))
 	for _, l := range lines {
 		p, a, _ := strings.Cut(l, "\x00")
-		fmt.Fprintf(&b, "%s %s\n", a, p)
+		fmt.Fprintf(&b, "%s %s\n", a, shownPath(p))
 	}
 	_, err = io.WriteString(w, b.String())
 	return err
+}
+
+// shownPath is p for a listing, quoted when it holds a control character or
+// a quote (layer folders come from pull requests: a name with a newline must
+// not pass for another line).
+func shownPath(p string) string {
+	if strings.ContainsFunc(p, func(r rune) bool { return r < ' ' || r == 0x7f || r == '"' }) {
+		return strconv.Quote(p)
+	}
+	return p
 }
 
 // fetchBranch fetches branch into refs/remotes/origin/<branch> and returns its

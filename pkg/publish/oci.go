@@ -126,7 +126,7 @@ func OCI(ctx context.Context, f *schema.Fleet, l *lock.Lock, rendered []generate
 		var b strings.Builder
 		fmt.Fprintf(&b, "publish (dry run): would push %s as %s, %d files:\n", ref, imgDigest, len(paths))
 		for _, p := range paths {
-			fmt.Fprintf(&b, "  %s\n", p)
+			fmt.Fprintf(&b, "  %s\n", shownPath(p))
 		}
 		if _, err := io.WriteString(o.dryRun, b.String()); err != nil {
 			return Result{}, err
