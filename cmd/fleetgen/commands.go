@@ -178,6 +178,9 @@ until 'fleetgen render -o DIR' has minted it.`,
 			if err := checkFormat(cmd, o.format, formatText, formatGitHub); err != nil {
 				return err
 			}
+			if o.format != formatText && !o.check {
+				return usagef("%s: --output %s formats the report of --check: add --check", cmd.CommandPath(), o.format)
+			}
 			cfg, err := g.configFor(cmd, o.file, args)
 			if err != nil {
 				return err

@@ -131,7 +131,7 @@ func Compare(old, new map[string][]byte, opts Options) Report {
 		case !inNew:
 			c.Change = Removed
 			c.Changes = []Change{{Field: "registration.mode", From: oc.mode, To: ""}}
-			c.Warnings = append(c.Warnings, fmt.Sprintf("%s: cluster removed: Fleet deregisters it and its Flux Kustomizations are no longer published", name))
+			c.Warnings = append(c.Warnings, removedWarning(name, oc.mode))
 		default:
 			c.Change = Update
 			c.Changes = compareCluster(oc, nc)
@@ -459,6 +459,17 @@ func clusterWarnings(name string, o, n *cluster) []string {
 		w = append(w, fmt.Sprintf("%s: kubeconfig changed: Fleet connects with the new credentials; check that they reach the cluster before merging", name))
 	}
 	return w
+}
+
+func removedWarning(name, mode string) string {
+	switch mode {
+	case "verrazzano":
+		return fmt.Sprintf("%s: cluster removed: its VerrazzanoManagedCluster is deleted, so Verrazzano deregisters it, and its Flux Kustomizations are no longer published", name)
+	case "agent":
+		return fmt.Sprintf("%s: cluster removed: Fleet deregisters it (its Cluster and registration token are deleted; uninstall fleet-agent there), and its Flux Kustomizations are no longer published", name)
+	default:
+		return fmt.Sprintf("%s: cluster removed: Fleet deregisters it and its Flux Kustomizations are no longer published", name)
+	}
 }
 
 func compareManager(o, n manager) []Change {
