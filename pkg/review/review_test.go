@@ -1,6 +1,7 @@
 package review
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -81,5 +82,26 @@ func TestUnchanged(t *testing.T) {
 	r := Compare(old, next, Options{})
 	if len(r.Clusters) != 1 || r.Clusters[0].Name != "b" {
 		t.Fatalf("clusters %+v, want only the changed one", r.Clusters)
+	}
+}
+
+// TestMarkdownFitsAComment: a report of many clusters stays under
+// MaxMarkdown and says how many sections it left out.
+func TestMarkdownFitsAComment(t *testing.T) {
+	t.Parallel()
+	r := Report{Files: Files{Changed: []string{"x"}}}
+	for i := range 2000 {
+		r.Clusters = append(r.Clusters, Cluster{Name: fmt.Sprintf("edge-%04d", i), Change: Update,
+			Changes: []Change{{"images[ghcr.io/stefanprodan/podinfo]", "r.example/podinfo@sha256:" + strings.Repeat("a", 64), "r.example/podinfo@sha256:" + strings.Repeat("b", 64)}}})
+	}
+	var b strings.Builder
+	if err := r.WriteMarkdown(&b); err != nil {
+		t.Fatal(err)
+	}
+	if b.Len() > MaxMarkdown {
+		t.Errorf("%d characters, want at most %d", b.Len(), MaxMarkdown)
+	}
+	if !strings.Contains(b.String(), "more sections not shown") || !strings.Contains(b.String(), "edge-0000") {
+		t.Errorf("no note on the sections left out:\n%s", b.String()[b.Len()-300:])
 	}
 }

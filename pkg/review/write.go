@@ -89,38 +89,63 @@ func (r Report) WriteMarkdown(w io.Writer) error {
 			fmt.Fprintf(&b, "> - %s\n", mdEscape(wn))
 		}
 	}
-	table := func(changes []Change) {
+	table := func(b *strings.Builder, changes []Change) {
 		if len(changes) == 0 {
 			return
 		}
 		b.WriteString("\n| field | from | to |\n| --- | --- | --- |\n")
 		for _, ch := range changes {
-			fmt.Fprintf(&b, "| `%s` | %s | %s |\n", mdCode(ch.Field), mdCell(ch.From), mdCell(ch.To))
+			fmt.Fprintf(b, "| `%s` | %s | %s |\n", mdCode(ch.Field), mdCell(ch.From), mdCell(ch.To))
 		}
 	}
+	// Sections go in while they fit a pull request comment; the rest is
+	// counted (the json output has everything).
+	var sections []string
 	for _, c := range r.Clusters {
-		fmt.Fprintf(&b, "\n#### `%s`: %s\n", mdCode(c.Name), c.Change)
-		table(c.Changes)
+		var sb strings.Builder
+		fmt.Fprintf(&sb, "\n#### `%s`: %s\n", mdCode(c.Name), c.Change)
+		table(&sb, c.Changes)
+		sections = append(sections, sb.String())
 	}
 	if len(r.Manager.Changes) > 0 {
-		b.WriteString("\n#### manager\n")
-		table(r.Manager.Changes)
+		var sb strings.Builder
+		sb.WriteString("\n#### manager\n")
+		table(&sb, r.Manager.Changes)
+		sections = append(sections, sb.String())
 	}
+	var files strings.Builder
 	if !r.Empty() {
-		b.WriteString("\n<details><summary>Files</summary>\n\n")
+		files.WriteString("\n<details><summary>Files</summary>\n\n")
 		for _, f := range []struct {
 			sign  string
 			paths []string
 		}{{"added", r.Files.Added}, {"removed", r.Files.Removed}, {"changed", r.Files.Changed}} {
 			for _, p := range f.paths {
-				fmt.Fprintf(&b, "- %s `%s`\n", f.sign, mdCode(p))
+				fmt.Fprintf(&files, "- %s `%s`\n", f.sign, mdCode(p))
 			}
 		}
-		b.WriteString("\n</details>\n")
+		files.WriteString("\n</details>\n")
+	}
+	const reserve = 200 // the note on what was left out
+	for i, sec := range sections {
+		if b.Len()+len(sec)+reserve > MaxMarkdown {
+			fmt.Fprintf(&b, "\n… %d more %s not shown: the comment would exceed %d characters (`fleetgen diff --output json` has the whole report).\n",
+				len(sections)-i, plural(len(sections)-i, "section", "sections"), MaxMarkdown)
+			_, err := io.WriteString(w, b.String())
+			return err
+		}
+		b.WriteString(sec)
+	}
+	if b.Len()+files.Len() <= MaxMarkdown {
+		b.WriteString(files.String())
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// MaxMarkdown bounds WriteMarkdown's output below GitHub's limit for a
+// comment (65,536 characters).
+const MaxMarkdown = 60000
 
 func mdCell(s string) string {
 	if s == "" {
