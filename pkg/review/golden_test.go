@@ -189,7 +189,7 @@ func TestNoSecretValue(t *testing.T) {
 	}
 	want := []review.Cluster{
 		{Name: "c", Change: review.Update, Changes: []review.Change{{Field: "registration.kubeconfig", From: review.Set, To: review.Changed}},
-			Warnings: []string{"c: kubeconfig changed: Fleet connects with the new credentials; check that they reach the cluster before merging"}},
+			Warnings: []string{"c: kubeconfig changed (new credentials, or sealed for other age recipients): Fleet connects with the new Secret; check that it reaches the cluster before merging"}},
 		{Name: "v", Change: review.Update, Changes: []review.Change{{Field: "registration.caCert", From: review.Set, To: review.Changed}}, Warnings: []string{}},
 	}
 	if d := cmp.Diff(want, rep.Clusters); d != "" {

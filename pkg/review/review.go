@@ -456,7 +456,7 @@ func clusterWarnings(name string, o, n *cluster) []string {
 		w = append(w, fmt.Sprintf("%s: clientID changed: the agent installed with the old values no longer matches its Cluster; reinstall fleet-agent with agents/%s/values.yaml", name, name))
 	}
 	if len(o.kubeconfig) > 0 && len(n.kubeconfig) > 0 && !bytes.Equal(o.kubeconfig, n.kubeconfig) {
-		w = append(w, fmt.Sprintf("%s: kubeconfig changed: Fleet connects with the new credentials; check that they reach the cluster before merging", name))
+		w = append(w, fmt.Sprintf("%s: kubeconfig changed (new credentials, or sealed for other age recipients): Fleet connects with the new Secret; check that it reaches the cluster before merging", name))
 	}
 	return w
 }
