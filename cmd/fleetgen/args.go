@@ -1,13 +1,16 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"fleetgen.dev/fleetgen/pkg/pipeline"
+	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
 // usageError is a mistake on the command line: exit 2 and a pointer to the
@@ -32,8 +35,31 @@ var fleetArgs = func(cmd *cobra.Command, args []string) error {
 // fleetFile returns the fleet file a command reads: the positional argument or
 // -f (both given must name the same file), a folder standing for its
 // fleet.yaml. A file that does not exist is left for the command to report
-// (an input error); a folder without fleet.yaml is a usage error.
+// (an input error naming where the name came from); a folder without
+// fleet.yaml is a usage error.
 func fleetFile(cmd *cobra.Command, flagValue string, args []string) (string, error) {
+	f, err := resolveFleetFile(cmd, flagValue, args)
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(f); errors.Is(err, fs.ErrNotExist) {
+		// An input error (exit 2, in the --error-format), saying where the
+		// name came from rather than asking for -f.
+		var msg string
+		switch {
+		case len(args) == 1:
+			msg = fmt.Sprintf("%s: no such file (the argument): want an existing fleet file or the folder that holds it", f)
+		case cmd.Flags().Changed("file"):
+			msg = fmt.Sprintf("%s: no such file (-f): want an existing fleet file or the folder that holds it", f)
+		default:
+			msg = fmt.Sprintf("%s: no such file in the current folder: run fleetgen in the fleet's folder, or give its fleet file (or folder) with -f or as the argument", f)
+		}
+		return "", &runError{schema.Invalid(errors.New(msg))}
+	}
+	return f, nil
+}
+
+func resolveFleetFile(cmd *cobra.Command, flagValue string, args []string) (string, error) {
 	file := flagValue
 	if len(args) == 1 {
 		arg, err := inFolder(cmd, args[0], "argument")
@@ -58,7 +84,7 @@ func fleetFile(cmd *cobra.Command, flagValue string, args []string) (string, err
 func inFolder(cmd *cobra.Command, p, what string) (string, error) {
 	// The argument of render, publish and build is the fleet, not DIR.
 	hint := ""
-	if o := cmd.Flags().Lookup("output"); what == "argument" && o != nil && o.Value.Type() == "string" && cmd.Name() != "validate" {
+	if o := cmd.Flags().Lookup("dir"); what == "argument" && o != nil {
 		hint = " (the output folder is -o DIR)"
 	}
 	st, err := os.Stat(p)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"runtime"
@@ -54,8 +55,9 @@ what would be valid) and writes nothing. Exit code 2 when the input is invalid.`
 
 func newImages(g *globals, stdout io.Writer) *cobra.Command {
 	var o struct {
-		file string
-		why  bool
+		file   string
+		why    bool
+		format string
 	}
 	cmd := &cobra.Command{
 		Use:   "images [PATH]",
@@ -68,17 +70,26 @@ fleet.lock.yaml keys them.`,
 		Example: example(
 			"fleetgen images",
 			"fleetgen images --why   # say which layer or spec.images entry needs each image",
+			"fleetgen images -o json | jq -r '.[] | select(.locked == null) | .image'   # not mirrored yet",
 		),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(cmd, o.format, formatText, formatJSON); err != nil {
+				return err
+			}
 			cfg, err := g.configFor(cmd, o.file, args)
 			if err != nil {
 				return err
+			}
+			if o.format == formatJSON {
+				return wrap(writeImagesJSON(cmd.Context(), cfg, stdout))
 			}
 			return wrap(pipeline.Images(cmd.Context(), cfg, stdout, o.why))
 		},
 	}
 	addFile(g, cmd, &o.file)
 	cmd.Flags().BoolVar(&o.why, "why", false, "print who needs each image")
+	cmd.Flags().StringVarP(&o.format, "output", "o", formatText, "text (one image per line) or json (an array of {image, neededBy, locked})")
+	_ = cmd.RegisterFlagCompletionFunc("output", completeValues(formatText, formatJSON))
 	return cmd
 }
 
@@ -123,6 +134,8 @@ func newRender(g *globals, stdout io.Writer) *cobra.Command {
 		file           string
 		out            string
 		check          bool
+		locked         bool
+		format         string
 		allowPlaintext bool
 	}
 	cmd := &cobra.Command{
@@ -135,27 +148,62 @@ agents/<name>/values.yaml for fleet-agent installs.
 Files are written atomically; files an earlier render wrote and this one does
 not are removed; files fleetgen did not write are never touched. A render that
 fails leaves DIR as it was. The only change a render makes to fleet.lock.yaml
-is adding the client ID of a new agent cluster.
+is adding the client ID of a new agent cluster; with --locked it refuses that
+(exit 2, nothing written), so that CI never renders an identity nobody
+committed.
 
 When fleet.yaml's folder, the lock, the flags and DIR are as the last render
 left them, render reads and writes nothing more and logs "unchanged" (see
 docs/cli.md for what counts).
 
 With --check, render writes nothing (not even the lock), prints a unified diff
-on stdout and exits 3 when DIR is not what a render would write.`,
+on stdout and exits 3 when DIR is not what a render would write; with
+--output github it first prints a workflow command per warning and changed
+cluster (see 'fleetgen diff').
+
+With -o -, render writes no folder: every rendered document goes to stdout as
+one YAML stream, files in path order, each after "---" and "# Source: <path>".
+It never changes the lock: a new agent cluster's client ID is refused (exit 2)
+until 'fleetgen render -o DIR' has minted it.`,
 		Example: example(
 			"fleetgen render -o out",
 			"fleetgen render -f fleet.yaml -o out --check   # in CI: fail on drift",
+			"fleetgen render -o out --check --locked --output github",
+			"fleetgen render -o - | kubeconform -strict -",
 		),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutFlag(cmd, o.out, true); err != nil {
+				return err
+			}
+			if err := checkFormat(cmd, o.format, formatText, formatGitHub); err != nil {
+				return err
+			}
+			if o.format != formatText && !o.check {
+				return usagef("%s: --output %s formats the report of --check: add --check", cmd.CommandPath(), o.format)
+			}
 			cfg, err := g.configFor(cmd, o.file, args)
 			if err != nil {
 				return err
 			}
 			cfg.OutDir = o.out
 			cfg.AllowPlaintextSecrets = o.allowPlaintext
+			cfg.Locked = o.locked
+			if o.out == "-" {
+				if o.check {
+					return usagef("%s: --check compares with a folder: give -o DIR, not -o -", cmd.CommandPath())
+				}
+				cfg.OutDir = ""
+				return wrap(pipeline.RenderStream(cmd.Context(), cfg, stdout))
+			}
 			if !o.check {
 				return wrap(pipeline.Render(cmd.Context(), cfg))
+			}
+			if o.format == formatGitHub {
+				rep, diff, err := pipeline.Diff(cmd.Context(), cfg)
+				if err != nil {
+					return wrap(err)
+				}
+				return writeDiff(stdout, rep, diff, formatGitHub)
 			}
 			diff, err := pipeline.Check(cmd.Context(), cfg)
 			if err != nil {
@@ -173,15 +221,21 @@ on stdout and exits 3 when DIR is not what a render would write.`,
 	addFile(g, cmd, &o.file)
 	addOutput(cmd, &o.out)
 	cmd.Flags().BoolVar(&o.check, "check", false, "write nothing; print a diff and exit 3 when DIR differs")
+	addLocked(cmd, &o.locked)
+	cmd.Flags().StringVar(&o.format, "output", formatText, "with --check: text (the diff) or github (workflow commands, then the diff)")
+	_ = cmd.RegisterFlagCompletionFunc("output", completeValues(formatText, formatGitHub))
 	cmd.Flags().BoolVar(&o.allowPlaintext, "allow-plaintext-secrets", false, "write kubeconfig Secrets unencrypted when spec.encryption is not set")
 	return cmd
 }
 
-func newPublish(g *globals) *cobra.Command {
+func newPublish(g *globals, stdout io.Writer) *cobra.Command {
 	var o struct {
-		file    string
-		out     string
-		pushURL string
+		file       string
+		out        string
+		pushURL    string
+		locked     bool
+		dryRun     bool
+		allowDirty bool
 	}
 	cmd := &cobra.Command{
 		Use:   "publish [PATH] -o DIR",
@@ -189,24 +243,42 @@ func newPublish(g *globals) *cobra.Command {
 		Long: `Publish verifies that every locked image is in the registry at its digest and
 that DIR matches a fresh render, then commits DIR to spec.source: for git it
 commits and pushes (never forced), for oci it pushes a Flux artifact tagged
-with spec.source.ref. An unchanged tree makes no commit.`,
+with spec.source.ref. An unchanged tree makes no commit.
+
+When fleet.yaml's folder is inside a Git work tree, publish refuses (exit 2)
+while fleet.yaml, fleet.lock.yaml or a layer folder has uncommitted changes
+(--allow-dirty publishes anyway), and the commit message names the fleet
+repository's commit. --dry-run does everything but push and prints the files
+the commit would add, change and remove.`,
 		Example: example(
 			"fleetgen publish -o out",
+			"fleetgen publish -o out --dry-run --locked",
 			"fleetgen publish -o out --push-url https://github.com/contoso/fleet-gitops.git",
 		),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutFlag(cmd, o.out, false); err != nil {
+				return err
+			}
 			cfg, err := g.configFor(cmd, o.file, args)
 			if err != nil {
 				return err
 			}
 			cfg.OutDir = o.out
 			cfg.PushURL = o.pushURL
+			cfg.Locked = o.locked
+			cfg.AllowDirty = o.allowDirty
+			if o.dryRun {
+				cfg.DryRun = stdout
+			}
 			return wrap(pipeline.Publish(cmd.Context(), cfg))
 		},
 	}
 	addFile(g, cmd, &o.file)
 	addOutput(cmd, &o.out)
 	cmd.Flags().StringVar(&o.pushURL, "push-url", "", "push here instead of spec.source.url")
+	addLocked(cmd, &o.locked)
+	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "do everything but push; print what the commit would change")
+	cmd.Flags().BoolVar(&o.allowDirty, "allow-dirty", false, "publish even when fleet.yaml, the lock or a layer folder has uncommitted changes")
 	return cmd
 }
 
@@ -218,6 +290,8 @@ func newBuild(g *globals) *cobra.Command {
 		pushURL        string
 		allowPlaintext bool
 		jobs           int
+		locked         bool
+		allowDirty     bool
 	}
 	cmd := &cobra.Command{
 		Use:   "build [PATH] -o DIR",
@@ -228,8 +302,12 @@ an image the registry lacks.`,
 		Example: example(
 			"fleetgen build -o out",
 			"fleetgen build -o out --publish --push-url file:///srv/git/fleet.git",
+			"fleetgen build -o out --publish --locked   # the merge job: publish only what is committed",
 		),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutFlag(cmd, o.out, false); err != nil {
+				return err
+			}
 			cfg, err := g.configFor(cmd, o.file, args)
 			if err != nil {
 				return err
@@ -238,6 +316,8 @@ an image the registry lacks.`,
 			cfg.PushURL = o.pushURL
 			cfg.AllowPlaintextSecrets = o.allowPlaintext
 			cfg.Jobs = o.jobs
+			cfg.Locked = o.locked
+			cfg.AllowDirty = o.allowDirty
 			return wrap(pipeline.Build(cmd.Context(), cfg, o.publish))
 		},
 	}
@@ -247,20 +327,42 @@ an image the registry lacks.`,
 	cmd.Flags().StringVar(&o.pushURL, "push-url", "", "push here instead of spec.source.url")
 	cmd.Flags().BoolVar(&o.allowPlaintext, "allow-plaintext-secrets", false, "write kubeconfig Secrets unencrypted when spec.encryption is not set")
 	cmd.Flags().IntVar(&o.jobs, "jobs", 0, "images copied at once (0: default)")
+	addLocked(cmd, &o.locked)
+	cmd.Flags().BoolVar(&o.allowDirty, "allow-dirty", false, "with --publish: publish even when fleet.yaml, the lock or a layer folder has uncommitted changes")
 	return cmd
 }
 
 func newVersion(stdout io.Writer) *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print version, commit and Go version",
-		Args:  cobra.NoArgs,
+	var format string
+	cmd := &cobra.Command{
+		Use:     "version",
+		Short:   "Print version, commit and Go version",
+		Args:    cobra.NoArgs,
+		Example: example("fleetgen version", "fleetgen version -o json | jq -r .version"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkFormat(cmd, format, formatText, formatJSON); err != nil {
+				return err
+			}
 			v, commit := buildVersion()
+			if format == formatJSON {
+				b, err := json.Marshal(struct {
+					Version string `json:"version"`
+					Commit  string `json:"commit"`
+					Go      string `json:"go"`
+				}{v, commit, runtime.Version()})
+				if err != nil {
+					return wrap(err)
+				}
+				_, err = stdout.Write(append(b, '\n'))
+				return wrap(err)
+			}
 			_, err := fmt.Fprintf(stdout, "fleetgen %s\ncommit: %s\ngo: %s\n", v, commit, runtime.Version())
 			return wrap(err)
 		},
 	}
+	cmd.Flags().StringVarP(&format, "output", "o", formatText, "text or json ({version, commit, go})")
+	_ = cmd.RegisterFlagCompletionFunc("output", completeValues(formatText, formatJSON))
+	return cmd
 }
 
 // buildVersion returns the version (the ldflags value, else the module version)

@@ -118,7 +118,8 @@ Exit codes: 0 ok, 1 runtime failure, 2 invalid input or usage, 3 drift (render -
 		newImages(g, stdout),
 		newMirror(g, stdout),
 		newRender(g, stdout),
-		newPublish(g),
+		newDiff(g, stdout),
+		newPublish(g, stdout),
 		newBuild(g),
 		newVersion(stdout),
 		newCompletion(stdout),
@@ -199,9 +200,10 @@ func addFile(g *globals, cmd *cobra.Command, file *string) {
 }
 
 func addOutput(cmd *cobra.Command, out *string) {
-	cmd.Flags().StringVarP(out, "output", "o", "", "output folder of the rendered tree (required)")
-	_ = cmd.MarkFlagRequired("output")
-	_ = cmd.MarkFlagDirname("output")
+	// The long name is --dir: render and diff take --output for a format.
+	// checkOutFlag requires it, naming -o rather than --dir.
+	cmd.Flags().StringVarP(out, "dir", "o", "", "output folder of the rendered tree (required)")
+	_ = cmd.MarkFlagDirname("dir")
 }
 
 func example(lines ...string) string {

@@ -110,6 +110,11 @@ func mirrorLoaded(ctx context.Context, cfg Config, ld *Loaded, w io.Writer, dryR
 	}
 	l := ld.Lock.Clone()
 	l.SetImages(entries)
+	if cfg.Locked {
+		if err := lockedImages(ld.Lock, l); err != nil {
+			return err
+		}
+	}
 	if err := lock.Write(ld.LockPath, l); err != nil {
 		return err
 	}

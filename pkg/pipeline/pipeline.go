@@ -36,6 +36,15 @@ type Config struct {
 	// trusting them; empty means $SOPS_AGE_KEY_FILE, and neither means the
 	// plaintext-hash annotations are trusted (docs/secrets.md).
 	AgeKeyFile string
+	// Locked refuses (schema.Invalid, nothing written) any change to
+	// fleet.lock.yaml: a new client ID (render) or image entry (mirror).
+	Locked bool
+	// AllowDirty lets publish push while fleet.yaml, the lock or a layer
+	// folder has uncommitted changes in the Git work tree that holds them.
+	AllowDirty bool
+	// DryRun, when set, makes publish do everything but push, and print on it
+	// what the commit (or artifact) would change.
+	DryRun io.Writer
 }
 
 func (c Config) logger() *slog.Logger {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -23,6 +24,13 @@ import (
 // verifies that every locked image is in the registry at its digest, and
 // publishes the render (from memory, never from OutDir) plus the layer
 // folders to spec.source.
+//
+// When fleet.yaml's folder is inside a Git work tree (publish.InspectSource),
+// publish first refuses (an input error) while fleet.yaml, the lock or a layer
+// folder has uncommitted changes, unless cfg.AllowDirty; the commit message
+// names the fleet repository's HEAD ("(dirty)" with AllowDirty). With
+// cfg.DryRun it does everything but push and prints what would change there.
+// With cfg.Locked a lock that lacks a client ID refuses (as render --locked).
 //
 // Pre-flight, in order, each refusing with nothing pushed: the render (as
 // `render --check` runs it) equals OutDir, hand edits and stale fleetgen files
@@ -48,6 +56,17 @@ func Publish(ctx context.Context, cfg Config) error {
 
 func publishLoaded(ctx context.Context, cfg Config, ld *Loaded) error {
 	log := cfg.logger()
+	src, err := publish.InspectSource(ld.Fleet)
+	if err != nil {
+		return err
+	}
+	if len(src.Dirty) > 0 {
+		if !cfg.AllowDirty {
+			return schema.Invalid(fmt.Errorf("publish: nothing pushed: the fleet repository has uncommitted changes in what publish reads (commit them, or give --allow-dirty):\n  %s",
+				strings.Join(truncateList(src.Dirty, maxReported), "\n  ")))
+		}
+		log.Warn("publishing uncommitted changes (--allow-dirty)", "commit", src.Commit, "files", truncateList(src.Dirty, maxReported))
+	}
 	// Local checks first: a hand-edited tree fails without a registry round trip.
 	r, diff, err := checkLoaded(ctx, cfg, ld)
 	if err != nil {
@@ -65,6 +84,9 @@ func publishLoaded(ctx context.Context, cfg Config, ld *Loaded) error {
 		return err
 	}
 	opts := []publish.Option{publish.WithLogger(log), publish.WithOutDir(cfg.OutDir)}
+	if src.InRepo {
+		opts = append(opts, publish.WithSourceCommit(src.Commit, len(src.Dirty) > 0))
+	}
 	if cfg.LookupEnv != nil {
 		opts = append(opts, publish.WithLookupEnv(cfg.LookupEnv))
 	}
@@ -78,6 +100,9 @@ func publishLoaded(ctx context.Context, cfg Config, ld *Loaded) error {
 
 	if cfg.PushURL != "" {
 		opts = append(opts, publish.WithPushURL(cfg.PushURL))
+	}
+	if cfg.DryRun != nil {
+		opts = append(opts, publish.WithDryRun(cfg.DryRun))
 	}
 	start := time.Now()
 	var res publish.Result
@@ -198,6 +223,15 @@ func refBefore(data []byte, i int) string {
 		j--
 	}
 	return string(data[j : i-1])
+}
+
+// truncateList returns at most n of list, the last one saying how many more
+// there are.
+func truncateList(list []string, n int) []string {
+	if len(list) <= n {
+		return list
+	}
+	return append(slices.Clone(list[:n]), fmt.Sprintf("… (%d more)", len(list)-n))
 }
 
 func truncateLines(s string, n int) string {

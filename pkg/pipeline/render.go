@@ -303,6 +303,9 @@ func render(ctx context.Context, cfg Config, ld *Loaded, placeholders bool) (*re
 		}
 	}
 	r.newClientIDs = len(l.Clients) - before
+	if cfg.Locked && r.lockChanged {
+		return nil, lockedError(ld.Lock, auto)
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,6 +29,7 @@ import (
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 	"github.com/go-git/go-git/v5/storage/memory"
+	"github.com/go-git/go-git/v5/utils/merkletrie"
 )
 
 // Git commits the render (rendered, paths relative to spec.source.path) at
@@ -131,6 +133,9 @@ func Git(ctx context.Context, f *schema.Fleet, l *lock.Lock, rendered []generate
 	localRef := plumbing.NewBranchReferenceName(branch)
 	remoteRef := plumbing.NewRemoteReferenceName("origin", branch)
 	msg := commitPrefix(f.Metadata.Name) + digest + ")\n"
+	if line := o.sourceLine(); line != "" {
+		msg += "\n" + line + "\n"
+	}
 
 	attempts := o.retries + 1
 	var lastErr error
@@ -172,6 +177,11 @@ func Git(ctx context.Context, f *schema.Fleet, l *lock.Lock, rendered []generate
 		}
 		if treeHash == baseTree {
 			o.logger.Info("branch already holds this tree; nothing to commit", "url", shown, "branch", branch, "commit", head.String())
+			if o.dryRun != nil {
+				if _, err := fmt.Fprintf(o.dryRun, "publish: %s branch %s already holds this tree: nothing to commit\n", shown, branch); err != nil {
+					return Result{}, err
+				}
+			}
 			return Result{Changed: false, Revision: head.String(), Files: len(c.files), Attempts: attempt}, nil
 		}
 		now := o.now()
@@ -191,6 +201,13 @@ func Git(ctx context.Context, f *schema.Fleet, l *lock.Lock, rendered []generate
 		o.logger.Debug("committed", "commit", commitHash.String(), "files", len(c.files), "elapsed", time.Since(start))
 		if err := st.SetReference(plumbing.NewHashReference(localRef, commitHash)); err != nil {
 			return Result{}, err
+		}
+		if o.dryRun != nil {
+			if err := writeChanges(o.dryRun, st, baseTree, treeHash, shown, branch, head); err != nil {
+				return Result{}, fmt.Errorf("publish to %s: dry run: %w", shown, err)
+			}
+			o.logger.Info("dry run: not pushing", "url", shown, "branch", branch, "commit", commitHash.String())
+			return Result{Changed: true, Revision: commitHash.String(), Files: len(c.files), Attempts: attempt}, nil
 		}
 		if o.beforePush != nil {
 			o.beforePush(attempt)
@@ -222,6 +239,66 @@ func Git(ctx context.Context, f *schema.Fleet, l *lock.Lock, rendered []generate
 		lastErr = err
 	}
 	return Result{}, fmt.Errorf("publish to %s: branch %s kept moving; gave up after %d attempts (never force-pushing): %w", shown, branch, attempts, lastErr)
+}
+
+// writeChanges writes what the commit of tree newTree on baseTree (of head;
+// zero: a new branch) changes: "A path", "M path" or "D path" per file,
+// sorted by path, after a line naming the target.
+func writeChanges(w io.Writer, st storer.EncodedObjectStorer, baseTree, newTree plumbing.Hash, shown, branch string, head plumbing.Hash) error {
+	var from *object.Tree
+	if !baseTree.IsZero() {
+		t, err := object.GetTree(st, baseTree)
+		if err != nil {
+			return err
+		}
+		from = t
+	}
+	to, err := object.GetTree(st, newTree)
+	if err != nil {
+		return err
+	}
+	changes, err := object.DiffTree(from, to)
+	if err != nil {
+		return err
+	}
+	var lines []string
+	for _, ch := range changes {
+		action, err := ch.Action()
+		if err != nil {
+			return err
+		}
+		switch action {
+		case merkletrie.Insert:
+			lines = append(lines, ch.To.Name+"\x00A")
+		case merkletrie.Delete:
+			lines = append(lines, ch.From.Name+"\x00D")
+		default:
+			lines = append(lines, ch.To.Name+"\x00M")
+		}
+	}
+	sort.Strings(lines)
+	base := "a new branch"
+	if !head.IsZero() {
+		base = head.String()
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "publish (dry run): would commit to %s branch %s on %s, changing %d files:\n", shown, branch, base, len(lines))
+	for _, l := range lines {
+		p, a, _ := strings.Cut(l, "\x00")
+		fmt.Fprintf(&b, "%s %s\n", a, shownPath(p))
+	}
+	_, err = io.WriteString(w, b.String())
+	return err
+}
+
+// shownPath is p for a listing, quoted when it holds a control character or
+// a quote (layer folders come from pull requests: a name with a newline must
+// not pass for another line).
+func shownPath(p string) string {
+	if strings.ContainsFunc(p, func(r rune) bool { return r < ' ' || r == 0x7f || r == '"' }) {
+		return strconv.Quote(p)
+	}
+	return p
 }
 
 // fetchBranch fetches branch into refs/remotes/origin/<branch> and returns its

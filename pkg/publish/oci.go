@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"path"
+	"sort"
 	"strings"
 	"time"
 
@@ -106,10 +107,32 @@ func OCI(ctx context.Context, f *schema.Fleet, l *lock.Lock, rendered []generate
 	switch {
 	case err == nil && desc.Digest == imgDigest:
 		o.logger.Info("tag already holds this artifact; nothing to push", "ref", ref.String(), "digest", imgDigest.String())
+		if o.dryRun != nil {
+			if _, err := fmt.Fprintf(o.dryRun, "publish: %s already holds this artifact (%s): nothing to push\n", ref, imgDigest); err != nil {
+				return Result{}, err
+			}
+		}
 		return Result{Changed: false, Revision: imgDigest.String(), Files: len(c.files), Attempts: 1}, nil
 	case err == nil, errors.As(err, &terr) && terr.StatusCode == http.StatusNotFound:
 	default:
 		o.logger.Debug("head before push", "ref", ref.String(), "err", err)
+	}
+	if o.dryRun != nil {
+		paths := make([]string, 0, len(c.files))
+		for p := range c.files {
+			paths = append(paths, p)
+		}
+		sort.Strings(paths)
+		var b strings.Builder
+		fmt.Fprintf(&b, "publish (dry run): would push %s as %s, %d files:\n", ref, imgDigest, len(paths))
+		for _, p := range paths {
+			fmt.Fprintf(&b, "  %s\n", shownPath(p))
+		}
+		if _, err := io.WriteString(o.dryRun, b.String()); err != nil {
+			return Result{}, err
+		}
+		o.logger.Info("dry run: not pushing", "ref", ref.String(), "digest", imgDigest.String())
+		return Result{Changed: true, Revision: imgDigest.String(), Files: len(c.files), Attempts: 1}, nil
 	}
 	start = time.Now()
 	if err := remote.Write(ref, img, ropts...); err != nil {

@@ -16,14 +16,19 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 	"time"
 
 	"fleetgen.dev/fleetgen/pkg/generate"
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/schema"
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
 	"sigs.k8s.io/yaml"
 )
 
@@ -83,6 +88,11 @@ type options struct {
 	checks     []func([]generate.File) error
 	now        func() time.Time
 	beforePush func(attempt int) // tests: runs between building a commit and pushing it
+	// sourceCommit and sourceDirty name the fleet repository's commit
+	// (WithSourceCommit); dryRun gets what a push would change (WithDryRun).
+	sourceCommit string
+	sourceDirty  bool
+	dryRun       io.Writer
 }
 
 // Option configures Git, OCI and Verify.
@@ -227,4 +237,136 @@ func InputDigest(f *schema.Fleet, l *lock.Lock) (string, error) {
 		}
 	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// Source is the state of the Git work tree that holds fleet.yaml, as
+// InspectSource finds it.
+type Source struct {
+	// InRepo is false when fleet.yaml's folder is in no Git work tree; the
+	// other fields are then empty.
+	InRepo bool
+	// Commit is HEAD's hash; "" in a repository without commits.
+	Commit string
+	// Dirty lists, sorted and relative to the work tree's root, the files of
+	// fleet.yaml, the lock and the layer folders that differ from HEAD:
+	// modified, added, deleted or untracked (ignored files are not listed).
+	Dirty []string
+}
+
+// InspectSource finds the Git work tree that holds f's folder (walking up to
+// its .git, as git does; go-git, never the git binary) and which of the
+// publish's inputs have uncommitted changes. Outside any work tree it returns
+// Source{} and no error.
+func InspectSource(f *schema.Fleet) (Source, error) {
+	repo, err := git.PlainOpenWithOptions(f.Dir, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
+	if errors.Is(err, git.ErrRepositoryNotExists) {
+		return Source{}, nil
+	}
+	if err != nil {
+		return Source{}, fmt.Errorf("open the Git repository of %s: %w", f.Dir, err)
+	}
+	wt, err := repo.Worktree()
+	if errors.Is(err, git.ErrIsBareRepository) {
+		return Source{}, nil
+	}
+	if err != nil {
+		return Source{}, fmt.Errorf("open the Git work tree of %s: %w", f.Dir, err)
+	}
+	src := Source{InRepo: true}
+	if head, err := repo.Head(); err == nil {
+		src.Commit = head.Hash().String()
+	} else if !errors.Is(err, plumbing.ErrReferenceNotFound) {
+		return Source{}, fmt.Errorf("read HEAD of the Git repository of %s: %w", f.Dir, err)
+	}
+	root := wt.Filesystem.Root()
+	dir, err := filepath.Abs(f.Dir)
+	if err != nil {
+		return Source{}, err
+	}
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
+	if real, err := filepath.EvalSymlinks(root); err == nil {
+		root = real
+	}
+	base, err := filepath.Rel(root, dir)
+	if err != nil {
+		return Source{}, err
+	}
+	base = filepath.ToSlash(base)
+	join := func(p string) string {
+		if base == "." {
+			return p
+		}
+		return base + "/" + p
+	}
+	file := "fleet.yaml"
+	if f.File != "" {
+		file = filepath.Base(f.File)
+	}
+	files := map[string]bool{join(file): true, join(lock.FileName): true}
+	var folders []string
+	roots, err := layerFolders(f)
+	if err != nil {
+		return Source{}, err
+	}
+	for _, r := range roots {
+		folders = append(folders, join(r.root)+"/")
+	}
+	st, err := wt.Status()
+	if err != nil {
+		return Source{}, fmt.Errorf("git status of %s: %w", root, err)
+	}
+	for p, s := range st {
+		if s.Worktree == git.Unmodified && s.Staging == git.Unmodified {
+			continue
+		}
+		match := files[p]
+		for _, fo := range folders {
+			match = match || strings.HasPrefix(p, fo)
+		}
+		if match {
+			src.Dirty = append(src.Dirty, p)
+		}
+	}
+	sort.Strings(src.Dirty)
+	return src, nil
+}
+
+// WithSourceCommit names the fleet repository's commit in the Git commit
+// message (and the OCI artifact's revision); dirty adds "(dirty)": the
+// publish included uncommitted changes (--allow-dirty).
+func WithSourceCommit(commit string, dirty bool) Option {
+	return func(o *options) error {
+		o.sourceCommit, o.sourceDirty = commit, dirty
+		return nil
+	}
+}
+
+// WithDryRun makes Git and OCI do everything but push, and write to w what
+// the push would change: for Git one line per file the commit adds (A),
+// changes (M) or removes (D), for OCI the artifact's digest and files.
+func WithDryRun(w io.Writer) Option {
+	return func(o *options) error {
+		if w == nil {
+			return errors.New("dry run: nil writer")
+		}
+		o.dryRun = w
+		return nil
+	}
+}
+
+// sourceLine is how the message names the fleet repository's commit: "" when
+// unknown.
+func (o *options) sourceLine() string {
+	switch {
+	case o.sourceCommit == "" && !o.sourceDirty:
+		return ""
+	case o.sourceCommit == "":
+		return "fleet repository: no commit yet (dirty)"
+	case o.sourceDirty:
+		return "fleet repository: " + o.sourceCommit + " (dirty)"
+	default:
+		return "fleet repository: " + o.sourceCommit
+	}
 }

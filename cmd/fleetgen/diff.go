@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"fleetgen.dev/fleetgen/pkg/pipeline"
+	"fleetgen.dev/fleetgen/pkg/review"
+)
+
+// formatMarkdown is diff's pull request comment format.
+const formatMarkdown = "markdown"
+
+func newDiff(g *globals, stdout io.Writer) *cobra.Command {
+	var o struct {
+		file           string
+		out            string
+		format         string
+		locked         bool
+		allowPlaintext bool
+	}
+	cmd := &cobra.Command{
+		Use:   "diff [PATH] -o DIR",
+		Short: "Say what a change does to each cluster, compared with DIR",
+		Long: `Diff renders in memory, as render --check does, and compares the result with
+DIR: a previous render, or a checkout of the published tree (give the folder
+at spec.source.path). Per cluster it reports added, removed or changed, and for
+a changed one each field that moved: labels, registration (mode, clientID,
+token TTL, kubeconfig or CA changed, never their values), layers and images
+(old -> new digest); groups and the Verrazzano admin ConfigMap under manager.
+It warns where a person must act: a changed clientID or mode, a removed
+cluster, a changed kubeconfig. Unchanged clusters are left out; a client ID
+that render would generate reads "(generated at render)".
+
+Outputs: text (the report, then the file diff with Secret contents elided),
+markdown (one pull request comment, starting with "<!-- fleetgen diff -->"),
+json and github (a ::warning per warning, a ::notice per changed cluster, then
+the file diff). Diff writes nothing. Exit 0 when DIR is what render would
+write, 3 when not.`,
+		Example: example(
+			"fleetgen diff -o out",
+			"fleetgen diff -o published --output markdown > comment.md",
+			"fleetgen diff -o out --output json | jq '.clusters[].name'",
+		),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutFlag(cmd, o.out, false); err != nil {
+				return err
+			}
+			if err := checkFormat(cmd, o.format, formatText, formatMarkdown, formatJSON, formatGitHub); err != nil {
+				return err
+			}
+			cfg, err := g.configFor(cmd, o.file, args)
+			if err != nil {
+				return err
+			}
+			cfg.OutDir = o.out
+			cfg.AllowPlaintextSecrets = o.allowPlaintext
+			cfg.Locked = o.locked
+			rep, diff, err := pipeline.Diff(cmd.Context(), cfg)
+			if err != nil {
+				return wrap(err)
+			}
+			return writeDiff(stdout, rep, diff, o.format)
+		},
+	}
+	addFile(g, cmd, &o.file)
+	addOutput(cmd, &o.out)
+	cmd.Flags().StringVar(&o.format, "output", formatText, "report format: text, markdown, json or github")
+	_ = cmd.RegisterFlagCompletionFunc("output", completeValues(formatText, formatMarkdown, formatJSON, formatGitHub))
+	addLocked(cmd, &o.locked)
+	cmd.Flags().BoolVar(&o.allowPlaintext, "allow-plaintext-secrets", false, "render kubeconfig Secrets unencrypted when spec.encryption is not set")
+	return cmd
+}
+
+// writeDiff prints a diff's report in format, and for text and github the
+// file diff after it; errDrift when anything differs.
+func writeDiff(w io.Writer, rep review.Report, diff, format string) error {
+	var b strings.Builder
+	var err error
+	switch format {
+	case formatMarkdown:
+		err = rep.WriteMarkdown(&b)
+	case formatJSON:
+		err = rep.WriteJSON(&b)
+	case formatGitHub:
+		err = rep.WriteGitHub(&b)
+		b.WriteString(diff)
+	default:
+		if diff != "" || !rep.Empty() {
+			err = rep.WriteText(&b)
+			if diff != "" {
+				b.WriteString("\n")
+				b.WriteString(diff)
+			}
+		}
+	}
+	if err != nil {
+		return wrap(err)
+	}
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return wrap(err)
+	}
+	if diff != "" || !rep.Empty() {
+		return errChanged
+	}
+	return nil
+}
+
+// errChanged is diff's exit 3: DIR is not what render would write.
+var errChanged error = changedError{}
+
+type changedError struct{}
+
+func (changedError) Error() string {
+	return "the render differs from DIR (the report is on stdout)"
+}
+
+// Is makes errChanged an errDrift (exit 3).
+func (changedError) Is(target error) bool { return target == errDrift }
+
+// addLocked adds --locked (SPEC §2).
+func addLocked(cmd *cobra.Command, locked *bool) {
+	cmd.Flags().BoolVar(locked, "locked", false, "fail (exit 2, nothing written) when fleet.lock.yaml would change: a new clientID or image")
+}
+
+// outputFormats are values of -o that mean a format, not a folder.
+var outputFormats = []string{"json", "yaml", "yml", "text", "txt", "markdown", "md", "github", "wide", "name"}
+
+// checkOutFlag requires -o, and refuses -o VALUE that names a format (-o is the output
+// folder here), and -o - where the command does not stream.
+func checkOutFlag(cmd *cobra.Command, out string, stream bool) error {
+	if out == "" {
+		return usagef("%s: required flag -o DIR (the output folder) not set", cmd.CommandPath())
+	}
+	if slices.Contains(outputFormats, strings.ToLower(out)) {
+		hint := "did you mean --output " + out + "?"
+		if cmd.Flags().Lookup("output") == nil {
+			hint = "this command prints no other format"
+		}
+		return usagef("%s: -o %s: -o is the output folder, not a format (%s); give -o ./%s for a folder of that name", cmd.CommandPath(), out, hint, out)
+	}
+	if out == "-" && !stream {
+		return usagef("%s: -o -: only render streams to stdout; give the output folder", cmd.CommandPath())
+	}
+	return nil
+}
+
+// checkFormat refuses a --output value not in valid.
+func checkFormat(cmd *cobra.Command, format string, valid ...string) error {
+	if slices.Contains(valid, format) {
+		return nil
+	}
+	return usagef("%s: --output %q: want %s", cmd.CommandPath(), format, strings.Join(valid, ", "))
+}
+
+// writeImagesJSON prints `images -o json`: an array, sorted by image, of
+// {image, neededBy, locked}; locked is the lock's mirror reference pinned by
+// digest, null when the lock lacks the image.
+func writeImagesJSON(ctx context.Context, cfg pipeline.Config, w io.Writer) error {
+	ld, err := pipeline.Load(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	type image struct {
+		Image    string   `json:"image"`
+		NeededBy []string `json:"neededBy"`
+		Locked   *string  `json:"locked"`
+	}
+	out := make([]image, 0, len(ld.Images.Images))
+	for _, u := range ld.Images.Images {
+		img := image{Image: u.Ref, NeededBy: append([]string{}, u.Why...)}
+		if l, ok := ld.Lock.Image(u.Ref); ok {
+			pinned := l.Pinned()
+			img.Locked = &pinned
+		}
+		out = append(out, img)
+	}
+	b, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
