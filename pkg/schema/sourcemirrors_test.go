@@ -51,7 +51,7 @@ spec:
 			t.Errorf("missing %q in:\n%s", w, got)
 		}
 	}
-	if n := strings.Count(got, "\n")+1; n != len(want) {
+	if n := strings.Count(got, "\n") + 1; n != len(want) {
 		t.Errorf("%d source mirror errors, want %d:\n%s", n, len(want), got)
 	}
 	if strings.Contains(got, "sourceMirrors[0]]") || strings.Contains(got, "sourceMirrors[1].") {
