@@ -84,9 +84,10 @@ fleet.lock.yaml keys them.`,
 
 func newMirror(g *globals, stdout io.Writer) *cobra.Command {
 	var o struct {
-		file   string
-		dryRun bool
-		jobs   int
+		file        string
+		dryRun      bool
+		jobs        int
+		noReferrers bool
 	}
 	cmd := &cobra.Command{
 		Use:   "mirror [PATH]",
@@ -109,12 +110,14 @@ FLEETGEN_REGISTRY_PASSWORD.`,
 				return err
 			}
 			cfg.Jobs = o.jobs
+			cfg.NoReferrers, cfg.OnMirror = o.noReferrers, mirrorProgress(cfg.Progress)
 			return wrap(pipeline.Mirror(cmd.Context(), cfg, stdout, o.dryRun))
 		},
 	}
 	addFile(g, cmd, &o.file)
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "print the plan and copy nothing")
 	cmd.Flags().IntVar(&o.jobs, "jobs", 0, "images copied at once (0: default)")
+	cmd.Flags().BoolVar(&o.noReferrers, "no-referrers", false, noReferrersUsage)
 	return cmd
 }
 
@@ -218,6 +221,7 @@ func newBuild(g *globals) *cobra.Command {
 		pushURL        string
 		allowPlaintext bool
 		jobs           int
+		noReferrers    bool
 	}
 	cmd := &cobra.Command{
 		Use:   "build [PATH] -o DIR",
@@ -238,6 +242,7 @@ an image the registry lacks.`,
 			cfg.PushURL = o.pushURL
 			cfg.AllowPlaintextSecrets = o.allowPlaintext
 			cfg.Jobs = o.jobs
+			cfg.NoReferrers, cfg.OnMirror = o.noReferrers, mirrorProgress(cfg.Progress)
 			return wrap(pipeline.Build(cmd.Context(), cfg, o.publish))
 		},
 	}
@@ -247,6 +252,7 @@ an image the registry lacks.`,
 	cmd.Flags().StringVar(&o.pushURL, "push-url", "", "push here instead of spec.source.url")
 	cmd.Flags().BoolVar(&o.allowPlaintext, "allow-plaintext-secrets", false, "write kubeconfig Secrets unencrypted when spec.encryption is not set")
 	cmd.Flags().IntVar(&o.jobs, "jobs", 0, "images copied at once (0: default)")
+	cmd.Flags().BoolVar(&o.noReferrers, "no-referrers", false, noReferrersUsage)
 	return cmd
 }
 

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -209,9 +210,13 @@ func TestMirrorAKSACR(t *testing.T) {
 	}
 
 	// mirror copies, then records the digest and keeps the client IDs.
-	var logs, progress bytes.Buffer
+	var (
+		logs    bytes.Buffer
+		updates []pipeline.MirrorUpdate
+		mu      sync.Mutex
+	)
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	cfg.Progress = &progress
+	cfg.OnMirror = func(u pipeline.MirrorUpdate) { mu.Lock(); updates = append(updates, u); mu.Unlock() }
 	if err := pipeline.Mirror(ctx, cfg, &out, false); err != nil {
 		t.Fatal(err)
 	}
@@ -229,8 +234,9 @@ func TestMirrorAKSACR(t *testing.T) {
 	if !strings.Contains(logs.String(), "1 copied, 0 already present") {
 		t.Errorf("no summary line in the logs:\n%s", logs.String())
 	}
-	if !strings.Contains(progress.String(), "[1/1] copied "+kured) {
-		t.Errorf("progress:\n%s", progress.String())
+	if n := len(updates); n < 3 || !updates[0].Start || updates[0].Total != 1 || !updates[n-1].Finish || updates[n-1].Stats.Copied != 1 ||
+		!updates[n-2].Event.Done || updates[n-2].Event.Pair.Source != kured {
+		t.Errorf("progress updates: %+v", updates)
 	}
 	got, err := remote.Head(mustRef(t, target))
 	if err != nil {
