@@ -336,3 +336,33 @@ func TestMirrorBrokenLockIsInputError(t *testing.T) {
 		t.Error("mirror copied before reading the lock")
 	}
 }
+
+// TestMirrorSourceMirrors: a fleet naming docker.io images mirrors with
+// Docker Hub unreachable, reading through spec.sourceMirrors; the lock and
+// the targets name docker.io as before, and the lock is byte for byte what
+// mirroring from Docker Hub itself would write.
+func TestMirrorSourceMirrors(t *testing.T) {
+	t.Parallel()
+	hub, dst := testenv.Registry(t), testenv.Registry(t)
+	digest := pushKured(t, hub+"/dockerhub")
+	file := aksFleet(t, "docker.io", dst)
+	data := readFile(t, file)
+	data = strings.Replace(data, "  images:\n", "  sourceMirrors:\n    - {host: docker.io, mirror: \""+hub+"/dockerhub\", insecure: true}\n  images:\n", 1)
+	if err := os.WriteFile(file, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := pipeline.Config{File: file}
+	if err := pipeline.Mirror(context.Background(), cfg, &bytes.Buffer{}, false); err != nil {
+		t.Fatal(err)
+	}
+	lockPath := filepath.Join(filepath.Dir(file), lock.FileName)
+	l, err := lock.Load(lockPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kured := "docker.io/kubereboot/kured:1.12.0"
+	want := []lock.Image{{Source: kured, Target: dst + "/kubereboot/kured:1.12.0", Digest: digest}}
+	if d := cmp.Diff(want, l.Images); d != "" {
+		t.Errorf("lock images (-want +got):\n%s", d)
+	}
+}
