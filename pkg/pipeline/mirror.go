@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/url"
 	"strings"
@@ -114,7 +115,13 @@ func mirrorLoaded(ctx context.Context, cfg Config, ld *Loaded, w io.Writer, dryR
 		return err
 	}
 	ld.Lock, ld.LockBytes = l, l.Marshal()
-	log.Info(MirrorSummary(len(pairs), f.Spec.Registry.Host, stats),
+	// With a display (OnMirror) the summary is its last line; the log has
+	// it at Debug then, so that it is not printed twice.
+	level := slog.LevelInfo
+	if cfg.OnMirror != nil {
+		level = slog.LevelDebug
+	}
+	log.Log(ctx, level, MirrorSummary(len(pairs), f.Spec.Registry.Host, stats),
 		"copied", stats.Copied, "present", stats.Present, "referrers", stats.Referrers, "bytes", stats.BytesPushed, "elapsed", stats.Elapsed)
 	return nil
 }
