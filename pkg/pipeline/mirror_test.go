@@ -215,7 +215,8 @@ func TestMirrorAKSACR(t *testing.T) {
 		updates []pipeline.MirrorUpdate
 		mu      sync.Mutex
 	)
-	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	// Debug: with a display (OnMirror) the summary is logged at Debug.
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	cfg.OnMirror = func(u pipeline.MirrorUpdate) { mu.Lock(); updates = append(updates, u); mu.Unlock() }
 	if err := pipeline.Mirror(ctx, cfg, &out, false); err != nil {
 		t.Fatal(err)
