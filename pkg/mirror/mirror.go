@@ -338,10 +338,11 @@ func Run(ctx context.Context, pairs []Pair, opts ...Option) ([]lock.Image, Stats
 		}
 		keychain = targetKeychain{hosts: hosts, user: o.user, password: o.password, next: keychain}
 	}
+	pings := &pingCache{next: o.transport}
 	ropts := []remote.Option{
 		remote.WithContext(ctx),
 		remote.WithAuthFromKeychain(keychain),
-		remote.WithTransport(&pingCache{next: o.transport}),
+		remote.WithTransport(pings),
 		remote.WithJobs(o.jobs),
 		remote.WithRetryBackoff(o.backoff),
 		remote.WithRetryStatusCodes(retryCodes...),
@@ -363,6 +364,8 @@ func Run(ctx context.Context, pairs []Pair, opts ...Option) ([]lock.Image, Stats
 		pusher:   pusher,
 		blobSem:  make(chan struct{}, o.jobs),
 		blobs:    map[string]*blobState{},
+		pings:    pings,
+		tags:     map[string]*tagList{},
 	}
 
 	var (
@@ -505,9 +508,13 @@ type runner struct {
 	pusher   *remote.Pusher
 	blobSem  chan struct{}
 
+	pings    *pingCache
+
 	mu sync.Mutex
 	// blobs maps target registry/blob digest to the blob's upload in this run.
 	blobs map[string]*blobState
+	// tags maps a source repository to its tag list, read once per run.
+	tags map[string]*tagList
 }
 
 // blobState is one blob's upload: the first image to need it uploads it; the

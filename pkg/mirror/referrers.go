@@ -128,24 +128,54 @@ func (r *runner) referrersOf(ctx context.Context, repo name.Repository, d v1.Has
 		}
 		out[a.desc.Digest] = &a
 	}
+	// A registry without the referrers API keeps them in the tag index
+	// sha256-<hex>, and cosign keeps its artifacts under tags too: where the
+	// repository's tag list is known, only the tags it has are read, so an
+	// image without artifacts costs no request at all.
+	tags, listed := r.tagList(ctx, repo)
+	fallback := "sha256-" + d.Hex
+	has, known := r.pings.referrersAPI(repo.RegistryStr())
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		idx, err := remote.Referrers(repo.Digest(d.String()), remote.Reuse(r.puller), remote.WithContext(gctx))
-		if err != nil {
-			return fmt.Errorf("referrers of %s in %s: %w", d, repo.RegistryStr(), err)
-		}
-		im, err := idx.IndexManifest()
-		if err != nil {
-			return fmt.Errorf("referrers of %s in %s: %w", d, repo.RegistryStr(), err)
-		}
-		for _, m := range im.Manifests {
-			add(artifact{desc: m, subject: d})
-		}
-		return nil
-	})
-	for _, suffix := range cosignSuffixes {
+	switch {
+	case known && !has && listed && !tags[fallback]:
+		// Nothing refers to d by the tag index.
+	case known && !has && listed:
 		g.Go(func() error {
-			tag := "sha256-" + d.Hex + suffix
+			desc, err := r.puller.Get(gctx, repo.Tag(fallback))
+			if err != nil {
+				return fmt.Errorf("referrers of %s in %s: %w", d, repo.RegistryStr(), err)
+			}
+			im, err := v1.ParseIndexManifest(bytes.NewReader(desc.Manifest))
+			if err != nil {
+				return fmt.Errorf("referrers of %s in %s: tag index: %w", d, repo.RegistryStr(), err)
+			}
+			for _, m := range im.Manifests {
+				add(artifact{desc: m, subject: d})
+			}
+			return nil
+		})
+	default:
+		g.Go(func() error {
+			idx, err := remote.Referrers(repo.Digest(d.String()), remote.Reuse(r.puller), remote.WithContext(gctx))
+			if err != nil {
+				return fmt.Errorf("referrers of %s in %s: %w", d, repo.RegistryStr(), err)
+			}
+			im, err := idx.IndexManifest()
+			if err != nil {
+				return fmt.Errorf("referrers of %s in %s: %w", d, repo.RegistryStr(), err)
+			}
+			for _, m := range im.Manifests {
+				add(artifact{desc: m, subject: d})
+			}
+			return nil
+		})
+	}
+	for _, suffix := range cosignSuffixes {
+		tag := fallback + suffix
+		if listed && !tags[tag] {
+			continue
+		}
+		g.Go(func() error {
 			desc, err := r.puller.Head(gctx, repo.Tag(tag))
 			switch {
 			case isNotFound(err):
@@ -166,6 +196,41 @@ func (r *runner) referrersOf(ctx context.Context, repo name.Repository, d v1.Has
 	}
 	sort.Slice(as, func(i, j int) bool { return as[i].desc.Digest.String() < as[j].desc.Digest.String() })
 	return as, nil
+}
+
+// tagList is one repository's tags, listed once per run.
+type tagList struct {
+	once sync.Once
+	tags map[string]bool
+	ok   bool
+}
+
+// maxListedTags bounds the tag list read per repository: past it (a public
+// repository with thousands of tags) the walk asks for cosign's tags one by
+// one instead.
+const maxListedTags = 10_000
+
+// tagList returns repo's tags, and false when they could not be listed (the
+// registry refuses, or there are too many): then every tag is asked for.
+func (r *runner) tagList(ctx context.Context, repo name.Repository) (map[string]bool, bool) {
+	r.mu.Lock()
+	tl, ok := r.tags[repo.String()]
+	if !ok {
+		tl = &tagList{}
+		r.tags[repo.String()] = tl
+	}
+	r.mu.Unlock()
+	tl.once.Do(func() {
+		tags, err := r.puller.List(ctx, repo)
+		if err != nil || len(tags) > maxListedTags {
+			return
+		}
+		tl.tags, tl.ok = make(map[string]bool, len(tags)), true
+		for _, t := range tags {
+			tl.tags[t] = true
+		}
+	})
+	return tl.tags, tl.ok
 }
 
 // copyArtifact copies artifact a (its blobs, children and manifest, by
