@@ -508,7 +508,7 @@ type runner struct {
 	pusher   *remote.Pusher
 	blobSem  chan struct{}
 
-	pings    *pingCache
+	pings *pingCache
 
 	mu sync.Mutex
 	// blobs maps target registry/blob digest to the blob's upload in this run.
