@@ -77,15 +77,15 @@ func SupplyChain(ref string, rng *rand.Rand, opts ...remote.Option) (Chain, erro
 	c.AMD64 = amd64.Digest
 
 	c.SignatureTag = "sha256-" + c.Index.Hex + ".sig"
-	sig := artifactImage(CosignSignatureType, "", fmt.Sprintf(`{"critical":{"image":{"docker-manifest-digest":%q}}}`, c.Index), nil)
+	sig := ArtifactImage(CosignSignatureType, "", fmt.Sprintf(`{"critical":{"image":{"docker-manifest-digest":%q}}}`, c.Index), nil)
 	if c.Signature, err = write(repo.Tag(c.SignatureTag), sig, opts); err != nil {
 		return c, fmt.Errorf("push signature: %w", err)
 	}
-	sbom := artifactImage("text/spdx", SBOMType, `{"spdxVersion":"SPDX-2.3"}`, &idxDesc)
+	sbom := ArtifactImage("text/spdx", SBOMType, `{"spdxVersion":"SPDX-2.3"}`, &idxDesc)
 	if c.SBOM, err = write(repo, sbom, opts); err != nil {
 		return c, fmt.Errorf("push SBOM: %w", err)
 	}
-	att := artifactImage("application/vnd.in-toto+json", AttestationType, `{"_type":"https://in-toto.io/Statement/v1"}`, &amd64)
+	att := ArtifactImage("application/vnd.in-toto+json", AttestationType, `{"_type":"https://in-toto.io/Statement/v1"}`, &amd64)
 	if c.Attestation, err = write(repo, att, opts); err != nil {
 		return c, fmt.Errorf("push attestation: %w", err)
 	}
@@ -93,17 +93,17 @@ func SupplyChain(ref string, rng *rand.Rand, opts ...remote.Option) (Chain, erro
 	if err != nil {
 		return c, err
 	}
-	sbomSig := artifactImage("application/vnd.dev.cosign.simplesigning.v1+json", SignatureType, `{"sig":"`+strings.Repeat("a", 16)+`"}`, &sbomDesc)
+	sbomSig := ArtifactImage("application/vnd.dev.cosign.simplesigning.v1+json", SignatureType, `{"sig":"`+strings.Repeat("a", 16)+`"}`, &sbomDesc)
 	if c.SBOMSignature, err = write(repo, sbomSig, opts); err != nil {
 		return c, fmt.Errorf("push SBOM signature: %w", err)
 	}
 	return c, nil
 }
 
-// artifactImage is an OCI manifest with one layer of layerType holding
+// ArtifactImage is an OCI manifest with one layer of layerType holding
 // payload; configType (when set) is its config media type, the artifact type
 // registries report; subject (when set) makes it a referrer.
-func artifactImage(layerType, configType, payload string, subject *v1.Descriptor) v1.Image {
+func ArtifactImage(layerType, configType, payload string, subject *v1.Descriptor) v1.Image {
 	img, err := mutate.Append(mutate.MediaType(empty.Image, types.OCIManifestSchema1),
 		mutate.Addendum{Layer: static.NewLayer([]byte(payload), types.MediaType(layerType)), MediaType: types.MediaType(layerType)})
 	if err != nil {
