@@ -44,6 +44,7 @@ type artifact struct {
 	desc    v1.Descriptor
 	subject v1.Hash
 	tag     string // cosign's tag, when found by it
+	raw     []byte // the manifest, when it was read to find it
 }
 
 // supplyChain copies into dstRepo every artifact that refers to one of
@@ -71,27 +72,44 @@ func (r *runner) supplyChain(ctx context.Context, srcRepo, dstRepo name.Reposito
 				if err != nil {
 					return err
 				}
+				var claimed []artifact
 				for _, a := range as {
 					mu.Lock()
 					dup := seen[a.desc.Digest]
 					seen[a.desc.Digest] = true
-					n := len(out)
+					n := len(seen) - len(subjects)
 					mu.Unlock()
 					switch {
 					case dup:
 						continue
 					case depth > MaxReferrerDepth:
 						return fmt.Errorf("artifact %s refers to %s more than %d levels below the image: want at most %d (or --no-referrers)", a.desc.Digest, s, MaxReferrerDepth, MaxReferrerDepth)
-					case n >= MaxReferrers:
+					case n > MaxReferrers:
 						return fmt.Errorf("more than %d artifacts refer to the image: want at most %d (or --no-referrers)", MaxReferrers, MaxReferrers)
 					}
-					ref, err := r.copyArtifact(gctx, srcRepo, dstRepo, a, pushed)
-					if err != nil {
+					claimed = append(claimed, a)
+				}
+				// What the target lacks is looked up at once; the writes
+				// follow one by one (see above).
+				plans := make([]artifactPlan, len(claimed))
+				cg, cctx := errgroup.WithContext(gctx)
+				for i, a := range claimed {
+					cg.Go(func() error {
+						var err error
+						plans[i], err = r.checkArtifact(cctx, srcRepo, dstRepo, a)
+						return err
+					})
+				}
+				if err := cg.Wait(); err != nil {
+					return err
+				}
+				for _, p := range plans {
+					if err := r.putArtifact(gctx, srcRepo, dstRepo, p, pushed); err != nil {
 						return err
 					}
 					mu.Lock()
-					out = append(out, ref)
-					next = append(next, a.desc.Digest)
+					out = append(out, p.ref)
+					next = append(next, p.a.desc.Digest)
 					mu.Unlock()
 				}
 				return nil
@@ -123,6 +141,9 @@ func (r *runner) referrersOf(ctx context.Context, repo name.Repository, d v1.Has
 			}
 			if have.desc.ArtifactType == "" {
 				have.desc.ArtifactType = a.desc.ArtifactType
+			}
+			if have.raw == nil {
+				have.raw = a.raw
 			}
 			return
 		}
@@ -176,14 +197,15 @@ func (r *runner) referrersOf(ctx context.Context, repo name.Repository, d v1.Has
 			continue
 		}
 		g.Go(func() error {
-			desc, err := r.puller.Head(gctx, repo.Tag(tag))
+			// GET, not HEAD: the same round trip, and the manifest is needed.
+			desc, err := r.puller.Get(gctx, repo.Tag(tag))
 			switch {
 			case isNotFound(err):
 				return nil
 			case err != nil:
 				return fmt.Errorf("check tag %s in %s: %w", tag, repo.RegistryStr(), err)
 			}
-			add(artifact{desc: *desc, subject: d, tag: tag})
+			add(artifact{desc: desc.Descriptor, subject: d, tag: tag, raw: desc.Manifest})
 			return nil
 		})
 	}
@@ -233,41 +255,100 @@ func (r *runner) tagList(ctx context.Context, repo name.Repository) (map[string]
 	return tl.tags, tl.ok
 }
 
-// copyArtifact copies artifact a (its blobs, children and manifest, by
-// digest; and its cosign tag) unless the target has it, and returns its lock
-// entry.
-func (r *runner) copyArtifact(ctx context.Context, srcRepo, dstRepo name.Repository, a artifact, pushed *atomic.Int64) (lock.Referrer, error) {
+// artifactPlan is what one artifact needs at the target.
+type artifactPlan struct {
+	a         artifact
+	ref       lock.Referrer
+	raw       []byte
+	mt        types.MediaType
+	copy, tag bool // copy the manifest (and what it refers to); set the tag
+}
+
+// checkArtifact finds out what the target lacks of artifact a and what the
+// lock says of it. The source manifest is read only when it is needed: to
+// copy it, or to learn its type when the referrers list gave a generic one.
+func (r *runner) checkArtifact(ctx context.Context, srcRepo, dstRepo name.Repository, a artifact) (artifactPlan, error) {
+	p := artifactPlan{a: a, raw: a.raw, mt: a.desc.MediaType}
 	d := a.desc.Digest
-	desc, err := r.puller.Get(ctx, srcRepo.Digest(d.String()))
-	if err != nil {
-		return lock.Referrer{}, fmt.Errorf("get artifact %s from %s: %w", d, srcRepo.RegistryStr(), err)
+	var (
+		have, tagged       *v1.Descriptor
+		haveErr, taggedErr error
+		g, gctx            = errgroup.WithContext(ctx)
+	)
+	g.Go(func() error { have, haveErr = r.puller.Head(gctx, dstRepo.Digest(d.String())); return nil })
+	if a.tag != "" {
+		g.Go(func() error { tagged, taggedErr = r.puller.Head(gctx, dstRepo.Tag(a.tag)); return nil })
 	}
-	if desc.Digest != d {
-		return lock.Referrer{}, fmt.Errorf("artifact %s: %w: %s served %s", d, ErrDigestMismatch, srcRepo.RegistryStr(), desc.Digest)
+	get := func(ctx context.Context) error {
+		desc, err := r.puller.Get(ctx, srcRepo.Digest(d.String()))
+		if err != nil {
+			return fmt.Errorf("get artifact %s from %s: %w", d, srcRepo.RegistryStr(), err)
+		}
+		p.raw, p.mt = desc.Manifest, desc.MediaType
+		return nil
 	}
-	ref := lock.Referrer{Digest: d.String(), ArtifactType: artifactType(desc.MediaType, desc.Manifest), Tag: a.tag}
-	have, err := r.puller.Head(ctx, dstRepo.Digest(d.String()))
+	if p.raw == nil && !specificType(a.desc.ArtifactType) {
+		g.Go(func() error { return get(gctx) })
+	}
+	if err := g.Wait(); err != nil {
+		return p, err
+	}
 	switch {
-	case err == nil && have.Digest == d:
-	case err != nil && !isNotFound(err):
-		return ref, fmt.Errorf("check target artifact %s: %w", d, err)
+	case haveErr == nil && have.Digest == d:
+	case haveErr != nil && !isNotFound(haveErr):
+		return p, fmt.Errorf("check target artifact %s: %w", d, haveErr)
 	default:
-		if err := r.copyManifest(ctx, srcRepo, dstRepo, desc.MediaType, desc.Manifest, d, pushed, true); err != nil {
-			return ref, r.refused(dstRepo, ref, err)
+		p.copy = true
+	}
+	if a.tag != "" {
+		switch {
+		case taggedErr == nil && tagged.Digest == d:
+		case taggedErr != nil && !isNotFound(taggedErr):
+			return p, fmt.Errorf("check target tag %s: %w", a.tag, taggedErr)
+		default:
+			p.tag = true
 		}
 	}
-	if a.tag == "" {
-		return ref, nil
+	if p.raw == nil && (p.copy || p.tag) {
+		if err := get(ctx); err != nil {
+			return p, err
+		}
 	}
-	if t, err := r.puller.Head(ctx, dstRepo.Tag(a.tag)); err == nil && t.Digest == d {
-		return ref, nil
-	} else if err != nil && !isNotFound(err) {
-		return ref, fmt.Errorf("check target tag %s: %w", a.tag, err)
+	p.ref = lock.Referrer{Digest: d.String(), ArtifactType: a.desc.ArtifactType, Tag: a.tag}
+	if p.raw != nil {
+		if h, _, err := v1.SHA256(bytes.NewReader(p.raw)); err != nil || h != d {
+			return p, fmt.Errorf("artifact %s: %w: %s served other bytes", d, ErrDigestMismatch, srcRepo.RegistryStr())
+		}
+		// The same whether or not the manifest was read (cold or warm run).
+		if !specificType(a.desc.ArtifactType) {
+			p.ref.ArtifactType = artifactType(p.mt, p.raw)
+		}
 	}
-	if err := r.pusher.Put(ctx, dstRepo.Tag(a.tag), rawManifest{desc.Manifest, desc.MediaType}); err != nil {
-		return ref, r.refused(dstRepo, ref, fmt.Errorf("put tag %s: %w", a.tag, err))
+	return p, nil
+}
+
+// specificType reports whether t, an artifact type from a referrers list,
+// is what artifactType would say of the manifest: set, and not a generic
+// config type (for which the manifest's layers tell more).
+func specificType(t string) bool {
+	return t != "" && t != string(types.OCIConfigJSON) && t != string(types.DockerConfigJSON) && !strings.HasPrefix(t, "application/vnd.oci.empty")
+}
+
+// putArtifact writes what checkArtifact found missing: the artifact (its
+// blobs, children and manifest, by digest) and its cosign tag.
+func (r *runner) putArtifact(ctx context.Context, srcRepo, dstRepo name.Repository, p artifactPlan, pushed *atomic.Int64) error {
+	d := p.a.desc.Digest
+	if p.copy {
+		if err := r.copyManifest(ctx, srcRepo, dstRepo, p.mt, p.raw, d, pushed, true); err != nil {
+			return r.refused(dstRepo, p.ref, err)
+		}
 	}
-	return ref, nil
+	if p.tag {
+		if err := r.pusher.Put(ctx, dstRepo.Tag(p.a.tag), rawManifest{p.raw, p.mt}); err != nil {
+			return r.refused(dstRepo, p.ref, fmt.Errorf("put tag %s: %w", p.a.tag, err))
+		}
+	}
+	return nil
 }
 
 // refused explains a target's refusal of an artifact manifest: the registry,
