@@ -192,3 +192,52 @@ func TestSupplyChainRefusedByTarget(t *testing.T) {
 		t.Errorf("with referrers off: %+v", entries)
 	}
 }
+
+// TestSupplyChainBounded: artifacts that refer to artifacts deeper than
+// MaxReferrerDepth fail the image, naming the bound, instead of being walked
+// without end.
+func TestSupplyChainBounded(t *testing.T) {
+	t.Parallel()
+	src := withReferrers(t)
+	img, err := testenv.Image(rand.New(rand.NewSource(9)), nil, 1, 1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	push(t, src+"/team/app:1.0", img)
+	repo, err := name.NewRepository(src + "/team/app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	subject := img
+	for i := 0; i <= mirror.MaxReferrerDepth; i++ {
+		d, err := subject.Digest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sz, err := subject.Size()
+		if err != nil {
+			t.Fatal(err)
+		}
+		mt, err := subject.MediaType()
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := testenv.ArtifactImage("text/plain", testenv.SignatureType, "level "+string(rune('0'+i)), &v1.Descriptor{MediaType: mt, Digest: d, Size: sz})
+		ad, err := a.Digest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := remote.Write(repo.Digest(ad.String()), a); err != nil {
+			t.Fatal(err)
+		}
+		subject = a
+	}
+	pairs, err := mirror.Plan(schema.Registry{Host: withReferrers(t)}, []string{src + "/team/app:1.0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = mirror.Run(context.Background(), pairs, anon, mirror.WithBackoff(fastBackoff))
+	if err == nil || !strings.Contains(err.Error(), "levels below the image: want at most 4 (or --no-referrers)") {
+		t.Fatalf("Run of a chain %d deep: %v", mirror.MaxReferrerDepth+1, err)
+	}
+}
