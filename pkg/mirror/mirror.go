@@ -585,47 +585,74 @@ func (r *runner) copyPair(ctx context.Context, p Pair, pushed *atomic.Int64) (pa
 		if desc, err = r.puller.Get(ctx, srcRepo.Digest(want.String())); err != nil {
 			return res, fmt.Errorf("get source manifest %s%s: %w", want, r.via(src), err)
 		}
-		if err := r.copyManifest(ctx, srcRepo, dstRepo, desc.MediaType, desc.Manifest, want, pushed, false); err != nil {
-			return res, err
-		}
-		if err := r.pusher.Put(ctx, dst, rawManifest{desc.Manifest, desc.MediaType}); err != nil {
-			return res, fmt.Errorf("put manifest: %w", err)
-		}
-		got, err := r.puller.Head(ctx, dst)
-		if err != nil {
-			return res, fmt.Errorf("verify: %w", err)
-		}
-		if got.Digest != want {
-			return res, fmt.Errorf("verify: %w: source %s, target %s", ErrDigestMismatch, want, got.Digest)
-		}
 	}
-	if !r.o.referrers {
-		return res, nil
+	// The image and its supply chain are copied side by side: the walk's
+	// round trips then hide behind the image's uploads.
+	g, gctx := errgroup.WithContext(ctx)
+	if desc != nil {
+		g.Go(func() error { return r.copyImage(gctx, srcRepo, dst, desc, want, pushed) })
 	}
-	// The subjects: the image and, for an index, each platform image.
+	if r.o.referrers {
+		g.Go(func() error {
+			subjects, err := r.subjects(gctx, src, want, desc, have)
+			if err != nil {
+				return err
+			}
+			res.referrers, err = r.supplyChain(gctx, srcRepo, dstRepo, subjects, pushed)
+			return err
+		})
+	}
+	err = g.Wait()
+	return res, err
+}
+
+// copyImage copies the manifest desc (digest want) to dst, what it refers to
+// first, tags it and checks the target's digest.
+func (r *runner) copyImage(ctx context.Context, srcRepo name.Repository, dst name.Reference, desc *remote.Descriptor, want v1.Hash, pushed *atomic.Int64) error {
+	if err := r.copyManifest(ctx, srcRepo, dst.Context(), desc.MediaType, desc.Manifest, want, pushed, false); err != nil {
+		return err
+	}
+	if err := r.pusher.Put(ctx, dst, rawManifest{desc.Manifest, desc.MediaType}); err != nil {
+		return fmt.Errorf("put manifest: %w", err)
+	}
+	got, err := r.puller.Head(ctx, dst)
+	if err != nil {
+		return fmt.Errorf("verify: %w", err)
+	}
+	if got.Digest != want {
+		return fmt.Errorf("verify: %w: source %s, target %s", ErrDigestMismatch, want, got.Digest)
+	}
+	return nil
+}
+
+// subjects are what a supply chain refers to: the image want and, for an
+// index, each platform image. desc is the source manifest when it was read,
+// have the target's descriptor when the target had the image.
+func (r *runner) subjects(ctx context.Context, src name.Reference, want v1.Hash, desc *remote.Descriptor, have *v1.Descriptor) ([]v1.Hash, error) {
 	subjects := []v1.Hash{want}
-	mt := types.MediaType("")
-	var raw []byte
+	var (
+		mt  types.MediaType
+		raw []byte
+	)
 	if desc != nil {
 		mt, raw = desc.MediaType, desc.Manifest
 	} else if have != nil && have.MediaType.IsIndex() {
-		d, err := r.puller.Get(ctx, srcRepo.Digest(want.String()))
+		d, err := r.puller.Get(ctx, src.Context().Digest(want.String()))
 		if err != nil {
-			return res, fmt.Errorf("get source manifest %s%s: %w", want, r.via(src), err)
+			return nil, fmt.Errorf("get source manifest %s%s: %w", want, r.via(src), err)
 		}
 		mt, raw = d.MediaType, d.Manifest
 	}
 	if mt.IsIndex() {
 		idx, err := v1.ParseIndexManifest(bytes.NewReader(raw))
 		if err != nil {
-			return res, fmt.Errorf("parse index %s: %w", want, err)
+			return nil, fmt.Errorf("parse index %s: %w", want, err)
 		}
 		for _, c := range idx.Manifests {
 			subjects = append(subjects, c.Digest)
 		}
 	}
-	res.referrers, err = r.supplyChain(ctx, srcRepo, dstRepo, subjects, pushed)
-	return res, err
+	return subjects, nil
 }
 
 // sourceRef parses a pair's source and, when spec.sourceMirrors names its
