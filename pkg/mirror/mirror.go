@@ -474,7 +474,7 @@ func (r *runner) reportBytes(p Pair, pushed *atomic.Int64) (stop func()) {
 }
 
 // imagesPerJob is how many images are in flight per upload slot (WithJobs).
-const imagesPerJob = 4
+const imagesPerJob = 8
 
 // interleave orders pairs round-robin across target repositories (first tag
 // of each, then the second, …), so that the tags of one repository, which
