@@ -366,6 +366,7 @@ func Run(ctx context.Context, pairs []Pair, opts ...Option) ([]lock.Image, Stats
 		blobs:    map[string]*blobState{},
 		pings:    pings,
 		tags:     map[string]*tagList{},
+		probes:   map[string]chan struct{}{},
 	}
 
 	var (
@@ -515,6 +516,8 @@ type runner struct {
 	blobs map[string]*blobState
 	// tags maps a source repository to its tag list, read once per run.
 	tags map[string]*tagList
+	// probes maps a source registry to the first walk's referrers API ask.
+	probes map[string]chan struct{}
 }
 
 // blobState is one blob's upload: the first image to need it uploads it; the

@@ -156,6 +156,21 @@ func (r *runner) referrersOf(ctx context.Context, repo name.Repository, d v1.Has
 	tags, listed := r.tagList(ctx, repo)
 	fallback := "sha256-" + d.Hex
 	has, known := r.pings.referrersAPI(repo.RegistryStr())
+	if !known {
+		// One walk per registry asks the referrers API first; the others
+		// wait for its answer rather than all asking at once.
+		probe, first := r.probe(repo.RegistryStr())
+		if first {
+			defer close(probe)
+		} else {
+			select {
+			case <-probe:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			has, known = r.pings.referrersAPI(repo.RegistryStr())
+		}
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	switch {
 	case known && !has && listed && !tags[fallback]:
@@ -218,6 +233,19 @@ func (r *runner) referrersOf(ctx context.Context, repo name.Repository, d v1.Has
 	}
 	sort.Slice(as, func(i, j int) bool { return as[i].desc.Digest.String() < as[j].desc.Digest.String() })
 	return as, nil
+}
+
+// probe returns the channel closed once the first walk on registry host has
+// asked its referrers API, and whether the caller is that walk.
+func (r *runner) probe(host string) (chan struct{}, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if ch, ok := r.probes[host]; ok {
+		return ch, false
+	}
+	ch := make(chan struct{})
+	r.probes[host] = ch
+	return ch, true
 }
 
 // tagList is one repository's tags, listed once per run.
