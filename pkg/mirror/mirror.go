@@ -126,7 +126,7 @@ func WithProgress(fn func(Event)) Option {
 }
 
 // WithJobs bounds concurrency (default 8): at most n blobs are uploaded at once
-// across all images, and at most 4n images are in flight (resolving, checking,
+// across all images, and at most 8n images are in flight (resolving, checking,
 // waiting on a shared blob or putting manifests).
 func WithJobs(n int) Option {
 	return func(o *options) error {
