@@ -300,6 +300,14 @@ func (k targetKeychain) Resolve(r authn.Resource) (authn.Authenticator, error) {
 // always by digest, and tags it last. A blob already uploaded to another
 // repository of the target registry during this run is mounted from there
 // instead of being uploaded again.
+//
+// Unless WithReferrers(false), each image's supply chain travels with it (see
+// supplyChain): every artifact that refers to it or to one of its platform
+// images, by the referrers API, the referrers tag index or cosign's tags,
+// recursively and bounded (MaxReferrerDepth, MaxReferrers), copied by digest
+// and listed in the entry's Referrers. WithSourceMirrors reads a registry's
+// images from another host; pairs and entries keep naming the source. Every
+// response body is bounded by Timeouts.BodyIdle (*StallError).
 func Run(ctx context.Context, pairs []Pair, opts ...Option) ([]lock.Image, Stats, error) {
 	start := time.Now()
 	o := &options{jobs: 8, keychain: authn.DefaultKeychain, timeouts: DefaultTimeouts, backoff: DefaultBackoff, referrers: true}
