@@ -95,9 +95,10 @@ fleet.lock.yaml keys them.`,
 
 func newMirror(g *globals, stdout io.Writer) *cobra.Command {
 	var o struct {
-		file   string
-		dryRun bool
-		jobs   int
+		file        string
+		dryRun      bool
+		jobs        int
+		noReferrers bool
 	}
 	cmd := &cobra.Command{
 		Use:   "mirror [PATH]",
@@ -120,12 +121,14 @@ FLEETGEN_REGISTRY_PASSWORD.`,
 				return err
 			}
 			cfg.Jobs = o.jobs
+			cfg.NoReferrers, cfg.OnMirror = o.noReferrers, mirrorProgress(cfg.Progress)
 			return wrap(pipeline.Mirror(cmd.Context(), cfg, stdout, o.dryRun))
 		},
 	}
 	addFile(g, cmd, &o.file)
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "print the plan and copy nothing")
 	cmd.Flags().IntVar(&o.jobs, "jobs", 0, "images copied at once (0: default)")
+	cmd.Flags().BoolVar(&o.noReferrers, "no-referrers", false, noReferrersUsage)
 	return cmd
 }
 
@@ -292,6 +295,7 @@ func newBuild(g *globals) *cobra.Command {
 		jobs           int
 		locked         bool
 		allowDirty     bool
+		noReferrers    bool
 	}
 	cmd := &cobra.Command{
 		Use:   "build [PATH] -o DIR",
@@ -318,6 +322,7 @@ an image the registry lacks.`,
 			cfg.Jobs = o.jobs
 			cfg.Locked = o.locked
 			cfg.AllowDirty = o.allowDirty
+			cfg.NoReferrers, cfg.OnMirror = o.noReferrers, mirrorProgress(cfg.Progress)
 			return wrap(pipeline.Build(cmd.Context(), cfg, o.publish))
 		},
 	}
@@ -329,6 +334,7 @@ an image the registry lacks.`,
 	cmd.Flags().IntVar(&o.jobs, "jobs", 0, "images copied at once (0: default)")
 	addLocked(cmd, &o.locked)
 	cmd.Flags().BoolVar(&o.allowDirty, "allow-dirty", false, "with --publish: publish even when fleet.yaml, the lock or a layer folder has uncommitted changes")
+	cmd.Flags().BoolVar(&o.noReferrers, "no-referrers", false, noReferrersUsage)
 	return cmd
 }
 

@@ -50,6 +50,33 @@ type Image struct {
 	Target string `json:"target"`
 	// Digest is the manifest (or index) digest, identical at source and target.
 	Digest string `json:"digest"`
+	// Referrers are the artifacts (signatures, attestations, SBOMs) that
+	// refer to the image or one of its platform images, or to one of them,
+	// copied with it into the target repository; sorted by Digest, omitted
+	// when there are none.
+	Referrers []Referrer `json:"referrers,omitempty"`
+}
+
+// Referrer is one artifact of an image's supply chain, by digest.
+type Referrer struct {
+	// Digest is the artifact manifest's digest, identical at source and target.
+	Digest string `json:"digest"`
+	// ArtifactType says what it is: the manifest's artifactType, else its
+	// config media type (cosign's signatures: their layer media type).
+	ArtifactType string `json:"artifactType"`
+	// Tag is the tag it is found by as well (cosign's sha256-<hex>.sig,
+	// .att or .sbom), empty when only the referrers API or tag index list it.
+	Tag string `json:"tag,omitempty"`
+}
+
+// SortReferrers orders rs by digest, then tag: the lock's order.
+func SortReferrers(rs []Referrer) {
+	sort.Slice(rs, func(i, j int) bool {
+		if rs[i].Digest != rs[j].Digest {
+			return rs[i].Digest < rs[j].Digest
+		}
+		return rs[i].Tag < rs[j].Tag
+	})
 }
 
 // Pinned returns the target repository pinned by digest: repo@sha256:….
@@ -119,6 +146,9 @@ func Read(path string) (*Lock, []byte, error) {
 
 func (l *Lock) sort() {
 	sort.Slice(l.Images, func(i, j int) bool { return l.Images[i].Source < l.Images[j].Source })
+	for i := range l.Images {
+		SortReferrers(l.Images[i].Referrers)
+	}
 	sort.Slice(l.Clients, func(i, j int) bool { return l.Clients[i].Cluster < l.Clients[j].Cluster })
 }
 
@@ -217,6 +247,9 @@ func (l *Lock) AssignClientIDs(clusters []string, r io.Reader) (bool, error) {
 func (l *Lock) Clone() *Lock {
 	c := *l
 	c.Images = append([]Image(nil), l.Images...)
+	for i := range c.Images {
+		c.Images[i].Referrers = append([]Referrer(nil), c.Images[i].Referrers...)
+	}
 	c.Clients = append([]Client(nil), l.Clients...)
 	return &c
 }

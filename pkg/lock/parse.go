@@ -144,11 +144,13 @@ func (p *parser) images(n *yaml.Node) []Image {
 					}
 					img.Digest = s
 				}
+			case "referrers":
+				img.Referrers = p.referrers(v, path+".referrers")
 			default:
 				return false
 			}
 			return true
-		}, "source, target or digest", "source", "target", "digest")
+		}, "source, target, digest or referrers", "source", "target", "digest")
 		if j, dup := seen[img.Source]; dup && img.Source != "" {
 			p.errorf(item, path+".source", "duplicate source (also images[%d]): want one entry per image", j)
 		} else {
@@ -158,6 +160,48 @@ func (p *parser) images(n *yaml.Node) []Image {
 	})
 	return out
 }
+
+func (p *parser) referrers(n *yaml.Node, path string) []Referrer {
+	var out []Referrer
+	seen := map[Referrer]int{}
+	p.list(n, path, func(i int, item *yaml.Node, ipath string) {
+		var r Referrer
+		p.fields(item, ipath, func(key string, _, v *yaml.Node) bool {
+			switch key {
+			case "digest":
+				if s, ok := p.str(v, ipath+".digest"); ok {
+					if !digestRE.MatchString(s) {
+						p.errorf(v, ipath+".digest", "malformed digest: want sha256: and 64 lower-case hex digits")
+					}
+					r.Digest = s
+				}
+			case "artifactType":
+				r.ArtifactType, _ = p.str(v, ipath+".artifactType")
+			case "tag":
+				if s, ok := p.str(v, ipath+".tag"); ok {
+					if !cosignTagRE.MatchString(s) {
+						p.errorf(v, ipath+".tag", "malformed tag: want sha256-, 64 lower-case hex digits and .sig, .att or .sbom")
+					}
+					r.Tag = s
+				}
+			default:
+				return false
+			}
+			return true
+		}, "digest, artifactType or tag", "digest", "artifactType")
+		key := Referrer{Digest: r.Digest, Tag: r.Tag}
+		if j, dup := seen[key]; dup && r.Digest != "" {
+			p.errorf(item, ipath+".digest", "duplicate referrer (also %s[%d]): want one entry per artifact", path, j)
+		} else {
+			seen[key] = i
+		}
+		out = append(out, r)
+	})
+	return out
+}
+
+// cosignTagRE is the only tag a referrer entry may carry: cosign's scheme.
+var cosignTagRE = regexp.MustCompile(`^sha256-[0-9a-f]{64}\.(sig|att|sbom)$`)
 
 func (p *parser) clients(n *yaml.Node) []Client {
 	var out []Client

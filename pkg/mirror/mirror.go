@@ -37,7 +37,10 @@ type Stats struct {
 	// BytesPushed counts blob bytes uploaded to the target (mounted and
 	// already-present blobs cost nothing; a retried upload counts twice).
 	BytesPushed int64
-	Elapsed     time.Duration
+	// Referrers counts the artifacts of the images' supply chains (copied
+	// or present).
+	Referrers int
+	Elapsed   time.Duration
 }
 
 // Event is one progress report: one when a pair starts (Done false, Bytes 0),
@@ -64,7 +67,29 @@ type options struct {
 	transport http.RoundTripper
 	timeouts  Timeouts
 	backoff   remote.Backoff
+	referrers bool
+	sources   []SourceMirror
 }
+
+// SourceMirror reads the images of the source registry Host from Mirror
+// (HOST[:PORT][/PREFIX]): the same repository paths below it. Pairs, lock
+// entries and messages keep naming Host.
+type SourceMirror struct {
+	Host, Mirror string
+	// Insecure talks plain HTTP to Mirror.
+	Insecure bool
+}
+
+// WithSourceMirrors reads each source registry named in ms from its mirror
+// (spec.sourceMirrors). Host docker.io also covers index.docker.io.
+func WithSourceMirrors(ms []SourceMirror) Option {
+	return func(o *options) error { o.sources = append([]SourceMirror(nil), ms...); return nil }
+}
+
+// WithReferrers copies each image's supply chain with it (default true):
+// see Run. False leaves signatures, attestations and SBOMs behind, for
+// registries that refuse artifact manifests.
+func WithReferrers(b bool) Option { return func(o *options) error { o.referrers = b; return nil } }
 
 // Timeouts bound each request to a registry, so that one that accepts
 // connections and never answers fails (and is retried, then reported) in
@@ -77,12 +102,17 @@ type Timeouts struct {
 	// ResponseHeader bounds the wait for a response's headers after the
 	// request (body included) was sent; a large upload is not cut short.
 	ResponseHeader time.Duration
+	// BodyIdle bounds the time a response body may take to move
+	// BodyProgress bytes (or reach its end): a stalled or trickling body
+	// fails with *StallError.
+	BodyIdle time.Duration
 }
 
 // DefaultTimeouts are go-containerregistry's dial and TLS bounds plus a
-// response-header bound, which it lacks; a registry slower than a minute to
-// start answering is treated as down.
-var DefaultTimeouts = Timeouts{Dial: 30 * time.Second, TLSHandshake: 10 * time.Second, ResponseHeader: time.Minute}
+// response-header bound and a body bound, which it lacks: a registry slower
+// than a minute to start answering, or whose body moves less than 16 KiB in
+// 30 s, is treated as down (after the retries of DefaultBackoff).
+var DefaultTimeouts = Timeouts{Dial: 30 * time.Second, TLSHandshake: 10 * time.Second, ResponseHeader: time.Minute, BodyIdle: 30 * time.Second}
 
 // Option configures Run.
 type Option func(*options) error
@@ -96,7 +126,7 @@ func WithProgress(fn func(Event)) Option {
 }
 
 // WithJobs bounds concurrency (default 8): at most n blobs are uploaded at once
-// across all images, and at most 4n images are in flight (resolving, checking,
+// across all images, and at most 8n images are in flight (resolving, checking,
 // waiting on a shared blob or putting manifests).
 func WithJobs(n int) Option {
 	return func(o *options) error {
@@ -141,7 +171,7 @@ func WithTransport(t http.RoundTripper) Option {
 // DefaultTimeouts).
 func WithTimeouts(t Timeouts) Option {
 	return func(o *options) error {
-		if t.Dial < 0 || t.TLSHandshake < 0 || t.ResponseHeader < 0 {
+		if t.Dial < 0 || t.TLSHandshake < 0 || t.ResponseHeader < 0 || t.BodyIdle < 0 {
 			return fmt.Errorf("timeouts %+v: want 0 or more", t)
 		}
 		o.timeouts = t
@@ -159,6 +189,9 @@ func newTransport(t Timeouts) http.RoundTripper {
 	tr.DialContext = (&net.Dialer{Timeout: t.Dial, KeepAlive: 30 * time.Second}).DialContext
 	tr.TLSHandshakeTimeout = t.TLSHandshake
 	tr.ResponseHeaderTimeout = t.ResponseHeader
+	if t.BodyIdle > 0 {
+		return &idleTransport{next: tr, idle: t.BodyIdle}
+	}
 	return tr
 }
 
@@ -267,9 +300,17 @@ func (k targetKeychain) Resolve(r authn.Resource) (authn.Authenticator, error) {
 // always by digest, and tags it last. A blob already uploaded to another
 // repository of the target registry during this run is mounted from there
 // instead of being uploaded again.
+//
+// Unless WithReferrers(false), each image's supply chain travels with it (see
+// supplyChain): every artifact that refers to it or to one of its platform
+// images, by the referrers API, the referrers tag index or cosign's tags,
+// recursively and bounded (MaxReferrerDepth, MaxReferrers), copied by digest
+// and listed in the entry's Referrers. WithSourceMirrors reads a registry's
+// images from another host; pairs and entries keep naming the source. Every
+// response body is bounded by Timeouts.BodyIdle (*StallError).
 func Run(ctx context.Context, pairs []Pair, opts ...Option) ([]lock.Image, Stats, error) {
 	start := time.Now()
-	o := &options{jobs: 8, keychain: authn.DefaultKeychain, timeouts: DefaultTimeouts, backoff: DefaultBackoff}
+	o := &options{jobs: 8, keychain: authn.DefaultKeychain, timeouts: DefaultTimeouts, backoff: DefaultBackoff, referrers: true}
 	for _, opt := range opts {
 		if err := opt(o); err != nil {
 			return nil, Stats{}, err
@@ -305,10 +346,11 @@ func Run(ctx context.Context, pairs []Pair, opts ...Option) ([]lock.Image, Stats
 		}
 		keychain = targetKeychain{hosts: hosts, user: o.user, password: o.password, next: keychain}
 	}
+	pings := &pingCache{next: o.transport}
 	ropts := []remote.Option{
 		remote.WithContext(ctx),
 		remote.WithAuthFromKeychain(keychain),
-		remote.WithTransport(&pingCache{next: o.transport}),
+		remote.WithTransport(pings),
 		remote.WithJobs(o.jobs),
 		remote.WithRetryBackoff(o.backoff),
 		remote.WithRetryStatusCodes(retryCodes...),
@@ -330,6 +372,9 @@ func Run(ctx context.Context, pairs []Pair, opts ...Option) ([]lock.Image, Stats
 		pusher:   pusher,
 		blobSem:  make(chan struct{}, o.jobs),
 		blobs:    map[string]*blobState{},
+		pings:    pings,
+		tags:     map[string]*tagList{},
+		probes:   map[string]chan struct{}{},
 	}
 
 	var (
@@ -338,70 +383,61 @@ func Run(ctx context.Context, pairs []Pair, opts ...Option) ([]lock.Image, Stats
 		errs    []error
 		stats   Stats
 	)
-	work := make(chan Pair)
-	var wg sync.WaitGroup
-	// Images in flight wait on each other's shared blobs and on manifest round
-	// trips, so more of them than upload slots keep the uploads busy.
-	for i := 0; i < min(imagesPerJob*o.jobs, max(len(pairs), 1)); i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for p := range work {
-				if o.progress != nil {
-					o.progress(Event{Pair: p})
-				}
-				var (
-					pushed  atomic.Int64
-					digest  string
-					present bool
-					err     = ctx.Err()
-				)
-				if err == nil {
-					stop := r.reportBytes(p, &pushed)
-					digest, present, err = r.copyPair(ctx, p, &pushed)
-					stop()
-				}
-				if err != nil {
-					err = fmt.Errorf("mirror %s -> %s: %w", p.Source, p.Target, err)
-				}
-				mu.Lock()
-				stats.BytesPushed += pushed.Load()
-				switch {
-				case err != nil:
-					errs = append(errs, err)
-				case present:
-					stats.Present++
-				default:
-					stats.Copied++
-				}
-				if err == nil {
-					entries = append(entries, lock.Image{Source: p.Source, Target: p.Target, Digest: digest})
-				}
-				mu.Unlock()
-				if err != nil {
-					// Debug: the error is returned; logging it too would print it twice.
-					o.logger.Debug("mirror", "source", p.Source, "target", p.Target, "err", err)
-				} else {
-					o.logger.Debug("mirror", "source", p.Source, "target", p.Target, "digest", digest, "present", present, "bytes", pushed.Load())
-				}
-				if o.progress != nil {
-					o.progress(Event{Pair: p, Done: true, Present: present, Bytes: pushed.Load(), Err: err})
-				}
-			}
-		}()
-	}
-	fed := 0
-feed:
-	for _, p := range interleave(pairs) {
-		select {
-		case work <- p:
-			fed++
-		case <-ctx.Done():
-			break feed
+	one := func(p Pair) {
+		if o.progress != nil {
+			o.progress(Event{Pair: p})
+		}
+		var (
+			pushed atomic.Int64
+			res    pairResult
+			err    = ctx.Err()
+		)
+		if err == nil {
+			stop := r.reportBytes(p, &pushed)
+			res, err = r.copyPair(ctx, p, &pushed)
+			stop()
+		}
+		if err != nil {
+			err = fmt.Errorf("mirror %s -> %s: %w", p.Source, p.Target, err)
+		}
+		mu.Lock()
+		stats.BytesPushed += pushed.Load()
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+		case res.present:
+			stats.Present++
+		default:
+			stats.Copied++
+		}
+		if err == nil {
+			stats.Referrers += len(res.referrers)
+			entries = append(entries, lock.Image{Source: p.Source, Target: p.Target, Digest: res.digest, Referrers: res.referrers})
+		}
+		mu.Unlock()
+		if err != nil {
+			// Debug: the error is returned; logging it too would print it twice.
+			o.logger.Debug("mirror", "source", p.Source, "target", p.Target, "err", err)
+		} else {
+			o.logger.Debug("mirror", "source", p.Source, "target", p.Target, "digest", res.digest, "present", res.present, "referrers", len(res.referrers), "bytes", pushed.Load())
+		}
+		if o.progress != nil {
+			o.progress(Event{Pair: p, Done: true, Present: res.present, Bytes: pushed.Load(), Err: err})
 		}
 	}
-	close(work)
-	wg.Wait()
+	// Images in flight wait on each other's shared blobs and on manifest round
+	// trips, so more of them than upload slots keep the uploads busy.
+	var g errgroup.Group
+	g.SetLimit(imagesPerJob * o.jobs)
+	fed := 0
+	for _, p := range interleave(pairs) {
+		if ctx.Err() != nil {
+			break
+		}
+		g.Go(func() error { one(p); return nil })
+		fed++
+	}
+	_ = g.Wait() // one collects every failure
 	if fed < len(pairs) {
 		errs = append(errs, fmt.Errorf("mirror: %d image(s) not started: %w", len(pairs)-fed, ctx.Err()))
 	}
@@ -447,7 +483,7 @@ func (r *runner) reportBytes(p Pair, pushed *atomic.Int64) (stop func()) {
 }
 
 // imagesPerJob is how many images are in flight per upload slot (WithJobs).
-const imagesPerJob = 4
+const imagesPerJob = 8
 
 // interleave orders pairs round-robin across target repositories (first tag
 // of each, then the second, …), so that the tags of one repository, which
@@ -481,9 +517,15 @@ type runner struct {
 	pusher   *remote.Pusher
 	blobSem  chan struct{}
 
+	pings *pingCache
+
 	mu sync.Mutex
 	// blobs maps target registry/blob digest to the blob's upload in this run.
 	blobs map[string]*blobState
+	// tags maps a source repository to its tag list, read once per run.
+	tags map[string]*tagList
+	// probes maps a source registry to the first walk's referrers API ask.
+	probes map[string]chan struct{}
 }
 
 // blobState is one blob's upload: the first image to need it uploads it; the
@@ -499,18 +541,26 @@ type blobState struct {
 // copied. It is never retried.
 var ErrDigestMismatch = errors.New("digest mismatch")
 
-// copyPair copies one pair and returns the digest and whether the target had it.
-func (r *runner) copyPair(ctx context.Context, p Pair, pushed *atomic.Int64) (string, bool, error) {
-	src, err := name.ParseReference(p.Source)
+// pairResult is what copyPair found and did.
+type pairResult struct {
+	digest    string
+	present   bool // the target had the image (its referrers may still have been copied)
+	referrers []lock.Referrer
+}
+
+// copyPair copies one pair and, unless turned off, its supply chain.
+func (r *runner) copyPair(ctx context.Context, p Pair, pushed *atomic.Int64) (pairResult, error) {
+	var res pairResult
+	src, err := r.sourceRef(p.Source)
 	if err != nil {
-		return "", false, err
+		return res, err
 	}
 	dst, err := name.ParseReference(p.Target, r.nameOpts...)
 	if err != nil {
-		return "", false, err
+		return res, err
 	}
 	// Resolve the source and ask the target at once: on a warm run these two
-	// HEADs are all the work there is.
+	// HEADs are all the work there is, but for the referrers.
 	var (
 		want   v1.Hash
 		srcErr error
@@ -526,38 +576,148 @@ func (r *runner) copyPair(ctx context.Context, p Pair, pushed *atomic.Int64) (st
 	if d, ok := src.(name.Digest); ok {
 		want, srcErr = v1.NewHash(d.DigestStr())
 	} else if desc, err := r.puller.Head(ctx, src); err != nil {
-		srcErr = fmt.Errorf("resolve source: %w", err)
+		srcErr = fmt.Errorf("resolve source%s: %w", r.via(src), err)
 	} else {
 		want = desc.Digest
 	}
 	wg.Wait()
 	if srcErr != nil {
-		return "", false, srcErr
+		return res, srcErr
 	}
-	if dstErr == nil && have.Digest == want {
-		return want.String(), true, nil
-	} else if dstErr != nil && !isNotFound(dstErr) {
-		return "", false, fmt.Errorf("check target: %w", dstErr)
-	}
+	res.digest = want.String()
 	srcRepo, dstRepo := src.Context(), dst.Context()
-	desc, err := r.puller.Get(ctx, srcRepo.Digest(want.String()))
-	if err != nil {
-		return "", false, fmt.Errorf("get source manifest %s: %w", want, err)
+	var desc *remote.Descriptor
+	switch {
+	case dstErr == nil && have.Digest == want:
+		res.present = true
+	case dstErr != nil && !isNotFound(dstErr):
+		return res, fmt.Errorf("check target: %w", dstErr)
+	default:
+		if desc, err = r.puller.Get(ctx, srcRepo.Digest(want.String())); err != nil {
+			return res, fmt.Errorf("get source manifest %s%s: %w", want, r.via(src), err)
+		}
 	}
-	if err := r.copyManifest(ctx, srcRepo, dstRepo, desc.MediaType, desc.Manifest, want, pushed, false); err != nil {
-		return "", false, err
+	// The image and its supply chain are copied side by side: the walk's
+	// round trips then hide behind the image's uploads.
+	g, gctx := errgroup.WithContext(ctx)
+	if desc != nil {
+		g.Go(func() error { return r.copyImage(gctx, srcRepo, dst, desc, want, pushed) })
+	}
+	if r.o.referrers {
+		g.Go(func() error {
+			subjects, err := r.subjects(gctx, src, want, desc, have)
+			if err != nil {
+				return err
+			}
+			res.referrers, err = r.supplyChain(gctx, srcRepo, dstRepo, subjects, pushed)
+			return err
+		})
+	}
+	err = g.Wait()
+	return res, err
+}
+
+// copyImage copies the manifest desc (digest want) to dst, what it refers to
+// first, tags it and checks the target's digest.
+func (r *runner) copyImage(ctx context.Context, srcRepo name.Repository, dst name.Reference, desc *remote.Descriptor, want v1.Hash, pushed *atomic.Int64) error {
+	if err := r.copyManifest(ctx, srcRepo, dst.Context(), desc.MediaType, desc.Manifest, want, pushed, false); err != nil {
+		return err
 	}
 	if err := r.pusher.Put(ctx, dst, rawManifest{desc.Manifest, desc.MediaType}); err != nil {
-		return "", false, fmt.Errorf("put manifest: %w", err)
+		return fmt.Errorf("put manifest: %w", err)
 	}
 	got, err := r.puller.Head(ctx, dst)
 	if err != nil {
-		return "", false, fmt.Errorf("verify: %w", err)
+		return fmt.Errorf("verify: %w", err)
 	}
 	if got.Digest != want {
-		return "", false, fmt.Errorf("verify: %w: source %s, target %s", ErrDigestMismatch, want, got.Digest)
+		return fmt.Errorf("verify: %w: source %s, target %s", ErrDigestMismatch, want, got.Digest)
 	}
-	return want.String(), false, nil
+	return nil
+}
+
+// subjects are what a supply chain refers to: the image want and, for an
+// index, each platform image. desc is the source manifest when it was read,
+// have the target's descriptor when the target had the image.
+func (r *runner) subjects(ctx context.Context, src name.Reference, want v1.Hash, desc *remote.Descriptor, have *v1.Descriptor) ([]v1.Hash, error) {
+	subjects := []v1.Hash{want}
+	var (
+		mt  types.MediaType
+		raw []byte
+	)
+	if desc != nil {
+		mt, raw = desc.MediaType, desc.Manifest
+	} else if have != nil && have.MediaType.IsIndex() {
+		d, err := r.puller.Get(ctx, src.Context().Digest(want.String()))
+		if err != nil {
+			return nil, fmt.Errorf("get source manifest %s%s: %w", want, r.via(src), err)
+		}
+		mt, raw = d.MediaType, d.Manifest
+	}
+	if mt.IsIndex() {
+		idx, err := v1.ParseIndexManifest(bytes.NewReader(raw))
+		if err != nil {
+			return nil, fmt.Errorf("parse index %s: %w", want, err)
+		}
+		for _, c := range idx.Manifests {
+			subjects = append(subjects, c.Digest)
+		}
+	}
+	return subjects, nil
+}
+
+// sourceRef parses a pair's source and, when spec.sourceMirrors names its
+// registry, points it at the mirror: the same repository path below the
+// mirror's prefix, the same tag or digest.
+func (r *runner) sourceRef(source string) (name.Reference, error) {
+	src, err := name.ParseReference(source)
+	if err != nil {
+		return nil, err
+	}
+	m, ok := r.mirrorFor(src.Context().RegistryStr())
+	if !ok {
+		return src, nil
+	}
+	s := strings.TrimSuffix(m.Mirror, "/") + "/" + src.Context().RepositoryStr()
+	if d, ok := src.(name.Digest); ok {
+		s += "@" + d.DigestStr()
+	} else {
+		s += ":" + src.Identifier()
+	}
+	var opts []name.Option
+	if m.Insecure {
+		opts = append(opts, name.Insecure)
+	}
+	ref, err := name.ParseReference(s, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("source mirror %s for %s: %w", m.Mirror, m.Host, err)
+	}
+	return ref, nil
+}
+
+// mirrorFor returns the source mirror of registry reg (as name parses it:
+// Docker Hub is index.docker.io).
+func (r *runner) mirrorFor(reg string) (SourceMirror, bool) {
+	for _, m := range r.o.sources {
+		h := m.Host
+		if h == "docker.io" || h == "registry-1.docker.io" {
+			h = name.DefaultRegistry
+		}
+		if h == reg {
+			return m, true
+		}
+	}
+	return SourceMirror{}, false
+}
+
+// via says where a source was read from when a source mirror served it.
+func (r *runner) via(src name.Reference) string {
+	for _, m := range r.o.sources {
+		if strings.HasPrefix(src.Context().String(), strings.TrimSuffix(m.Mirror, "/")+"/") {
+			return " (read from source mirror " + src.Context().RegistryStr() + ")"
+		}
+	}
+	return ""
 }
 
 // copyManifest copies what manifest raw (digest d) refers to into dst, and, when
@@ -646,7 +806,7 @@ func (r *runner) blob(ctx context.Context, srcRepo, dstRepo name.Repository, b v
 		r.mu.Unlock()
 		close(st.done)
 		if err != nil {
-			return fmt.Errorf("blob %s: %w", b.Digest, err)
+			return fmt.Errorf("blob %s (from %s): %w", b.Digest, srcRepo.RegistryStr(), err)
 		}
 		return nil
 	}
@@ -673,7 +833,7 @@ func (r *runner) blob(ctx context.Context, srcRepo, dstRepo name.Repository, b v
 		err = r.upload(ctx, dstRepo, layer)
 	}
 	if err != nil {
-		return fmt.Errorf("blob %s: %w", b.Digest, err)
+		return fmt.Errorf("blob %s (from %s): %w", b.Digest, srcRepo.RegistryStr(), err)
 	}
 	r.mu.Lock()
 	st.repos[dstRepo.String()] = true

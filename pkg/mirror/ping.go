@@ -12,11 +12,45 @@ import (
 // run, so that a warm run over many repositories costs one ping per registry.
 // A ping only discovers the registry's authentication challenge, which does not
 // change between repositories; tokens are still fetched per repository.
+//
+// It also notes, per registry, whether the referrers API answered
+// (referrersAPI), so that the referrer walk asks a registry without it
+// nothing per image but what its tag list says is there.
 type pingCache struct {
 	next http.RoundTripper
 
 	mu   sync.Mutex
 	seen map[string]*pingAnswer
+	// api maps a registry host to whether GET /v2/…/referrers/… answered
+	// with an OCI index (true) or 404/400 (false: no referrers API).
+	api map[string]bool
+}
+
+// referrersAPI reports whether host has the referrers API, and whether
+// that is known yet.
+func (p *pingCache) referrersAPI(host string) (has, known bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	has, known = p.api[host]
+	return has, known
+}
+
+// noteReferrers records what a referrers API request told of its registry.
+func (p *pingCache) noteReferrers(req *http.Request, resp *http.Response) {
+	var has bool
+	switch {
+	case resp.StatusCode == http.StatusOK && resp.Header.Get("Content-Type") == "application/vnd.oci.image.index.v1+json":
+		has = true
+	case resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusBadRequest || resp.StatusCode == http.StatusNotAcceptable || resp.StatusCode == http.StatusOK:
+	default:
+		return // 401, 5xx…: nothing learnt
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.api == nil {
+		p.api = map[string]bool{}
+	}
+	p.api[req.URL.Host] = has
 }
 
 // pingAnswer is one registry's ping answer; ready is closed once it is known.
@@ -29,6 +63,13 @@ type pingAnswer struct {
 }
 
 func (p *pingCache) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method == http.MethodGet && strings.Contains(req.URL.Path, "/referrers/sha256:") {
+		resp, err := p.next.RoundTrip(req)
+		if err == nil {
+			p.noteReferrers(req, resp)
+		}
+		return resp, err
+	}
 	if req.Method != http.MethodGet || req.URL.Path != "/v2/" {
 		return p.next.RoundTrip(req)
 	}

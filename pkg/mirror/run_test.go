@@ -361,8 +361,8 @@ func TestRunDigestMismatchNotRetried(t *testing.T) {
 	if err == nil {
 		t.Fatal("Run copied a corrupted blob")
 	}
-	if !strings.Contains(err.Error(), bad.String()) {
-		t.Errorf("error does not name the blob %s: %v", bad, err)
+	if !strings.Contains(err.Error(), "blob "+bad.String()+" (from "+src+")") {
+		t.Errorf("error does not name the blob %s and the registry that served it: %v", bad, err)
 	}
 	if n := h.gets.Load(); n != 1 {
 		t.Errorf("the corrupted blob was read %d times, want 1 (a digest mismatch is not retried)", n)

@@ -5,17 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/url"
-	"os"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
-
-	"github.com/vbauerster/mpb/v8"
-	"github.com/vbauerster/mpb/v8/decor"
-	"golang.org/x/term"
 
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/mirror"
@@ -96,14 +90,21 @@ func mirrorLoaded(ctx context.Context, cfg Config, ld *Loaded, w io.Writer, dryR
 		pass, _ := cfg.lookupEnv(EnvRegistryPassword)
 		opts = append(opts, mirror.WithTargetCredentials(user, pass))
 	}
-	var display *mirrorDisplay
-	if cfg.Progress != nil {
-		display = newMirrorDisplay(cfg.Progress, isTerminal(cfg.Progress), len(pairs))
-		opts = append(opts, mirror.WithProgress(display.event))
+	opts = append(opts, mirror.WithReferrers(!cfg.NoReferrers))
+	if len(f.Spec.SourceMirrors) > 0 {
+		ms := make([]mirror.SourceMirror, len(f.Spec.SourceMirrors))
+		for i, m := range f.Spec.SourceMirrors {
+			ms[i] = mirror.SourceMirror{Host: m.Host, Mirror: m.Mirror, Insecure: m.Insecure}
+		}
+		opts = append(opts, mirror.WithSourceMirrors(ms))
+	}
+	if cfg.OnMirror != nil {
+		cfg.OnMirror(MirrorUpdate{Start: true, Total: len(pairs), Registry: f.Spec.Registry.Host})
+		opts = append(opts, mirror.WithProgress(func(e mirror.Event) { cfg.OnMirror(MirrorUpdate{Event: e}) }))
 	}
 	entries, stats, err := mirror.Run(ctx, pairs, opts...)
-	if display != nil {
-		display.close()
+	if cfg.OnMirror != nil {
+		cfg.OnMirror(MirrorUpdate{Finish: true, Total: len(pairs), Registry: f.Spec.Registry.Host, Stats: stats, Err: err})
 	}
 	if err != nil {
 		return mirrorFailures(err, len(pairs))
@@ -119,102 +120,27 @@ func mirrorLoaded(ctx context.Context, cfg Config, ld *Loaded, w io.Writer, dryR
 		return err
 	}
 	ld.Lock, ld.LockBytes = l, l.Marshal()
-	log.Info(fmt.Sprintf("mirrored %d images to %s: %d copied, %d already present, %s pushed in %s",
-		len(pairs), f.Spec.Registry.Host, stats.Copied, stats.Present, mirrorBytes(stats.BytesPushed), stats.Elapsed.Round(10*time.Millisecond)),
-		"copied", stats.Copied, "present", stats.Present, "bytes", stats.BytesPushed, "elapsed", stats.Elapsed)
+	// With a display (OnMirror) the summary is its last line; the log has
+	// it at Debug then, so that it is not printed twice.
+	level := slog.LevelInfo
+	if cfg.OnMirror != nil {
+		level = slog.LevelDebug
+	}
+	log.Log(ctx, level, MirrorSummary(len(pairs), f.Spec.Registry.Host, stats),
+		"copied", stats.Copied, "present", stats.Present, "referrers", stats.Referrers, "bytes", stats.BytesPushed, "elapsed", stats.Elapsed)
 	return nil
 }
 
-// mirrorDisplay shows a mirror's progress: on a terminal one live bar
-// (images done/total, bytes pushed, rate), otherwise one line per finished
-// image: "[3/126] copied src -> dst (12.0 MiB)".
-type mirrorDisplay struct {
-	w     io.Writer
-	total int
-	start time.Time
-	bytes atomic.Int64
-
-	mu      sync.Mutex
-	done    int
-	inPair  map[mirror.Pair]int64 // bytes already counted for pairs in flight
-	bar     *mpb.Bar
-	barPool *mpb.Progress
-}
-
-func newMirrorDisplay(w io.Writer, live bool, total int) *mirrorDisplay {
-	d := &mirrorDisplay{w: w, total: total, start: time.Now(), inPair: map[mirror.Pair]int64{}}
-	if !live {
-		return d
-	}
-	width := 100
-	if f, ok := w.(*os.File); ok {
-		if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 0 {
-			width = cols
-		}
-	}
-	d.barPool = mpb.New(mpb.WithOutput(w), mpb.WithWidth(width), mpb.WithRefreshRate(200*time.Millisecond), mpb.WithAutoRefresh())
-	d.bar = d.barPool.New(int64(total),
-		mpb.BarStyle().Lbound("[").Filler("=").Tip(">").Padding(" ").Rbound("]"),
-		mpb.PrependDecorators(
-			decor.Name("mirror "),
-			decor.CountersNoUnit("%d/%d images", decor.WCSyncSpace),
-		),
-		mpb.AppendDecorators(
-			decor.Any(func(decor.Statistics) string { return d.rate() }, decor.WCSyncSpace),
-		),
-	)
-	return d
-}
-
-// rate is "312.4 MiB, 41.2 MiB/s" so far.
-func (d *mirrorDisplay) rate() string {
-	n := d.bytes.Load()
-	secs := time.Since(d.start).Seconds()
-	if secs <= 0 {
-		secs = 1
-	}
-	return fmt.Sprintf("%s, %s/s", mirrorBytes(n), mirrorBytes(int64(float64(n)/secs)))
-}
-
-func (d *mirrorDisplay) event(e mirror.Event) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if !e.Done {
-		d.inPair[e.Pair] += e.Bytes
-		d.bytes.Add(e.Bytes)
-		return
-	}
-	d.bytes.Add(e.Bytes - d.inPair[e.Pair])
-	delete(d.inPair, e.Pair)
-	d.done++
-	if d.bar != nil {
-		d.bar.Increment()
-		return
-	}
-	switch {
-	case e.Err != nil:
-		fmt.Fprintf(d.w, "[%d/%d] failed %s -> %s\n", d.done, d.total, e.Pair.Source, e.Pair.Target)
-	case e.Present:
-		fmt.Fprintf(d.w, "[%d/%d] present %s\n", d.done, d.total, e.Pair.Target)
-	default:
-		fmt.Fprintf(d.w, "[%d/%d] copied %s -> %s (%s)\n", d.done, d.total, e.Pair.Source, e.Pair.Target, mirrorBytes(e.Bytes))
-	}
-}
-
-// close draws the bar a last time and leaves it on screen.
-func (d *mirrorDisplay) close() {
-	if d.bar == nil {
-		return
-	}
-	if !d.bar.Completed() {
-		d.bar.Abort(false) // failures: keep the bar where it stopped
-	}
-	d.barPool.Wait()
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
+// MirrorUpdate is one report of a mirror in progress (Config.OnMirror):
+// Start with Total images to the registry Registry, then one per image
+// event (Event), then Finish with the run's Stats and its error, if any.
+type MirrorUpdate struct {
+	Start, Finish bool
+	Total         int
+	Registry      string
+	Event         mirror.Event
+	Stats         mirror.Stats
+	Err           error
 }
 
 // mirrorFailures turns mirror.Run's joined errors into one line per failing
@@ -272,7 +198,15 @@ func oneLine(s string) string {
 	return strings.NewReplacer("\r", " ", "\n", " ").Replace(s)
 }
 
-func mirrorBytes(n int64) string {
+// MirrorSummary is the one line that ends a mirror: "mirrored 126 images to
+// HOST: 3 copied, 123 already present, 40 referrers, 1.2 GiB pushed in 9.1s".
+func MirrorSummary(total int, registry string, s mirror.Stats) string {
+	return fmt.Sprintf("mirrored %d images to %s: %d copied, %d already present, %d referrers, %s pushed in %s",
+		total, registry, s.Copied, s.Present, s.Referrers, MirrorBytes(s.BytesPushed), s.Elapsed.Round(10*time.Millisecond))
+}
+
+// MirrorBytes is n in B, KiB, MiB or GiB with one decimal.
+func MirrorBytes(n int64) string {
 	switch {
 	case n >= 1<<30:
 		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -209,9 +210,14 @@ func TestMirrorAKSACR(t *testing.T) {
 	}
 
 	// mirror copies, then records the digest and keeps the client IDs.
-	var logs, progress bytes.Buffer
-	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	cfg.Progress = &progress
+	var (
+		logs    bytes.Buffer
+		updates []pipeline.MirrorUpdate
+		mu      sync.Mutex
+	)
+	// Debug: with a display (OnMirror) the summary is logged at Debug.
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	cfg.OnMirror = func(u pipeline.MirrorUpdate) { mu.Lock(); updates = append(updates, u); mu.Unlock() }
 	if err := pipeline.Mirror(ctx, cfg, &out, false); err != nil {
 		t.Fatal(err)
 	}
@@ -229,8 +235,9 @@ func TestMirrorAKSACR(t *testing.T) {
 	if !strings.Contains(logs.String(), "1 copied, 0 already present") {
 		t.Errorf("no summary line in the logs:\n%s", logs.String())
 	}
-	if !strings.Contains(progress.String(), "[1/1] copied "+kured) {
-		t.Errorf("progress:\n%s", progress.String())
+	if n := len(updates); n < 3 || !updates[0].Start || updates[0].Total != 1 || !updates[n-1].Finish || updates[n-1].Stats.Copied != 1 ||
+		!updates[n-2].Event.Done || updates[n-2].Event.Pair.Source != kured {
+		t.Errorf("progress updates: %+v", updates)
 	}
 	got, err := remote.Head(mustRef(t, target))
 	if err != nil {
@@ -328,5 +335,35 @@ func TestMirrorBrokenLockIsInputError(t *testing.T) {
 	}
 	if _, err := remote.Head(mustRef(t, dst+"/kubereboot/kured:1.12.0")); err == nil {
 		t.Error("mirror copied before reading the lock")
+	}
+}
+
+// TestMirrorSourceMirrors: a fleet naming docker.io images mirrors with
+// Docker Hub unreachable, reading through spec.sourceMirrors; the lock and
+// the targets name docker.io as before, and the lock is byte for byte what
+// mirroring from Docker Hub itself would write.
+func TestMirrorSourceMirrors(t *testing.T) {
+	t.Parallel()
+	hub, dst := testenv.Registry(t), testenv.Registry(t)
+	digest := pushKured(t, hub+"/dockerhub")
+	file := aksFleet(t, "docker.io", dst)
+	data := readFile(t, file)
+	data = strings.Replace(data, "  images:\n", "  sourceMirrors:\n    - {host: docker.io, mirror: \""+hub+"/dockerhub\", insecure: true}\n  images:\n", 1)
+	if err := os.WriteFile(file, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := pipeline.Config{File: file}
+	if err := pipeline.Mirror(context.Background(), cfg, &bytes.Buffer{}, false); err != nil {
+		t.Fatal(err)
+	}
+	lockPath := filepath.Join(filepath.Dir(file), lock.FileName)
+	l, err := lock.Load(lockPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kured := "docker.io/kubereboot/kured:1.12.0"
+	want := []lock.Image{{Source: kured, Target: dst + "/kubereboot/kured:1.12.0", Digest: digest}}
+	if d := cmp.Diff(want, l.Images); d != "" {
+		t.Errorf("lock images (-want +got):\n%s", d)
 	}
 }

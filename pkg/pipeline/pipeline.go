@@ -19,9 +19,15 @@ type Config struct {
 	AllowPlaintextSecrets bool
 	// Logger gets logs (never secrets); nil discards.
 	Logger *slog.Logger
-	// Progress, when non-nil, gets human progress for long work: live when it
-	// is a terminal, one line per finished item otherwise.
+	// Progress, when non-nil, is where cmd/fleetgen shows human progress for
+	// long work (see OnMirror); the pipeline writes nothing to it.
 	Progress io.Writer
+	// OnMirror, when non-nil, gets a mirror's progress (cmd/fleetgen draws
+	// it): one MirrorUpdate at the start, one per mirror.Event, one at the end.
+	OnMirror func(MirrorUpdate)
+	// NoReferrers mirrors images without their signatures, attestations and
+	// SBOMs, for registries that refuse artifact manifests.
+	NoReferrers bool
 	// Jobs bounds mirror concurrency; 0 means the default.
 	Jobs int
 	// PushURL overrides where publish pushes.

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"sort"
 	"strings"
-	"sync"
 
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/mirror"
@@ -16,16 +15,19 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"golang.org/x/sync/errgroup"
 )
 
-// MissingError lists locked images the registry lacks at their digest.
+// MissingError lists locked images, and artifacts of their supply chains
+// (signatures, attestations, SBOMs), the registry lacks at their digest.
 type MissingError struct {
-	// Images are pinned references (repo@sha256:…), sorted.
+	// Images are pinned references (repo@sha256:…) and, for an artifact,
+	// "repo@sha256:…: referrer sha256:… (ARTIFACT TYPE)", sorted.
 	Images []string
 }
 
 func (e *MissingError) Error() string {
-	return fmt.Sprintf("the registry lacks %d locked image(s) at their digest (run `fleetgen mirror`):\n  %s",
+	return fmt.Sprintf("the registry lacks %d locked image(s) or artifact(s) at their digest (run `fleetgen mirror`):\n  %s",
 		len(e.Images), strings.Join(e.Images, "\n  "))
 }
 
@@ -65,53 +67,86 @@ func Verify(ctx context.Context, reg schema.Registry, images []lock.Image, opts 
 		return err
 	}
 	insecure := reg.Insecure || o.insecure
+	var nopts []name.Option
+	if insecure {
+		nopts = append(nopts, name.Insecure)
+	}
+	// One check per image and per artifact of its supply chain, at most jobs
+	// at a time; every failure is collected (none stops the others).
+	type check struct {
+		img  lock.Image
+		ref  *lock.Referrer // nil: the image itself
+		what string         // what a missing entry says
+	}
+	var checks []check
+	for _, img := range images {
+		checks = append(checks, check{img: img, what: img.Pinned()})
+		for i := range img.Referrers {
+			r := &img.Referrers[i]
+			checks = append(checks, check{img: img, ref: r,
+				what: fmt.Sprintf("%s: referrer %s (%s)", img.Pinned(), r.Digest, r.ArtifactType)})
+		}
+	}
 	type result struct {
-		ref     string
 		missing bool
 		err     error
 	}
-	results := make([]result, len(images))
-	sem := make(chan struct{}, o.jobs)
-	var wg sync.WaitGroup
-	for i, img := range images {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			pinned := img.Pinned()
-			results[i].ref = pinned
-			var nopts []name.Option
-			if insecure {
-				nopts = append(nopts, name.Insecure)
+	results := make([]result, len(checks))
+	var g errgroup.Group
+	g.SetLimit(o.jobs)
+	for i, c := range checks {
+		g.Go(func() error {
+			digest, pinned := c.img.Digest, c.img.Pinned()
+			if c.ref != nil {
+				digest, pinned = c.ref.Digest, c.img.Repository()+"@"+c.ref.Digest
 			}
 			d, err := name.NewDigest(pinned, nopts...)
 			if err != nil {
-				results[i].err = fmt.Errorf("lock entry %s: %w", img.Source, err)
-				return
+				results[i].err = fmt.Errorf("lock entry %s: %w", c.img.Source, err)
+				return nil
 			}
-			desc, err := remote.Head(d, remote.WithContext(ctx), remote.WithAuthFromKeychain(o.keychain()))
+			ropts := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(o.keychain())}
+			desc, err := remote.Head(d, ropts...)
 			var terr *transport.Error
 			switch {
 			case errors.As(err, &terr) && terr.StatusCode == http.StatusNotFound:
 				results[i].missing = true
+				return nil
 			case err != nil:
 				results[i].err = fmt.Errorf("head %s: %w", pinned, err)
-			case desc.Digest.String() != img.Digest:
+				return nil
+			case desc.Digest.String() != digest:
 				results[i].err = fmt.Errorf("head %s: registry answered digest %s", pinned, desc.Digest)
-			default:
-				o.logger.Debug("image present", "image", pinned)
+				return nil
 			}
-		}()
+			if c.ref != nil && c.ref.Tag != "" {
+				// Where cosign looks: the tag must name the same artifact.
+				t, err := name.NewTag(c.img.Repository()+":"+c.ref.Tag, nopts...)
+				if err != nil {
+					results[i].err = fmt.Errorf("lock entry %s: %w", c.img.Source, err)
+					return nil
+				}
+				desc, err := remote.Head(t, ropts...)
+				switch {
+				case errors.As(err, &terr) && terr.StatusCode == http.StatusNotFound, err == nil && desc.Digest.String() != digest:
+					results[i].missing = true
+				case err != nil:
+					results[i].err = fmt.Errorf("head %s: %w", t, err)
+				}
+				return nil
+			}
+			o.logger.Debug("present", "ref", pinned)
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait() // failures are in results
 
 	var missing []string
 	var errs []error
-	for _, r := range results {
+	for i, r := range results {
 		switch {
 		case r.missing:
-			missing = append(missing, r.ref)
+			missing = append(missing, checks[i].what)
 		case r.err != nil:
 			errs = append(errs, r.err)
 		}

@@ -89,6 +89,9 @@ type Spec struct {
 	Groups     []Group     `json:"groups,omitempty"`
 	Defaults   Defaults    `json:"defaults,omitempty"`
 	Clusters   []Cluster   `json:"clusters"`
+
+	// SourceMirrors reads source registries' images from other hosts.
+	SourceMirrors []SourceMirror `json:"sourceMirrors,omitempty"`
 }
 
 // Manager is the management ("upstream") cluster.

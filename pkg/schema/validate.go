@@ -65,6 +65,7 @@ func validate(f *Fleet) Errors {
 	v.manager()
 	v.registry()
 	v.source()
+	v.sourceMirrors()
 	v.output()
 	v.encryption()
 	v.images()
