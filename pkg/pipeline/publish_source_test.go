@@ -132,7 +132,8 @@ func TestPublishDryRun(t *testing.T) {
 }
 
 // TestLockedImages: mirror --locked refuses a lock whose image entries would
-// be added, changed or dropped, naming them, and accepts the same entries.
+// be added, changed or dropped, counting them (image references come from
+// layers, and messages quote none), and accepts the same entries.
 func TestLockedImages(t *testing.T) {
 	t.Parallel()
 	img := func(src, digest string) lock.Image {
@@ -146,7 +147,7 @@ func TestLockedImages(t *testing.T) {
 	next := lock.New()
 	next.SetImages([]lock.Image{img("a:1", "a"), img("b:1", "d"), img("n:1", "e")})
 	err := lockedImages(old, next)
-	if err == nil || !schema.IsInvalid(err) || !strings.Contains(err.Error(), "b:1, c:1, n:1") || !strings.Contains(err.Error(), "run `fleetgen mirror` locally") {
+	if err == nil || !schema.IsInvalid(err) || !strings.Contains(err.Error(), "change 3 image entries") || strings.Contains(err.Error(), "n:1") || !strings.Contains(err.Error(), "run `fleetgen mirror` locally") {
 		t.Errorf("changed entries: %v", err)
 	}
 }
