@@ -206,7 +206,8 @@ func run(fs filesys.FileSystem, dir string, resetOpenAPI bool) (rm resmap.ResMap
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("%w: %v", errPanic, r)
+			// Not quoted: a panic's message may hold what a layer says.
+			err = errPanic
 		}
 	}()
 	k := krusty.MakeKustomizer(&krusty.Options{
