@@ -122,3 +122,42 @@ func TestDevices(t *testing.T) {
 		}
 	}
 }
+
+// TestCheck: Check refuses what ReadFile refuses, without reading, and lets
+// folders through (callers walk trees).
+func TestCheck(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "ok"), []byte("abc"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "sparse"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(filepath.Join(dir, "sparse"), 8<<30); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/dev/zero", filepath.Join(dir, "zero")); err != nil {
+		t.Fatal(err)
+	}
+	r, err := OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for name, want := range map[string]error{
+		"ok": nil, "sub": nil, "fifo": ErrNotRegular, "sparse": ErrTooLarge,
+		"zero": ErrOutside, "../x": ErrOutside, "nope": fs.ErrNotExist,
+	} {
+		_, err := within(t, func() ([]byte, error) { return nil, r.Check(name, 1<<20) })
+		if want == nil && err != nil || want != nil && !errors.Is(err, want) {
+			t.Errorf("Check(%q) = %v, want %v", name, err, want)
+		}
+	}
+}
