@@ -94,9 +94,14 @@ func (r *Root) open(name string) (*os.File, error) {
 	}
 	fh, err := r.r.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
-		if r.escapes(err) {
+		switch {
+		case r.escapes(err):
 			err = ErrOutside
-		} else {
+		case errors.Is(err, syscall.ENXIO), errors.Is(err, syscall.ENODEV), errors.Is(err, syscall.EOPNOTSUPP):
+			// A socket (ENXIO on Linux, EOPNOTSUPP on macOS), or a device
+			// without a driver, cannot be opened: not a regular file either.
+			err = ErrNotRegular
+		default:
 			var pe *fs.PathError
 			if errors.As(err, &pe) {
 				err = pe.Err

@@ -3,6 +3,7 @@ package safefs
 import (
 	"errors"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -146,13 +147,21 @@ func TestCheck(t *testing.T) {
 	if err := os.Symlink("/dev/zero", filepath.Join(dir, "zero")); err != nil {
 		t.Fatal(err)
 	}
+	ln, err := net.Listen("unix", filepath.Join(dir, "sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
 	r, err := OpenRoot(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
+	if _, err := r.ReadFile("sock", 10); !errors.Is(err, ErrNotRegular) {
+		t.Errorf("ReadFile(sock) = %v, want ErrNotRegular", err)
+	}
 	for name, want := range map[string]error{
-		"ok": nil, "sub": nil, "fifo": ErrNotRegular, "sparse": ErrTooLarge,
+		"ok": nil, "sub": nil, "fifo": ErrNotRegular, "sparse": ErrTooLarge, "sock": ErrNotRegular,
 		"zero": ErrOutside, "../x": ErrOutside, "nope": fs.ErrNotExist,
 	} {
 		_, err := within(t, func() ([]byte, error) { return nil, r.Check(name, 1<<20) })

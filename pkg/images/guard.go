@@ -226,7 +226,7 @@ func (g *guardFS) note(r string, err error) error {
 		// folder, and reports what is missing.
 	default:
 		if g.failed == nil {
-			g.failed = fmt.Errorf("read %s: %w", filepath.ToSlash(r), err)
+			g.failed = err // a *fs.PathError naming r
 		}
 	}
 	return err

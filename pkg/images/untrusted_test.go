@@ -216,6 +216,13 @@ func TestSpecialFilesRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	socket := func(t *testing.T, p string) {
+		ln, err := net.Listen("unix", p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+	}
 	for _, tc := range []struct {
 		name  string
 		files map[string]string
@@ -231,6 +238,8 @@ func TestSpecialFilesRefused(t *testing.T) {
 		{"fifo kustomization", map[string]string{"apps/deploy.yaml": deploy}, "apps/kustomization.yaml", fifo, "apps/kustomization.yaml is not a regular file"},
 		{"fifo nested kustomization", map[string]string{"apps/kustomization.yaml": "resources: [sub]\n", "apps/sub/deploy.yaml": deploy}, "apps/sub/kustomization.yaml", fifo, "apps/sub/kustomization.yaml is not a regular file"},
 		{"fifo patch", map[string]string{"apps/kustomization.yaml": "resources: [deploy.yaml]\npatches:\n- path: bad.yaml\n", "apps/deploy.yaml": deploy}, "apps/bad.yaml", fifo, "apps/bad.yaml is not a regular file"},
+		{"socket resource", map[string]string{"apps/kustomization.yaml": k, "apps/deploy.yaml": deploy}, "apps/bad.yaml", socket, "apps/bad.yaml is not a regular file"},
+		{"socket unlisted", map[string]string{"apps/deploy.yaml": deploy}, "apps/bad.yaml", socket, "apps/bad.yaml is not a regular file"},
 		{"sparse resource", map[string]string{"apps/kustomization.yaml": k, "apps/deploy.yaml": deploy}, "apps/bad.yaml", sparse, "apps/bad.yaml is larger than 16 MiB"},
 		{"sparse unlisted", map[string]string{"apps/deploy.yaml": deploy}, "apps/bad.yaml", sparse, "apps/bad.yaml is larger than 16 MiB"},
 		{"sparse generator file", map[string]string{"apps/kustomization.yaml": "resources: [deploy.yaml]\nsecretGenerator:\n- name: c\n  files: [bad.bin]\n", "apps/deploy.yaml": deploy}, "apps/bad.bin", sparse, "apps/bad.bin is larger than 16 MiB"},
