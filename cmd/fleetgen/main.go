@@ -10,8 +10,10 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -19,10 +21,39 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go stopOnSignal(sigs, cancel, os.Stderr, os.Exit)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	stop()
 	os.Exit(code)
+}
+
+// signalGrace is how long fleetgen waits after SIGINT or SIGTERM for the
+// command to stop at its next cancellation point (exit 1, after cleaning up)
+// before it exits anyway.
+const signalGrace = time.Second
+
+// stopOnSignal cancels the command's context on the first signal; on a second
+// one, or when the command has not returned signalGrace later (it may wait on
+// something that does not watch the context: a file, a network peer, a
+// library), it exits at once with 128 + the signal's number (130 for SIGINT,
+// 143 for SIGTERM), as a shell reports a process killed by it. Writes are
+// atomic (a journal and renames), so stopping anywhere leaves the old output
+// or the new.
+func stopOnSignal(sigs <-chan os.Signal, cancel func(), stderr io.Writer, exit func(int)) {
+	first := <-sigs
+	cancel()
+	select {
+	case <-sigs:
+	case <-time.After(signalGrace):
+	}
+	code := exitFailure
+	if s, ok := first.(syscall.Signal); ok {
+		code = 128 + int(s)
+	}
+	fmt.Fprintf(stderr, "error: stopped by %v\n", first)
+	exit(code)
 }
 
 // Exit codes (SPEC §2).
@@ -44,7 +75,16 @@ func (e *runError) Error() string { return e.err.Error() }
 func (e *runError) Unwrap() error { return e.err }
 
 // run is the whole CLI; tests call it in-process.
-func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+//
+// A panic is a bug, not the input's fault: it is exit 1 (the Go runtime would
+// exit 2, the code of invalid input), with the stack, which holds no values.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(stderr, "error: internal error (a bug in fleetgen, please report it with this stack):\n%s", debug.Stack())
+			code = exitFailure
+		}
+	}()
 	g := &globals{errFormat: formatText}
 	root := newRoot(g, stdin, stdout, stderr)
 	root.SetArgs(args)

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"fleetgen.dev/fleetgen/pkg/schema"
 )
@@ -128,6 +130,8 @@ func report(stdout, stderr io.Writer, format, cmdPath string, err error) int {
 		code = exitInvalid
 		fmt.Fprintf(stderr, "error: %s\nRun '%s --help' for usage.\n", err, cmdPath)
 		return code
+	case runtimeFailure(err):
+		// Not the input's fault, even inside an input error.
 	case schema.IsInvalid(err):
 		code = exitInvalid
 	}
@@ -148,6 +152,23 @@ func report(stdout, stderr io.Writer, format, cmdPath string, err error) int {
 		fmt.Fprintf(stderr, "error: %s\n", err)
 	}
 	return code
+}
+
+// runtimeFailure reports whether err holds a failure of the machine rather
+// than of the input: the command was cancelled (a signal), or the system
+// failed an operation (I/O error, disk full, read-only file system, out of
+// memory or descriptors). Such an error is exit 1 even when a step wrapped it
+// as an input error.
+func runtimeFailure(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	for _, e := range []syscall.Errno{syscall.EIO, syscall.ENOSPC, syscall.EROFS, syscall.ENOMEM, syscall.EMFILE, syscall.ENFILE, syscall.EDQUOT} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 func plural(n int, one, many string) string {

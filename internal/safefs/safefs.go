@@ -53,14 +53,55 @@ func (r *Root) Close() error { return r.r.Close() }
 // of at most max bytes inside the root. Refusals wrap ErrOutside,
 // ErrNotRegular or ErrTooLarge; a missing file wraps fs.ErrNotExist.
 func (r *Root) ReadFile(name string, max int64) ([]byte, error) {
+	fh, err := r.open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	return readRegular(fh, name, max)
+}
+
+// Check reports whether name, a path relative to the root, is a regular file
+// of at most max bytes inside the root, as ReadFile would, without reading it:
+// nil, or the error ReadFile would return. A folder is not an error (callers
+// walk trees).
+func (r *Root) Check(name string, max int64) error {
+	fh, err := r.open(name)
+	if err != nil {
+		return err
+	}
+	defer fh.Close()
+	st, err := fh.Stat()
+	if err != nil {
+		return &fs.PathError{Op: "read", Path: name, Err: err}
+	}
+	switch {
+	case st.IsDir():
+		return nil
+	case !st.Mode().IsRegular():
+		return &fs.PathError{Op: "read", Path: name, Err: ErrNotRegular}
+	case st.Size() > max:
+		return &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf("%w: more than %d bytes", ErrTooLarge, max)}
+	}
+	return nil
+}
+
+// open opens name inside the root for reading, without blocking (O_NONBLOCK:
+// open(2) of a FIFO would wait for a writer) and without taking a terminal.
+func (r *Root) open(name string) (*os.File, error) {
 	if !filepath.IsLocal(name) {
 		return nil, &fs.PathError{Op: "read", Path: name, Err: ErrOutside}
 	}
 	fh, err := r.r.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
-		if r.escapes(err) {
+		switch {
+		case r.escapes(err):
 			err = ErrOutside
-		} else {
+		case errors.Is(err, syscall.ENXIO), errors.Is(err, syscall.ENODEV), errors.Is(err, syscall.EOPNOTSUPP):
+			// A socket (ENXIO on Linux, EOPNOTSUPP on macOS), or a device
+			// without a driver, cannot be opened: not a regular file either.
+			err = ErrNotRegular
+		default:
 			var pe *fs.PathError
 			if errors.As(err, &pe) {
 				err = pe.Err
@@ -68,8 +109,7 @@ func (r *Root) ReadFile(name string, max int64) ([]byte, error) {
 		}
 		return nil, &fs.PathError{Op: "read", Path: name, Err: err}
 	}
-	defer fh.Close()
-	return readRegular(fh, name, max)
+	return fh, nil
 }
 
 // escapes reports whether err is os.Root's refusal of a path that leaves it.

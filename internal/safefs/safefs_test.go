@@ -3,6 +3,7 @@ package safefs
 import (
 	"errors"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -119,6 +120,53 @@ func TestDevices(t *testing.T) {
 		got, err := within(t, func() ([]byte, error) { return ReadFile("/dev", name, 5) })
 		if !errors.Is(err, ErrNotRegular) {
 			t.Errorf("ReadFile(/dev, %s) = %q, %v; want an error wrapping ErrNotRegular", name, got, err)
+		}
+	}
+}
+
+// TestCheck: Check refuses what ReadFile refuses, without reading, and lets
+// folders through (callers walk trees).
+func TestCheck(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "ok"), []byte("abc"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "sparse"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(filepath.Join(dir, "sparse"), 8<<30); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/dev/zero", filepath.Join(dir, "zero")); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", filepath.Join(dir, "sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	r, err := OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := r.ReadFile("sock", 10); !errors.Is(err, ErrNotRegular) {
+		t.Errorf("ReadFile(sock) = %v, want ErrNotRegular", err)
+	}
+	for name, want := range map[string]error{
+		"ok": nil, "sub": nil, "fifo": ErrNotRegular, "sparse": ErrTooLarge, "sock": ErrNotRegular,
+		"zero": ErrOutside, "../x": ErrOutside, "nope": fs.ErrNotExist,
+	} {
+		_, err := within(t, func() ([]byte, error) { return nil, r.Check(name, 1<<20) })
+		if want == nil && err != nil || want != nil && !errors.Is(err, want) {
+			t.Errorf("Check(%q) = %v, want %v", name, err, want)
 		}
 	}
 }

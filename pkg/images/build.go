@@ -11,7 +11,6 @@ import (
 	fluxkustomize "github.com/fluxcd/pkg/kustomize"
 	securefs "github.com/fluxcd/pkg/kustomize/filesys"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/kustomize/api/konfig"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/resmap"
 	"sigs.k8s.io/kustomize/api/resource"
@@ -40,8 +39,9 @@ func (o object) describe() string {
 
 // builder runs kustomize confined to one folder (the folder of fleet.yaml).
 type builder struct {
-	root string // absolute, symlinks resolved
-	fs   filesys.FileSystem
+	root  string // absolute, symlinks resolved
+	fs    filesys.FileSystem
+	guard *guardFS
 }
 
 // newBuilder returns a builder confined to root.
@@ -51,6 +51,8 @@ type builder struct {
 // stay inside root. Without MakeFsOnDiskSecureBuild's allowance for kustomize's
 // temporary clone folders, a remote base cannot be read even if cloned; and
 // refuseRemote rejects remote references before kustomize could fetch them.
+// Every read goes through guardFS (regular files of bounded size only), and
+// builds run under noExec (no program can be started).
 func newBuilder(root string) (*builder, error) {
 	abs, err := filepath.Abs(root)
 	if err != nil {
@@ -63,14 +65,32 @@ func newBuilder(root string) (*builder, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &builder{root: abs, fs: &recordFS{FileSystem: fs}}, nil
+	guard, err := newGuardFS(fs, abs)
+	if err != nil {
+		return nil, err
+	}
+	return &builder{root: abs, fs: &recordFS{FileSystem: guard}, guard: guard}, nil
 }
 
 // build runs kustomize on the layer folder rel (slash-separated, relative to
 // root) as kustomize-controller does: a folder without a kustomization.yaml
 // gets a generated one listing its manifests, plugins are off, and files
 // outside the kustomization folder (but inside root) may be loaded.
-func (b *builder) build(rel string) ([]object, error) {
+//
+// A file the build may not read (not regular, too large) is an error that
+// names it; an I/O failure of the file system, or a panic in kustomize, is a
+// *failure (not the input's fault).
+func (b *builder) build(rel string) (objs []object, err error) {
+	defer func() {
+		refused, failed := b.guard.reset()
+		switch {
+		case refused != nil:
+			objs, err = nil, refused
+		case failed != nil:
+			objs, err = nil, &failure{failed}
+		}
+	}()
+	defer noExec()()
 	dir := filepath.Join(b.root, filepath.FromSlash(rel))
 	if r, ok := b.fs.(*recordFS); ok {
 		r.note(dir) // Flux's generator lists it with a file system of its own
@@ -84,13 +104,18 @@ func (b *builder) build(rel string) ([]object, error) {
 	if !b.fs.IsDir(dir) {
 		return nil, errors.New("not a folder")
 	}
+	// Flux's generator reads with a file system of its own: check first
+	// what it will read.
+	if err := b.guard.precheck(dir); err != nil {
+		return nil, err
+	}
 	gen := fluxkustomize.NewGenerator(b.root, unstructured.Unstructured{Object: map[string]any{}})
 	manifest, kfile, _, err := gen.GenerateManifest(dir)
 	if err != nil {
 		return nil, err
 	}
 	scan := &scan{seen: map[string]bool{}}
-	if err := scan.refuseRemote(b.fs, b.root, dir, manifest); err != nil {
+	if err := scan.refuseRemote(b.fs, b.root, dir, kfile, manifest); err != nil {
 		return nil, err
 	}
 	// Ask kustomize to record each object's file, for messages that name it.
@@ -113,6 +138,9 @@ func (b *builder) build(rel string) ([]object, error) {
 		return nil, err
 	}
 	rm, err := run(mem, dir, scan.openAPI)
+	if errors.Is(err, errPanic) {
+		return nil, &failure{err}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -136,6 +164,17 @@ func (b *builder) build(rel string) ([]object, error) {
 }
 
 var errNoFolder = errors.New("no such folder")
+
+// errPanic marks a panic in kustomize, recovered: a bug, not the input's fault.
+var errPanic = errors.New("kustomize build panicked")
+
+// failure is a build error that is not the input's fault: an I/O error of the
+// file system, a panic in kustomize. Discover returns it as a runtime error
+// (exit 1), not as a problem of fleet.yaml.
+type failure struct{ err error }
+
+func (e *failure) Error() string { return e.err.Error() }
+func (e *failure) Unwrap() error { return e.err }
 
 // Kustomization fields whose entries kustomize loads as folders (another
 // kustomization) or files, and which kustomize would fetch when they name a
@@ -167,7 +206,8 @@ func run(fs filesys.FileSystem, dir string, resetOpenAPI bool) (rm resmap.ResMap
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("kustomize build panicked: %v", r)
+			// Not quoted: a panic's message may hold what a layer says.
+			err = errPanic
 		}
 	}()
 	k := krusty.MakeKustomizer(&krusty.Options{
@@ -181,16 +221,16 @@ func run(fs filesys.FileSystem, dir string, resetOpenAPI bool) (rm resmap.ResMap
 // kustomization it includes, for anything kustomize would fetch from the
 // network (http(s) files, Git repositories): fleetgen builds fetch nothing.
 // Reads outside root are left to the secure file system, which refuses them.
-func (sc *scan) refuseRemote(fs filesys.FileSystem, root, dir string, data []byte) error {
+func (sc *scan) refuseRemote(fs filesys.FileSystem, root, dir, kfile string, data []byte) error {
 	if sc.seen[dir] {
 		return nil
 	}
 	sc.seen[dir] = true
 	var k map[string]any
 	if err := yaml.Unmarshal(data, &k); err != nil {
-		return fmt.Errorf("%s: %w", relTo(root, dir), err)
+		return fmt.Errorf("%s: %w", relTo(root, kfile), err)
 	}
-	where := func(field string) string { return relTo(root, dir) + ": " + field }
+	where := func(field string) string { return relTo(root, kfile) + ": " + field }
 	var errs []string
 	for _, field := range treeFields {
 		for _, e := range strs(k[field]) {
@@ -201,17 +241,19 @@ func (sc *scan) refuseRemote(fs filesys.FileSystem, root, dir string, data []byt
 				continue
 			}
 			if remote(e) {
-				errs = append(errs, fmt.Sprintf("%s: entry %d is remote: fleetgen fetches nothing remote, want a file or folder inside the folder of fleet.yaml", where(field), index(k[field], e)))
+				// Whatever is on disk under that name: kustomize decides by
+				// the name (see remote).
+				errs = append(errs, fmt.Sprintf("%s[%d]: kustomize would fetch this entry with git or HTTP (a remote base, a URL or user@host:repo): fleetgen fetches nothing remote, want a file or folder inside the folder of fleet.yaml", where(field), index(k[field], e)))
 				continue
 			}
 			p := filepath.Join(dir, filepath.FromSlash(e))
 			switch {
 			case fs.IsDir(p):
-				sub, err := kustomizationIn(fs, p)
+				sub, subFile, err := kustomizationIn(fs, p)
 				if err != nil {
 					errs = append(errs, fmt.Sprintf("%s: %v", where(field), err))
 				} else if sub != nil {
-					if err := sc.refuseRemote(fs, root, p, sub); err != nil {
+					if err := sc.refuseRemote(fs, root, p, subFile, sub); err != nil {
 						errs = append(errs, err.Error())
 					}
 				}
@@ -280,22 +322,18 @@ func (sc *scan) refuseRemote(fs filesys.FileSystem, root, dir string, data []byt
 	return nil
 }
 
-// kustomizationIn returns the kustomization file of folder dir, nil when it
-// has none (a folder of plain manifests kustomize would reject anyway).
-func kustomizationIn(fs filesys.FileSystem, dir string) ([]byte, error) {
-	for _, n := range konfig.RecognizedKustomizationFileNames() {
+// kustomizationIn returns the kustomization file of folder dir and its path,
+// nil when it has none (a folder of plain manifests kustomize would reject
+// anyway).
+func kustomizationIn(fs filesys.FileSystem, dir string) ([]byte, string, error) {
+	for _, n := range kustomizationNames {
 		p := filepath.Join(dir, n)
 		if fs.Exists(p) && !fs.IsDir(p) {
-			return fs.ReadFile(p)
+			data, err := fs.ReadFile(p)
+			return data, p, err
 		}
 	}
-	return nil, nil
-}
-
-// remote reports whether kustomize would fetch s rather than read it from
-// disk: a URL (http, https, git, ssh, file, …) or scp-style Git address.
-func remote(s string) bool {
-	return strings.Contains(s, "://") || strings.HasPrefix(s, "git@") || strings.HasPrefix(s, "git::")
+	return nil, "", nil
 }
 
 // hasURL reports whether text holds a URL kustomize could fetch.

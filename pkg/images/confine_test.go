@@ -88,6 +88,7 @@ func TestConfinedEnvironFile(t *testing.T) {
 // TestConfinedImageNotQuoted: a replacement that turns a file inside the
 // fleet into an invalid image is reported by object, not by value.
 func TestConfinedImageNotQuoted(t *testing.T) {
+	t.Parallel()
 	dir := writeTree(t, map[string]string{
 		"apps/kustomization.yaml": strings.Replace(stealEnv, "%s", "notes.txt", 1),
 		"apps/deploy.yaml":        deploy,
@@ -97,6 +98,7 @@ func TestConfinedImageNotQuoted(t *testing.T) {
 }
 
 func TestConfinedNoHTTP(t *testing.T) {
+	t.Parallel()
 	var hits atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
@@ -127,6 +129,7 @@ func TestConfinedNoHTTP(t *testing.T) {
 }
 
 func TestConfinedNoGit(t *testing.T) {
+	t.Parallel()
 	dir := writeTree(t, map[string]string{
 		"apps/kustomization.yaml": "resources:\n- github.com/fluxcd/flux2//manifests/install?ref=v2.9.5\n",
 	})
@@ -136,6 +139,7 @@ func TestConfinedNoGit(t *testing.T) {
 // TestConfinedOutside: ../ references and symlinks that leave the folder of
 // fleet.yaml are refused, however they are spelled.
 func TestConfinedOutside(t *testing.T) {
+	t.Parallel()
 	outer := writeTree(t, map[string]string{
 		"outside/kustomization.yaml": "resources: [deploy.yaml]\n",
 		"outside/deploy.yaml":        deploy,
@@ -179,6 +183,7 @@ func TestConfinedOutside(t *testing.T) {
 // the layers built after it still see kustomize's builtin schema (a
 // strategic merge patch on a Deployment merges containers by name).
 func TestOpenAPILayer(t *testing.T) {
+	t.Parallel()
 	dir := writeTree(t, map[string]string{
 		"a/kustomization.yaml": "resources: [deploy.yaml]\nopenapi: {path: schema.json}\n",
 		"a/schema.json":        `{"definitions": {}}`,

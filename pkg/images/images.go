@@ -149,6 +149,11 @@ func Discover(f *schema.Fleet) (*Result, error) {
 			expanded = fmt.Sprintf(" (as expanded for cluster %s)", u.cluster)
 		}
 		objs, err := b.build(p)
+		var fail *failure
+		if errors.As(err, &fail) {
+			// Not the input's fault: a runtime failure (exit 1).
+			return nil, fmt.Errorf("layer %s: folder %s: %w", strings.Join(names, ", "), p, fail.err)
+		}
 		if errors.Is(err, errNoFolder) {
 			errs = append(errs, f.Errorf(at, "layer %s: folder %s%s does not exist: want a folder inside the folder of fleet.yaml", strings.Join(names, ", "), p, expanded))
 			continue

@@ -189,6 +189,7 @@ spec:
 }
 
 func TestDiscover(t *testing.T) {
+	t.Parallel()
 	dir := writeTree(t, workloads)
 	f := fleet(dir, []schema.Layer{
 		{Name: "infrastructure", Path: "./infrastructure/${env}"},
@@ -263,6 +264,7 @@ func TestDiscover(t *testing.T) {
 }
 
 func TestDiscoverErrors(t *testing.T) {
+	t.Parallel()
 	tests := map[string]struct {
 		files  map[string]string
 		layers []schema.Layer

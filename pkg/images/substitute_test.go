@@ -11,6 +11,7 @@ import (
 )
 
 func TestSubstitutions(t *testing.T) {
+	t.Parallel()
 	dir := writeTree(t, map[string]string{
 		"base/kustomization.yaml": "resources: [cm.yaml]\n",
 		"base/cm.yaml": `apiVersion: v1

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"fleetgen.dev/fleetgen/internal/safefs"
 	"fleetgen.dev/fleetgen/pkg/generate"
 	"fleetgen.dev/fleetgen/pkg/schema"
 	"fleetgen.dev/fleetgen/pkg/secrets"
@@ -238,11 +239,23 @@ func cleanRel(p string) (string, error) {
 	return c, nil
 }
 
+// maxLayerFile is the largest layer file publish reads, as for fleet.yaml (and
+// as the layer builds allow).
+const maxLayerFile = schema.MaxFileSize
+
 // readTree calls add for every regular file under dir with its slash path
 // (prefixed with prefix). It skips .git folders, the folder skip (an absolute
 // path, e.g. the output folder inside a layer folder) and, with a warning,
-// symlinks and other non-regular files.
+// symlinks. A FIFO, device or socket, or a file larger than maxLayerFile, is
+// an input error naming it (a pull request can commit a FIFO or a sparse 8 GiB
+// file); files are read through safefs: opened without blocking, checked with
+// fstat(2), read through a limit.
 func readTree(dir, prefix string, add func(rel string, f file), skip string, log *slog.Logger) error {
+	root, err := safefs.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
 	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -269,17 +282,26 @@ func readTree(dir, prefix string, add func(rel string, f file), skip string, log
 		if tree.IsInternal(filepath.ToSlash(rel)) {
 			return nil // a leftover of a killed render
 		}
+		local := rel
 		rel = path.Join(prefix, filepath.ToSlash(rel))
-		if !d.Type().IsRegular() {
-			log.Warn("not publishing a file that is not regular (symlink?)", "path", rel)
+		if d.Type()&fs.ModeSymlink != 0 {
+			log.Warn("not publishing a symlink", "path", rel)
 			return nil
+		}
+		if !d.Type().IsRegular() {
+			return schema.Invalid(fmt.Errorf("%s is not a regular file (a FIFO, device or socket): want regular files only in a layer folder", rel))
 		}
 		info, err := d.Info()
 		if err != nil {
 			return err
 		}
-		data, err := os.ReadFile(p)
-		if err != nil {
+		data, err := root.ReadFile(local, maxLayerFile)
+		switch {
+		case errors.Is(err, safefs.ErrTooLarge):
+			return schema.Invalid(fmt.Errorf("%s is larger than %d MiB: want a smaller file", rel, maxLayerFile>>20))
+		case errors.Is(err, safefs.ErrNotRegular):
+			return schema.Invalid(fmt.Errorf("%s is not a regular file (a FIFO, device or socket): want regular files only in a layer folder", rel))
+		case err != nil:
 			return err
 		}
 		add(rel, file{data: data, exec: info.Mode()&0o111 != 0})

@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 
 	"go.yaml.in/yaml/v3"
+	"golang.org/x/sync/errgroup"
 
 	"fleetgen.dev/fleetgen/pkg/generate"
 	"fleetgen.dev/fleetgen/pkg/schema"
@@ -60,35 +63,58 @@ func Scan(files []generate.File, allowPlaintext bool) error {
 	return schema.Invalid(errors.New(b.String()))
 }
 
-// Plaintext is Scan's finding without the verdict: one line per Secret in
-// files whose data is not SOPS-encrypted ("path: Secret ns/name holds
-// unencrypted data"), and per File.Secret that is not sealed, in file order.
-// Lines name files and Secrets, never content. publish uses it on everything
-// it pushes, layer folders included.
+// Plaintext is Scan's finding without the verdict: one line per problem in
+// file order, naming files and Secrets, never content. publish uses it on
+// everything it pushes, layer folders included, so it reads the files as
+// kustomize and Flux will, not as text:
+//
+//   - every file that could hold a Secret (see mayHoldSecret) is split into
+//     documents as kustomize splits them and each document is parsed with
+//     yaml.v3 into plain values, so that escapes, tags, block scalars,
+//     comments, complex keys, flow style, anchors, aliases and merge keys
+//     all spell what Flux will see. A Secret (also inside a List) whose data
+//     or stringData is not SOPS-encrypted is a problem ("path: Secret ns/name
+//     holds unencrypted data"); Verrazzano CA Secrets are exempt;
+//   - a kustomization file (kustomization.yaml, .yml, Kustomization), and
+//     any object of kind SecretGenerator, whose secretGenerator makes a Secret
+//     from literals, or from envs or files that are not SOPS-encrypted files
+//     of the same set, is a problem: Flux builds that Secret in plaintext;
+//   - a file named *.yaml, *.yml or *.json, a kustomization or a File.Secret
+//     that does not parse is a problem: it cannot be checked, so it is not
+//     pushed. Other files that do not parse are no manifest kustomize could
+//     load, and pass;
+//   - a File.Secret that is not sealed is a problem.
 func Plaintext(files []generate.File) ([]string, error) {
 	var todo []int
 	for i, f := range files {
-		if f.Secret || mayHoldSecret(f.Data) {
+		if f.Secret || isKustomization(f.Path) || mayHoldSecret(f.Data) {
 			todo = append(todo, i)
 		}
 	}
 	// Parsing is the cost (a sealed Secret is a few KiB of YAML): spread it
 	// over the CPUs, keeping results in file order.
-	found := make([][]string, len(todo))
-	errs := make([]error, len(todo))
-	workers := max(1, min(runtime.GOMAXPROCS(0), len(todo)))
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			for j := w; j < len(todo); j += workers {
-				found[j], errs[j] = scanFile(files[todo[j]])
+	var index map[string][]byte // path → data, for secretGenerator files
+	var indexOnce sync.Once
+	lookup := func(p string) ([]byte, bool) {
+		indexOnce.Do(func() {
+			index = make(map[string][]byte, len(files))
+			for _, f := range files {
+				index[path.Clean(f.Path)] = f.Data
 			}
 		})
+		d, ok := index[p]
+		return d, ok
 	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
+	found := make([][]string, len(todo))
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for j, i := range todo {
+		g.Go(func() error {
+			found[j] = scanFile(files[i], lookup)
+			return nil
+		})
 	}
+	_ = g.Wait()
 	var problems []string
 	for _, f := range found {
 		problems = append(problems, f...)
@@ -96,19 +122,17 @@ func Plaintext(files []generate.File) ([]string, error) {
 	return problems, nil
 }
 
-// mayHoldSecret is Scan's cheap first pass: a Secret needs the word Secret as
-// a kind value. Files with YAML tags or escapes are parsed anyway, since
-// those can spell a kind without the plain pattern.
+// mayHoldSecret is Scan's cheap first pass: false only when no YAML reading of
+// data can give the value Secret or SecretGenerator. A YAML scalar spells its
+// value with its own characters unless it uses an escape (a backslash), a tag
+// (!!binary decodes base64) or another encoding (UTF-16 and UTF-32 hold NUL
+// bytes); folding joins lines with a space. So without those, a Secret needs
+// the word Secret standing alone (SecretStore and kubeConfigSecret do not
+// count), or SecretGenerator.
 func mayHoldSecret(data []byte) bool {
-	if !bytes.Contains(data, []byte("Secret")) {
-		return false
+	if bytes.ContainsAny(data, "\\!\x00") || bytes.Contains(data, []byte("SecretGenerator")) {
+		return true
 	}
-	return kindSecret(data) || bytes.ContainsAny(data, "!\\&*")
-}
-
-// kindSecret finds "kind: Secret" in YAML or JSON spelling: the word Secret,
-// alone, after a colon after the word kind, with blanks and quotes between.
-func kindSecret(data []byte) bool {
 	const word = "Secret"
 	for off := 0; ; {
 		i := bytes.Index(data[off:], []byte(word))
@@ -117,70 +141,228 @@ func kindSecret(data []byte) bool {
 		}
 		i += off
 		off = i + len(word)
-		if off < len(data) && !bytes.ContainsRune([]byte(" \t\r\n\"',}#"), rune(data[off])) {
-			continue
-		}
-		j := skipBack(data, i)
-		if j == 0 || data[j-1] != ':' {
-			continue
-		}
-		j = skipBack(data, j-1)
-		if j >= 4 && string(data[j-4:j]) == "kind" {
+		if (i == 0 || !alnum(data[i-1])) && (off == len(data) || !alnum(data[off])) {
 			return true
 		}
 	}
 }
 
-// skipBack returns the index after the last byte before i that is not a
-// blank or quote.
-func skipBack(data []byte, i int) int {
-	for i > 0 && bytes.IndexByte([]byte(" \t\"'"), data[i-1]) >= 0 {
-		i--
-	}
-	return i
+func alnum(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
 }
 
-// scanFile returns one line per Secret in f that holds plaintext.
-func scanFile(f generate.File) ([]string, error) {
-	dec := yaml.NewDecoder(bytes.NewReader(f.Data))
-	var out []string
-	sealed := false
-	for n := 1; ; n++ {
-		var doc yaml.Node
-		err := dec.Decode(&doc)
-		if errors.Is(err, io.EOF) {
+// kustomizationNames are the file names kustomize reads a kustomization from.
+var kustomizationNames = []string{"kustomization.yaml", "kustomization.yml", "Kustomization"}
+
+func isKustomization(p string) bool {
+	return slices.Contains(kustomizationNames, path.Base(p))
+}
+
+// mustParse reports whether a file that does not parse is refused: one that
+// kustomize would load as manifests or a kustomization, or a credential file.
+func mustParse(f generate.File) bool {
+	if f.Secret || isKustomization(f.Path) {
+		return true
+	}
+	switch strings.ToLower(path.Ext(f.Path)) {
+	case ".yaml", ".yml", ".json":
+		return true
+	}
+	return false
+}
+
+// splitDocuments splits data into documents as kustomize does (kyaml's
+// kio.ByteReader: CRLF made LF, then every line that starts with "---" after
+// a newline ends a document), so that each is parsed on its own as
+// kustomize parses it.
+func splitDocuments(data []byte) [][]byte {
+	if bytes.Contains(data, []byte("\r\n")) {
+		data = bytes.ReplaceAll(data, []byte("\r\n"), []byte("\n"))
+	}
+	var docs [][]byte
+	prev := 0
+	for i := 0; ; {
+		j := bytes.Index(data[i:], []byte("\n---"))
+		if j < 0 {
 			break
 		}
-		if err != nil {
-			// The parser's message may quote the file: name the file only.
-			return nil, fmt.Errorf("scan %s: document %d is not valid YAML", f.Path, n)
+		j += i
+		end := bytes.IndexByte(data[j+1:], '\n')
+		if end < 0 {
+			break // kustomize's separator needs a newline after it
 		}
-		if len(doc.Content) == 0 {
-			continue
-		}
-		for _, obj := range objects(doc.Content[0]) {
-			if scalar(obj, "kind") != "Secret" {
+		end += j + 1
+		docs = append(docs, data[prev:j])
+		prev, i = end+1, end
+	}
+	return append(docs, data[prev:])
+}
+
+// scanFile returns one line per problem in f.
+func scanFile(f generate.File, lookup func(string) ([]byte, bool)) []string {
+	var out []string
+	sealed := false
+	n := 0
+	for _, chunk := range splitDocuments(f.Data) {
+		dec := yaml.NewDecoder(bytes.NewReader(chunk))
+		for {
+			var doc any
+			err := dec.Decode(&doc)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			n++
+			if err != nil {
+				// A strict parser refuses what kustomize's node parser may
+				// take (duplicate keys): refuse those whatever the name.
+				var node yaml.Node
+				if mustParse(f) || yaml.Unmarshal(chunk, &node) == nil {
+					// The parser's message may quote the file: name the file only.
+					out = append(out, fmt.Sprintf("%s: document %d is not valid YAML, so it cannot be checked for plaintext Secrets", f.Path, n))
+				}
+				break
+			}
+			obj, _ := asMap(doc)
+			if obj == nil {
 				continue
 			}
-			name := scalar(mapping(obj, "metadata"), "name")
-			ns := scalar(mapping(obj, "metadata"), "namespace")
-			if encrypted(obj) {
-				sealed = true
-				continue
+			if isKustomization(f.Path) {
+				out = append(out, generators(f.Path, path.Dir(f.Path), obj["secretGenerator"], lookup)...)
+				out = append(out, inlineGenerators(f.Path, obj["generators"], lookup)...)
 			}
-			if !f.Secret && verrazzanoCA(obj, ns, name) {
-				continue
+			for _, o := range objects(obj) {
+				switch o["kind"] {
+				case "SecretGenerator":
+					out = append(out, generators(f.Path, path.Dir(f.Path), []any{o}, lookup)...)
+					continue
+				case "Secret":
+				default:
+					continue
+				}
+				md, _ := asMap(o["metadata"])
+				name, _ := md["name"].(string)
+				ns, _ := md["namespace"].(string)
+				if encrypted(o) {
+					sealed = true
+					continue
+				}
+				if !f.Secret && verrazzanoCA(o, ns, name) {
+					continue
+				}
+				if !hasData(o) {
+					continue
+				}
+				out = append(out, fmt.Sprintf("%s: Secret %s holds unencrypted data", f.Path, qualified(ns, name)))
 			}
-			if !hasData(obj) {
-				continue
-			}
-			out = append(out, fmt.Sprintf("%s: Secret %s holds unencrypted data", f.Path, qualified(ns, name)))
 		}
 	}
 	if f.Secret && !sealed && len(out) == 0 {
 		out = append(out, fmt.Sprintf("%s: credential file is not SOPS-encrypted", f.Path))
 	}
-	return out, nil
+	return out
+}
+
+// inlineGenerators checks the generators of a kustomization given inline, as
+// YAML text in the generators list.
+func inlineGenerators(file string, v any, lookup func(string) ([]byte, bool)) []string {
+	list, _ := v.([]any)
+	var out []string
+	for _, e := range list {
+		s, ok := e.(string)
+		if !ok || !strings.Contains(s, "\n") {
+			continue
+		}
+		var doc any
+		if err := yaml.Unmarshal([]byte(s), &doc); err != nil {
+			out = append(out, fmt.Sprintf("%s: an inline generator is not valid YAML, so it cannot be checked for plaintext Secrets", file))
+			continue
+		}
+		if m, _ := asMap(doc); m != nil && m["kind"] == "SecretGenerator" {
+			out = append(out, generators(file, path.Dir(file), []any{m}, lookup)...)
+		}
+	}
+	return out
+}
+
+// generators checks secretGenerator entries (or SecretGenerator objects,
+// which have the same fields) of file, whose paths are relative to dir: a
+// Secret made from literals, or from an env file or file that is not a
+// SOPS-encrypted file of the same set, is plaintext in the cluster's hands
+// and in the repository.
+func generators(file, dir string, v any, lookup func(string) ([]byte, bool)) []string {
+	list, _ := v.([]any)
+	var out []string
+	for i, e := range list {
+		m, _ := asMap(e)
+		if m == nil {
+			continue
+		}
+		name, _ := m["name"].(string)
+		if md, _ := asMap(m["metadata"]); name == "" && md != nil {
+			name, _ = md["name"].(string)
+		}
+		what := fmt.Sprintf("%s: secretGenerator[%d] (Secret %s)", file, i, qualified("", name))
+		if lits, _ := m["literals"].([]any); len(lits) > 0 {
+			out = append(out, what+" makes a Secret from literals, which are plaintext: use a SOPS-encrypted env file or Secret")
+		}
+		var paths []string
+		for _, k := range []string{"files", "envs"} {
+			l, _ := m[k].([]any)
+			for _, p := range l {
+				if s, ok := p.(string); ok {
+					paths = append(paths, s)
+				}
+			}
+		}
+		if env, _ := m["env"].(string); env != "" {
+			paths = append(paths, env)
+		}
+		for _, p := range paths {
+			if _, v, ok := strings.Cut(p, "="); ok {
+				p = v
+			}
+			data, ok := lookup(path.Join(dir, p))
+			if !ok || !sopsFile(data) {
+				out = append(out, what+" makes a Secret from a file that is not a SOPS-encrypted file published with it: encrypt it with SOPS")
+				break
+			}
+		}
+	}
+	return out
+}
+
+// sopsFile reports whether data is a SOPS-encrypted file in one of the
+// formats Flux decrypts for a secretGenerator: YAML or JSON (also SOPS's
+// binary format, a JSON object) with a top-level sops mapping holding a MAC,
+// or a dotenv file with a sops_mac line whose every other value is an
+// envelope.
+func sopsFile(data []byte) bool {
+	var v any
+	if err := yaml.Unmarshal(data, &v); err == nil {
+		if doc, ok := asMap(v); ok {
+			s, _ := asMap(doc["sops"])
+			mac, _ := s["mac"].(string)
+			return mac != ""
+		}
+	}
+	mac := false
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		switch {
+		case !ok:
+			return false
+		case k == "sops_mac":
+			mac = isEnvelope(v)
+		case strings.HasPrefix(k, "sops_"):
+		case !isEnvelope(v):
+			return false
+		}
+	}
+	return mac
 }
 
 func qualified(ns, name string) string {
@@ -193,72 +375,41 @@ func qualified(ns, name string) string {
 	return ns + "/" + name
 }
 
-// objects returns n, or the items of a List kind (which kustomize expands).
-func objects(n *yaml.Node) []*yaml.Node {
-	if n.Kind != yaml.MappingNode {
-		return nil
-	}
-	if strings.HasSuffix(scalar(n, "kind"), "List") {
-		if items := value(n, "items"); items != nil && items.Kind == yaml.SequenceNode {
-			var out []*yaml.Node
-			for _, it := range items.Content {
-				out = append(out, objects(it)...)
+// objects returns o, or the items of a List kind (which kustomize expands).
+func objects(o map[string]any) []map[string]any {
+	if k, _ := o["kind"].(string); strings.HasSuffix(k, "List") {
+		if items, ok := o["items"].([]any); ok {
+			var out []map[string]any
+			for _, it := range items {
+				if m, _ := asMap(it); m != nil {
+					out = append(out, objects(m)...)
+				}
 			}
 			return out
 		}
 	}
-	return []*yaml.Node{n}
+	return []map[string]any{o}
 }
 
-// value returns the value node of key k in mapping n (aliases resolved).
-func value(n *yaml.Node, k string) *yaml.Node {
-	if n != nil && n.Kind == yaml.AliasNode {
-		n = n.Alias
-	}
-	if n == nil || n.Kind != yaml.MappingNode {
-		return nil
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == k {
-			v := n.Content[i+1]
-			if v.Kind == yaml.AliasNode {
-				v = v.Alias
-			}
-			return v
-		}
-	}
-	return nil
-}
-
-func mapping(n *yaml.Node, k string) *yaml.Node {
-	v := value(n, k)
-	if v == nil || v.Kind != yaml.MappingNode {
-		return nil
-	}
-	return v
-}
-
-func scalar(n *yaml.Node, k string) string {
-	v := value(n, k)
-	if v == nil || v.Kind != yaml.ScalarNode {
-		return ""
-	}
-	return v.Value
+// empty reports whether a data value holds nothing: absent, null or "".
+func empty(v any) bool {
+	return v == nil || v == ""
 }
 
 // hasData reports whether a Secret carries any non-empty data or stringData
 // value (or a data field that is not a plain mapping, to be safe).
-func hasData(obj *yaml.Node) bool {
+func hasData(obj map[string]any) bool {
 	for _, k := range []string{"data", "stringData"} {
-		v := value(obj, k)
-		if v == nil || (v.Kind == yaml.ScalarNode && (v.Tag == "!!null" || v.Value == "")) {
+		v := obj[k]
+		if empty(v) {
 			continue
 		}
-		if v.Kind != yaml.MappingNode {
+		m, ok := asMap(v)
+		if !ok {
 			return true
 		}
-		for i := 1; i < len(v.Content); i += 2 {
-			if e := v.Content[i]; !(e.Kind == yaml.ScalarNode && (e.Value == "" || e.Tag == "!!null")) {
+		for _, e := range m {
+			if !empty(e) {
 				return true
 			}
 		}
@@ -269,22 +420,22 @@ func hasData(obj *yaml.Node) bool {
 // encrypted reports whether a Secret is SOPS-encrypted the way Flux decrypts
 // it: a top-level sops mapping with a MAC and age or other keys, and every
 // data and stringData value an AES256_GCM envelope.
-func encrypted(obj *yaml.Node) bool {
-	s := mapping(obj, "sops")
-	if s == nil || scalar(s, "mac") == "" {
+func encrypted(obj map[string]any) bool {
+	s, _ := asMap(obj["sops"])
+	if mac, _ := s["mac"].(string); mac == "" {
 		return false
 	}
 	for _, k := range []string{"data", "stringData"} {
-		v := value(obj, k)
-		if v == nil || (v.Kind == yaml.ScalarNode && v.Tag == "!!null") {
+		v := obj[k]
+		if v == nil {
 			continue
 		}
-		if v.Kind != yaml.MappingNode {
+		m, ok := asMap(v)
+		if !ok {
 			return false
 		}
-		for i := 1; i < len(v.Content); i += 2 {
-			e := v.Content[i]
-			if e.Kind != yaml.ScalarNode || !isEnvelope(e.Value) {
+		for _, e := range m {
+			if s, ok := e.(string); !ok || !isEnvelope(s) {
 				return false
 			}
 		}
@@ -299,28 +450,47 @@ func isEnvelope(s string) bool {
 
 // verrazzanoCA reports whether a plaintext Secret is a Verrazzano CA Secret
 // that holds only a public certificate (or nothing).
-func verrazzanoCA(obj *yaml.Node, ns, name string) bool {
+func verrazzanoCA(obj map[string]any, ns, name string) bool {
 	if ns != verrazzanoNamespace || !strings.HasPrefix(name, verrazzanoCAPrefix) {
 		return false
 	}
-	if sd := value(obj, "stringData"); sd != nil && !(sd.Kind == yaml.ScalarNode && sd.Tag == "!!null") {
+	if obj["stringData"] != nil {
 		return false
 	}
-	d := value(obj, "data")
-	if d == nil || (d.Kind == yaml.ScalarNode && d.Tag == "!!null") {
+	d := obj["data"]
+	if d == nil {
 		return true
 	}
-	if d.Kind != yaml.MappingNode {
+	m, ok := asMap(d)
+	if !ok {
 		return false
 	}
-	for i := 0; i+1 < len(d.Content); i += 2 {
-		if d.Content[i].Value != verrazzanoCAKey || d.Content[i+1].Kind != yaml.ScalarNode {
+	for k, v := range m {
+		s, ok := v.(string)
+		if k != verrazzanoCAKey || !ok {
 			return false
 		}
-		pem, err := base64.StdEncoding.DecodeString(d.Content[i+1].Value)
+		pem, err := base64.StdEncoding.DecodeString(s)
 		if err != nil || bytes.Contains(pem, []byte("PRIVATE KEY")) {
 			return false
 		}
 	}
 	return true
+}
+
+// asMap returns a YAML mapping decoded into any with string keys: yaml.v3
+// gives map[any]any when a key is not a string, and such an object is still
+// looked at (keys formatted), not skipped.
+func asMap(v any) (map[string]any, bool) {
+	switch m := v.(type) {
+	case map[string]any:
+		return m, true
+	case map[any]any:
+		out := make(map[string]any, len(m))
+		for k, e := range m {
+			out[fmt.Sprint(k)] = e
+		}
+		return out, true
+	}
+	return nil, false
 }

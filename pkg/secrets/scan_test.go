@@ -15,6 +15,7 @@ func rawFile(path string, secret bool, body string) generate.File {
 }
 
 func TestScan(t *testing.T) {
+	t.Parallel()
 	sealed := mustSeal(t, fleetFiles(t, 1, kubeconfigFor), testSOPS(testRecipient), nil)
 	plain := fleetFiles(t, 1, kubeconfigFor)
 	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
@@ -113,6 +114,7 @@ func TestScan(t *testing.T) {
 }
 
 func TestScanListsAtMostSome(t *testing.T) {
+	t.Parallel()
 	err := Scan(fleetFiles(t, maxListed+5, kubeconfigFor), false)
 	if err == nil || !strings.Contains(err.Error(), "… and 5 more") {
 		t.Fatalf("Scan = %v, want a bounded list", err)
@@ -120,6 +122,7 @@ func TestScanListsAtMostSome(t *testing.T) {
 }
 
 func TestMayHoldSecret(t *testing.T) {
+	t.Parallel()
 	tests := map[string]bool{
 		"kind: Secret\n":                     true,
 		"kind:   'Secret'\n":                 true,
@@ -141,5 +144,103 @@ func TestMayHoldSecret(t *testing.T) {
 		if bytes.Contains(f.Data, []byte("kind: Secret")) && !mayHoldSecret(f.Data) {
 			t.Errorf("%s: filter misses a Secret", f.Path)
 		}
+	}
+}
+
+// TestPlaintextSpellings: publish pushes layer folders a pull request wrote;
+// every way YAML can spell a Secret with plaintext data, or make one with a
+// secretGenerator, is found (issue 20, item 5). The scanner used to match
+// text and let the first ones through.
+func TestPlaintextSpellings(t *testing.T) {
+	t.Parallel()
+	const rest = "metadata: {name: s, namespace: ns}\nstringData: {password: hunter2}\n"
+	utf16 := func(s string) string {
+		b := []byte{0xFE, 0xFF}
+		for _, r := range s {
+			b = append(b, byte(r>>8), byte(r))
+		}
+		return string(b)
+	}
+	sopsEnv := "password=ENC[AES256_GCM,data:abc,iv:x,tag:y,type:str]\nsops_mac=ENC[AES256_GCM,data:abc,iv:x,tag:y,type:str]\nsops_version=3.9.0\n"
+	refused := map[string]map[string]string{
+		"kind on the next line":   {"apps/s.yaml": "apiVersion: v1\nkind:\n  Secret\n" + rest},
+		"complex key":             {"apps/s.yaml": "apiVersion: v1\n? kind\n: Secret\n" + rest},
+		"hex escape":              {"apps/s.yaml": "apiVersion: v1\nkind: \"Secr\\x65t\"\n" + rest},
+		"unicode escape":          {"apps/s.yaml": "apiVersion: v1\nkind: \"Secr\\u0065t\"\n" + rest},
+		"json unicode escape":     {"apps/s.json": `{"apiVersion": "v1", "kind": "Secr\u0065t", "metadata": {"name": "s"}, "data": {"k": "dg=="}}`},
+		"comment before value":    {"apps/s.yaml": "apiVersion: v1\nkind: # c\n  Secret\n" + rest},
+		"folded block scalar":     {"apps/s.yaml": "apiVersion: v1\nkind: >-\n  Secret\n" + rest},
+		"literal block scalar":    {"apps/s.yaml": "apiVersion: v1\nkind: |-\n  Secret\n" + rest},
+		"line continuation":       {"apps/s.yaml": "apiVersion: v1\nkind: \"Secr\\\n  et\"\n" + rest},
+		"flow style":              {"apps/s.yaml": "{apiVersion: v1, kind: Secret, metadata: {name: s}, data: {k: dg==}}\n"},
+		"anchor and alias":        {"apps/s.yaml": "apiVersion: v1\nx: &k Secret\nkind: *k\n" + rest},
+		"merge key":               {"apps/s.yaml": "<<: {apiVersion: v1, kind: Secret}\n" + rest},
+		"binary tag":              {"apps/s.yaml": "apiVersion: v1\nkind: !!binary U2VjcmV0\n" + rest},
+		"utf-16":                  {"apps/s.yaml": utf16("apiVersion: v1\nkind: Secret\n" + rest)},
+		"crlf":                    {"apps/s.yaml": strings.ReplaceAll("apiVersion: v1\nkind: Secret\n"+rest, "\n", "\r\n")},
+		"second document":         {"apps/s.yaml": "kind: ConfigMap\n--- # next\napiVersion: v1\nkind: Secret\n" + rest},
+		"non-string key":          {"apps/s.yaml": "apiVersion: v1\n? [a]\n: b\nkind: Secret\n" + rest},
+		"duplicate key, any name": {"apps/s.txt": "apiVersion: v1\nkind: Secret\nkind: Secret\n" + rest},
+		"not YAML":                {"apps/s.yaml": "apiVersion: v1\nkind: Secret\n" + rest + "x: [\n"},
+		"generator literals":      {"apps/kustomization.yaml": "secretGenerator:\n- name: s\n  literals: [password=hunter2]\n"},
+		"generator literals yml":  {"apps/kustomization.yml": "secretGenerator:\n- name: s\n  literals: [password=hunter2]\n"},
+		"generator Kustomization": {"apps/Kustomization": "secretGenerator:\n- name: s\n  literals: [password=hunter2]\n"},
+		"generator plaintext env": {
+			"apps/kustomization.yaml": "secretGenerator:\n- name: s\n  envs: [s.env]\n",
+			"apps/s.env":              "password=hunter2\n",
+		},
+		"generator plaintext file": {
+			"apps/kustomization.yaml": "secretGenerator:\n- name: s\n  files: [key=../shared/s.key]\n",
+			"shared/s.key":            "hunter2\n",
+		},
+		"generator file not published": {"apps/kustomization.yaml": "secretGenerator:\n- name: s\n  files: [missing.key]\n"},
+		"SecretGenerator object": {
+			"apps/kustomization.yaml": "generators: [gen.yaml]\n",
+			"apps/gen.yaml":           "apiVersion: builtin\nkind: SecretGenerator\nmetadata: {name: s}\nliterals: [password=hunter2]\n",
+		},
+		"inline SecretGenerator": {"apps/kustomization.yaml": "generators:\n- |\n  apiVersion: builtin\n  kind: SecretGenerator\n  metadata: {name: s}\n  literals: [password=hunter2]\n"},
+	}
+	passed := map[string]map[string]string{
+		"generator sops env": {
+			"apps/kustomization.yaml": "secretGenerator:\n- name: s\n  envs: [s.env]\n",
+			"apps/s.env":              sopsEnv,
+		},
+		"generator without secrets": {"apps/kustomization.yaml": "resources: [a.yaml]\nconfigMapGenerator:\n- name: c\n  literals: [a=b]\n"},
+		"not YAML, not a manifest":  {"apps/README.md": "# Secret\n\nkey: value: [\n"},
+		"SecretStore":               {"apps/s.yaml": "apiVersion: v1\nkind: SecretStore\n" + rest},
+		"Secret without data":       {"apps/s.yaml": "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\n"},
+	}
+	files := func(m map[string]string) []generate.File {
+		var out []generate.File
+		for p, d := range m {
+			out = append(out, generate.File{Path: p, Data: []byte(d)})
+		}
+		return out
+	}
+	for name, m := range refused {
+		t.Run("refused/"+name, func(t *testing.T) {
+			t.Parallel()
+			found, err := Plaintext(files(m))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(found) == 0 {
+				t.Fatal("let through")
+			}
+			for _, f := range found {
+				if strings.Contains(f, "hunter2") {
+					t.Fatalf("a finding quotes the secret: %s", f)
+				}
+			}
+		})
+	}
+	for name, m := range passed {
+		t.Run("passed/"+name, func(t *testing.T) {
+			t.Parallel()
+			found, err := Plaintext(files(m))
+			if err != nil || len(found) > 0 {
+				t.Fatalf("Plaintext = %v, %v; want nothing", found, err)
+			}
+		})
 	}
 }

@@ -23,8 +23,9 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"fleetgen.dev/fleetgen/pkg/generate"
 	"fleetgen.dev/fleetgen/pkg/schema"
@@ -120,29 +121,22 @@ func (s sealer) seal(files []generate.File, enc *schema.SOPS, previous func(path
 
 	errs := make([]error, len(jobs))
 	forged := make([]bool, len(jobs))
-	workers := max(1, min(s.workers, len(jobs)))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for j := range next {
-				i := jobs[j]
-				data, bad, err := s.sealFile(out[i], recipients, prevs[j], salts[j])
-				forged[j] = bad
-				if err != nil {
-					errs[j] = err
-					continue
-				}
-				out[i].Data = data
-				out[i].Secret = true
+	var g errgroup.Group
+	g.SetLimit(max(1, s.workers))
+	for j, i := range jobs {
+		g.Go(func() error {
+			data, bad, err := s.sealFile(out[i], recipients, prevs[j], salts[j])
+			forged[j] = bad
+			if err != nil {
+				errs[j] = err // all failures are reported, in file order
+				return nil
 			}
+			out[i].Data = data
+			out[i].Secret = true
+			return nil
 		})
 	}
-	for j := range jobs {
-		next <- j
-	}
-	close(next)
-	wg.Wait()
+	_ = g.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,269 @@
+package images
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+
+	"sigs.k8s.io/kustomize/api/konfig"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"fleetgen.dev/fleetgen/internal/safefs"
+	"fleetgen.dev/fleetgen/pkg/schema"
+)
+
+// MaxFileSize is the largest file a layer build reads, as for fleet.yaml: a
+// bigger one (a sparse 8 GiB file costs nothing to commit) is an input error
+// found with fstat(2), before any byte is read.
+const MaxFileSize = schema.MaxFileSize
+
+// remote reports whether kustomize would fetch s rather than read it from
+// disk, whatever is on disk under that name. It is a superset of kustomize's
+// own two tests (api v0.21, internal/loader and internal/git):
+//
+//   - FileLoader.Load fetches s over HTTP when url.Parse gives it the scheme
+//     http or https (IsRemoteFile);
+//   - FileLoader.New (resources, bases, components, generators, …) clones s
+//     with `git fetch` when git.NewRepoSpecFromURL parses it, which it does,
+//     after cutting "?query" and one "git::" prefix, for a scheme
+//     (ssh://, https://, http://, file://, any case), a user name
+//     (`x@host:repo`: ^[a-zA-Z][a-zA-Z0-9-]*@) or github.com/ or github.com:.
+//
+// A folder named "x@127.0.0.1:repo.git" exists on disk, passes a local-folder
+// check, and still makes kustomize run git: the name decides, not the disk.
+func remote(s string) bool {
+	if strings.Contains(s, "://") || strings.HasPrefix(strings.ToLower(s), "git::") {
+		return true
+	}
+	if u, err := url.Parse(s); err == nil && (u.Scheme == "http" || u.Scheme == "https") {
+		return true
+	}
+	if filepath.IsAbs(s) {
+		return false // NewRepoSpecFromURL refuses absolute paths
+	}
+	s, _, _ = strings.Cut(s, "?")
+	if gitUser.MatchString(s) {
+		return true
+	}
+	l := strings.ToLower(s)
+	return strings.HasPrefix(l, "github.com/") || strings.HasPrefix(l, "github.com:")
+}
+
+// gitUser is kustomize's user name pattern of an scp-style Git address.
+var gitUser = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9-]*@`)
+
+// execMu serialises the builds that run with noExec's environment.
+var execMu sync.Mutex
+
+// noExec empties PATH until restore is called, so that nothing a kustomize
+// build does can start a program: kustomize clones a remote base with
+// exec.LookPath("git") and has no option to turn that off. remote keeps
+// remote entries from the loader; this is the second lock on the same door.
+// fleetgen itself starts no programs (Git and SOPS are libraries), so an empty
+// PATH for the length of a build changes nothing else.
+func noExec() (restore func()) {
+	execMu.Lock()
+	old, had := os.LookupEnv("PATH")
+	_ = os.Setenv("PATH", "")
+	return func() {
+		if had {
+			_ = os.Setenv("PATH", old)
+		} else {
+			_ = os.Unsetenv("PATH")
+		}
+		execMu.Unlock()
+	}
+}
+
+// kustomizationNames are the file names kustomize reads a kustomization from.
+var kustomizationNames = konfig.RecognizedKustomizationFileNames()
+
+// guardFS is the file system a build reads through: Flux's secure file system
+// for every question about paths (it refuses anything outside root, symlinks
+// resolved), and safefs for every read, so that only regular files of at most
+// MaxFileSize bytes are read, opened without blocking (a FIFO would block
+// open(2) until a writer comes) and read through a limit (a file that grows).
+//
+// The first refusal and the first I/O failure of a build are kept: kustomize
+// wraps or swallows errors (a failed read of a resource is retried as a
+// folder), and the build must report the file, as an input error for a
+// refusal and as a runtime failure otherwise.
+type guardFS struct {
+	filesys.FileSystem
+	root string // absolute, symlinks resolved
+	sr   *safefs.Root
+
+	mu      sync.Mutex
+	refused error // first refusal: not regular, too large
+	failed  error // first I/O failure that is not the input's fault
+}
+
+func newGuardFS(inner filesys.FileSystem, root string) (*guardFS, error) {
+	sr, err := safefs.OpenRoot(root)
+	if err != nil {
+		return nil, err
+	}
+	return &guardFS{FileSystem: inner, root: root, sr: sr}, nil
+}
+
+// reset forgets the refusals and failures of the previous build.
+func (g *guardFS) reset() (refused, failed error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	refused, failed = g.refused, g.failed
+	g.refused, g.failed = nil, nil
+	return refused, failed
+}
+
+// rel returns p relative to the root, or ok false when it is not inside.
+func (g *guardFS) rel(p string) (string, bool) {
+	if !filepath.IsAbs(p) {
+		var err error
+		if p, err = filepath.Abs(p); err != nil {
+			return "", false
+		}
+	}
+	r, err := filepath.Rel(g.root, filepath.Clean(p))
+	if err != nil || !filepath.IsLocal(r) {
+		return "", false
+	}
+	return r, true
+}
+
+// ReadFile reads p through safefs, confined to the root.
+func (g *guardFS) ReadFile(p string) ([]byte, error) {
+	r, ok := g.rel(p)
+	if !ok {
+		// Outside the root: the secure file system refuses it with its own
+		// message (kustomize reports that).
+		return g.FileSystem.ReadFile(p)
+	}
+	data, err := g.sr.ReadFile(r, MaxFileSize)
+	if errors.Is(err, safefs.ErrOutside) {
+		// os.Root refuses every absolute symlink, also one that leads to a
+		// file inside the root, which the secure file system allows: read
+		// that one at its real place. Anything else outside is the secure
+		// file system's to refuse, with its own message.
+		r2, inside := g.realInside(r)
+		if !inside {
+			return g.FileSystem.ReadFile(p)
+		}
+		r = r2
+		data, err = g.sr.ReadFile(r, MaxFileSize)
+	}
+	if errors.Is(err, safefs.ErrNotRegular) && g.FileSystem.IsDir(p) {
+		// kustomize tries every resource as a file first, then as a folder.
+		return nil, err
+	}
+	if err != nil {
+		return nil, g.note(r, err)
+	}
+	return data, nil
+}
+
+// Open checks p as ReadFile does before the secure file system opens it.
+// kustomize's build does not call it; it is here so that nothing reads past
+// the guard.
+func (g *guardFS) Open(p string) (filesys.File, error) {
+	if r, ok := g.rel(p); ok {
+		if err := g.check(r); err != nil {
+			return nil, err
+		}
+	}
+	return g.FileSystem.Open(p)
+}
+
+// check checks r (relative to the root) as ReadFile would, without reading
+// it: opened without blocking inside the root, and fstat(2) says a regular
+// file of at most MaxFileSize bytes (or a folder).
+func (g *guardFS) check(r string) error {
+	err := g.sr.Check(r, MaxFileSize)
+	if errors.Is(err, safefs.ErrOutside) {
+		if r2, inside := g.realInside(r); inside {
+			r = r2
+			err = g.sr.Check(r, MaxFileSize)
+		}
+	}
+	if err != nil {
+		return g.note(r, err)
+	}
+	return nil
+}
+
+// realInside returns r's real path (every symlink resolved, without opening
+// anything) relative to the root, and whether that is inside the root.
+func (g *guardFS) realInside(r string) (string, bool) {
+	real, err := filepath.EvalSymlinks(filepath.Join(g.root, r))
+	if err != nil {
+		return "", false
+	}
+	return g.rel(real)
+}
+
+// note keeps the first refusal or failure and returns err for kustomize.
+func (g *guardFS) note(r string, err error) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case errors.Is(err, safefs.ErrNotRegular):
+		if g.refused == nil {
+			g.refused = fmt.Errorf("%s is not a regular file (a FIFO, device or socket): want a regular file", filepath.ToSlash(r))
+		}
+	case errors.Is(err, safefs.ErrTooLarge):
+		if g.refused == nil {
+			g.refused = fmt.Errorf("%s is larger than %d MiB: want a smaller file", filepath.ToSlash(r), MaxFileSize>>20)
+		}
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, safefs.ErrOutside), errors.Is(err, syscall.ENOTDIR),
+		errors.Is(err, syscall.EISDIR), errors.Is(err, syscall.ELOOP), errors.Is(err, syscall.ENAMETOOLONG):
+		// The input's doing: kustomize tries a resource as a file, then as a
+		// folder, and reports what is missing.
+	default:
+		if g.failed == nil {
+			g.failed = err // a *fs.PathError naming r
+		}
+	}
+	return err
+}
+
+// precheck refuses, before Flux's generator reads them with a file system of
+// its own, the files it would read in folder dir (absolute): its
+// kustomization file or, without one, every .yaml and .yml file below it
+// (not below a sub-folder that has a kustomization file, which kustomize
+// builds through g).
+func (g *guardFS) precheck(dir string) error {
+	for _, n := range kustomizationNames {
+		p := filepath.Join(dir, n)
+		if g.FileSystem.Exists(p) && !g.FileSystem.IsDir(p) {
+			r, _ := g.rel(p)
+			return g.check(r)
+		}
+	}
+	return g.FileSystem.Walk(dir, func(p string, info fs.FileInfo, err error) error {
+		if err != nil || p == dir {
+			return err
+		}
+		if info.IsDir() {
+			for _, n := range kustomizationNames {
+				if k := filepath.Join(p, n); g.FileSystem.Exists(k) && !g.FileSystem.IsDir(k) {
+					return filepath.SkipDir
+				}
+			}
+			return nil
+		}
+		if ext := filepath.Ext(p); ext != ".yaml" && ext != ".yml" {
+			return nil
+		}
+		r, ok := g.rel(p)
+		if !ok {
+			return nil // the secure file system refuses it
+		}
+		return g.check(r)
+	})
+}
