@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -58,29 +57,6 @@ func remote(s string) bool {
 
 // gitUser is kustomize's user name pattern of an scp-style Git address.
 var gitUser = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9-]*@`)
-
-// execMu serialises the builds that run with noExec's environment.
-var execMu sync.Mutex
-
-// noExec empties PATH until restore is called, so that nothing a kustomize
-// build does can start a program: kustomize clones a remote base with
-// exec.LookPath("git") and has no option to turn that off. remote keeps
-// remote entries from the loader; this is the second lock on the same door.
-// fleetgen itself starts no programs (Git and SOPS are libraries), so an empty
-// PATH for the length of a build changes nothing else.
-func noExec() (restore func()) {
-	execMu.Lock()
-	old, had := os.LookupEnv("PATH")
-	_ = os.Setenv("PATH", "")
-	return func() {
-		if had {
-			_ = os.Setenv("PATH", old)
-		} else {
-			_ = os.Unsetenv("PATH")
-		}
-		execMu.Unlock()
-	}
-}
 
 // kustomizationNames are the file names kustomize reads a kustomization from.
 var kustomizationNames = konfig.RecognizedKustomizationFileNames()
