@@ -88,6 +88,9 @@ type renderer struct {
 	agentImageErr *schema.FieldError          // why agentImage is nil; reported once, when an agent cluster needs it
 	layerIndex    map[string]int              // layer name → index in spec.layers
 	images        map[string]*layerPathImages // cleaned layer path → spec.images
+
+	encodeMu  sync.Mutex
+	encodeErr error // the first object that could not be encoded
 }
 
 // layerPathImages is what one cleaned layer path's images rewrite to.
@@ -208,6 +211,9 @@ func (r *renderer) render() ([]File, error) {
 		}
 	}
 	files = append(files, r.file("manager/kustomization.yaml", r.kustomizeFile(managerRes), false))
+	if r.encodeErr != nil {
+		return nil, r.encodeErr
+	}
 	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
 	// Validate rejects what would collide (duplicate cluster or group names,
 	// a cluster named like the manager); this keeps an unvalidated Fleet
@@ -272,7 +278,7 @@ func (r *renderer) cluster(i int) clusterResult {
 	for _, ly := range layers {
 		li := r.layerIndex[ly.Name]
 		expanded := schema.ExpandPath(ly.Path, c)
-		key := cleanPath(expanded)
+		key := schema.CleanPath(expanded)
 		k := r.layerKustomization(ly, c, key)
 		for _, d := range ly.DependsOn {
 			if !selected[d] {
@@ -329,12 +335,6 @@ func (r *renderer) layerKustomization(ly *schema.Layer, c *schema.Cluster, key s
 	return k
 }
 
-// cleanPath is a layer path as Options.LayerImages keys it: cleaned,
-// slash-separated, relative, no leading "./".
-func cleanPath(p string) string {
-	return strings.TrimPrefix(path.Clean("./"+strings.TrimPrefix(p, "/")), "/")
-}
-
 // managerFiles renders what the management cluster applies besides the
 // per-cluster Fleet objects: namespaces, groups, the Verrazzano admin
 // ConfigMap and its own Flux entry point.
@@ -374,7 +374,7 @@ func (r *renderer) managerFiles() []File {
 		if i > 0 {
 			ns = append(ns, "---\n"...)
 		}
-		ns = encode(ns, &namespace{
+		ns = r.encode(ns, &namespace{
 			APIVersion: "v1", Kind: "Namespace",
 			Metadata: objectMeta{Name: name, Annotations: map[string]string{pruneAnnotation: pruneDisabled}},
 		})
@@ -396,7 +396,7 @@ func (r *renderer) managerFiles() []File {
 			Metadata: objectMeta{Name: managerEntryName, Namespace: fluxNamespace},
 			Spec: kustomizationSpec{
 				Interval:   "10m",
-				Path:       "./" + cleanPath(path.Join(f.Spec.Source.Path, "manager")),
+				Path:       "./" + schema.CleanPath(path.Join(f.Spec.Source.Path, "manager")),
 				Prune:      true,
 				SourceRef:  r.sourceRef,
 				Decryption: r.decrypt,
@@ -445,7 +445,7 @@ func (r *renderer) sourceObject() []byte {
 			Spec: gitRepositorySpec{Interval: s.Interval, URL: s.URL, Ref: gitRef{Branch: s.Ref}, SecretRef: secretRef},
 		}
 	}
-	return encode([]byte(Header), obj)
+	return r.encode([]byte(Header), obj)
 }
 
 func (r *renderer) kustomizeFile(resources []string) *kustomizeFile {
@@ -461,12 +461,26 @@ var scratch = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b 
 func (r *renderer) file(p string, obj any, secret bool) File {
 	bp := scratch.Get().(*[]byte)
 	buf := append((*bp)[:0], Header...)
-	buf = encode(buf, obj)
+	buf = r.encode(buf, obj)
 	data := make([]byte, len(buf))
 	copy(data, buf)
 	*bp = buf
 	scratch.Put(bp)
 	return File{Path: p, Data: data, Secret: secret}
+}
+
+// encode is encode that records the first failure for render to return:
+// the objects are fleetgen's own types, so one is a programming error.
+func (r *renderer) encode(buf []byte, obj any) []byte {
+	out, err := encode(buf, obj)
+	if err != nil {
+		r.encodeMu.Lock()
+		if r.encodeErr == nil {
+			r.encodeErr = fmt.Errorf("render: %w", err)
+		}
+		r.encodeMu.Unlock()
+	}
+	return out
 }
 
 // sortErrors orders errors by field path (document order for equal

@@ -85,7 +85,7 @@ func (r *renderer) layerImages() map[string]*layerPathImages {
 			res.clash = append(res.clash, name)
 		}
 		sort.Strings(res.clash)
-		out[cleanPath(key)] = res
+		out[schema.CleanPath(key)] = res
 	}
 	return out
 }
@@ -149,16 +149,6 @@ func (r *renderer) layerErrors(results []clusterResult) schema.Errors {
 			fmt.Sprintf("layer %s depends on layer %s, which does not select %s: widen the selector of %s or narrow that of %s", ly.Name, k.dep, who, k.dep, ly.Name)))
 	}
 	return errs
-}
-
-// repoPath returns the repository path of a normalised reference: no host,
-// tag or digest.
-func repoPath(normalized string) string {
-	n := refName(normalized)
-	if i := strings.IndexByte(n, '/'); i >= 0 {
-		return n[i+1:]
-	}
-	return n
 }
 
 func uniq(s []string) []string {

@@ -19,6 +19,18 @@ func TestExpandPath(t *testing.T) {
 	}
 }
 
+func TestCleanPath(t *testing.T) {
+	t.Parallel()
+	for p, want := range map[string]string{
+		"./apps": "apps", "apps/": "apps", "/apps": "apps", "//apps": "apps", ".//apps/./x/": "apps/x",
+		"": ".", ".": ".", "./": ".", "/": ".", "a/../b": "b",
+	} {
+		if got := CleanPath(p); got != want {
+			t.Errorf("CleanPath(%q) = %q, want %q", p, got, want)
+		}
+	}
+}
+
 func TestSelects(t *testing.T) {
 	labels := map[string]string{"env": "prod", "region": "eu"}
 	for _, tc := range []struct {
