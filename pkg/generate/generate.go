@@ -259,8 +259,8 @@ func (r *renderer) cluster(i int) clusterResult {
 			res.errs = append(res.errs, err)
 		}
 	} else {
-		res.errs = append(res.errs, r.fieldErr(fmt.Sprintf("spec.clusters[%d].registration.mode", i),
-			fmt.Sprintf("unsupported value %q: want %s", c.Registration.Mode, modeNames())))
+		// Validate reports an unknown mode; Render takes a validated Fleet.
+		res.errs = append(res.errs, r.fieldErr(fmt.Sprintf("spec.clusters[%d].registration.mode", i), "no such registration mode (Render takes a validated Fleet)"))
 	}
 
 	// The cluster's own Flux entry point.
@@ -349,10 +349,10 @@ func (r *renderer) managerFiles() []File {
 		set[f.Spec.Manager.Namespace] = true
 	}
 	used := map[string]bool{}
-	for _, c := range f.Spec.Clusters {
-		if m, ok := modes[c.Registration.Mode]; ok {
-			set[m.namespace(f)] = true
-			used[c.Registration.Mode] = true
+	for i := range f.Spec.Clusters {
+		if m := f.Spec.Clusters[i].ModeOf(); m != nil {
+			set[m.Namespace(f)] = true
+			used[m.Name] = true
 		}
 	}
 	if len(set) == 0 {

@@ -1,0 +1,92 @@
+package schema
+
+import "strings"
+
+// Mode is one registration mode (spec.clusters[].registration.mode): the
+// fields it reads, what the fleet needs for it and where its objects go.
+// Modes is the one table of them; Default, Validate, Load, the JSON Schema,
+// pkg/generate (which renders each mode's objects, keyed by Name) and the
+// pipeline (client IDs, plaintext credentials) all read it. Adding a mode
+// (Argo CD or Sveltos cluster Secrets) is one entry here, its render
+// function in pkg/generate and its golden case.
+type Mode struct {
+	// Name is the value of registration.mode.
+	Name string
+	// Kubeconfig: registration.kubeconfig ({file: …} or {env: …}) is
+	// required, checked as a kubeconfig and rendered into a Secret: the
+	// output holds a credential, which render writes only SOPS-encrypted
+	// (spec.encryption) or with --allow-plaintext-secrets.
+	Kubeconfig bool
+	// CACert: registration.caCert ({file: …} or {value: …}, PEM) is read.
+	CACert bool
+	// Agent: the cluster's fleet-agent registers itself with a token:
+	// registration.clientID (default auto, generated once into the lock)
+	// and tokenTTL (default spec.defaults.tokenTTL, else 240h) apply, and
+	// spec.images must list the fleet-agent image its values pin.
+	Agent bool
+	// APIServerURL: spec.manager.apiServerURL is required (the agent or the
+	// managed cluster calls the manager there).
+	APIServerURL bool
+	// Namespace is the manager namespace the mode's objects live in, which
+	// manager/namespace.yaml declares.
+	Namespace func(f *Fleet) string
+}
+
+// VerrazzanoNamespace is where Verrazzano keeps its managed-cluster objects.
+const VerrazzanoNamespace = "verrazzano-mc"
+
+func fleetWorkspace(f *Fleet) string { return f.Spec.Manager.Namespace }
+
+// Modes lists every registration mode, in the order messages name them.
+var Modes = []Mode{
+	{Name: ModeAgent, Agent: true, APIServerURL: true, Namespace: fleetWorkspace},
+	{Name: ModeManager, Kubeconfig: true, Namespace: fleetWorkspace},
+	{Name: ModeCAPI, Namespace: fleetWorkspace},
+	{Name: ModeVerrazzano, CACert: true, APIServerURL: true, Namespace: func(*Fleet) string { return VerrazzanoNamespace }},
+}
+
+// LookupMode returns the mode called name, or nil.
+func LookupMode(name string) *Mode {
+	for i := range Modes {
+		if Modes[i].Name == name {
+			return &Modes[i]
+		}
+	}
+	return nil
+}
+
+// ModeOf returns c's mode, or nil when it has none that exists.
+func (c *Cluster) ModeOf() *Mode { return LookupMode(c.Registration.Mode) }
+
+// modeNames returns the names of the modes: those where keep is true, or
+// all when keep is nil.
+func modeNames(keep func(*Mode) bool) []string {
+	var names []string
+	for i := range Modes {
+		if keep == nil || keep(&Modes[i]) {
+			names = append(names, Modes[i].Name)
+		}
+	}
+	return names
+}
+
+// orList joins names as "a, b or c".
+func orList(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+// registrationFields are the registration fields besides mode, each with the
+// modes it applies to.
+var registrationFields = []struct {
+	name    string
+	set     func(*Registration) bool
+	applies func(*Mode) bool
+}{
+	{"kubeconfig", func(r *Registration) bool { return r.Kubeconfig != nil }, func(m *Mode) bool { return m.Kubeconfig }},
+	{"caCert", func(r *Registration) bool { return r.CACert != nil }, func(m *Mode) bool { return m.CACert }},
+	{"clientID", func(r *Registration) bool { return r.ClientID != "" }, func(m *Mode) bool { return m.Agent }},
+	{"tokenTTL", func(r *Registration) bool { return r.TokenTTL != "" }, func(m *Mode) bool { return m.Agent }},
+}
