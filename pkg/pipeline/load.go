@@ -26,6 +26,10 @@ type Loaded struct {
 	// Images is every image the fleet needs, found in the layer builds.
 	Images *images.Result
 
+	// allowPlaintext is Config.AllowPlaintextSecrets: the command line's
+	// leave to write credential Secrets unencrypted.
+	allowPlaintext bool
+
 	// input caches the checks that do not read the lock (the lock changes
 	// when build mirrors; fleet.yaml and the layers do not).
 	input     schema.Errors
@@ -64,7 +68,8 @@ func Load(ctx context.Context, cfg Config) (*Loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Loaded{Fleet: f, Lock: l, LockPath: filepath.Join(f.Dir, lock.FileName), LockBytes: data, Images: found}, nil
+	return &Loaded{Fleet: f, Lock: l, LockPath: filepath.Join(f.Dir, lock.FileName), LockBytes: data, Images: found,
+		allowPlaintext: cfg.AllowPlaintextSecrets}, nil
 }
 
 // rules chooses which input checks a command needs.
@@ -73,8 +78,10 @@ type rules int
 const (
 	// inputRules are the checks of fleet.yaml and the layers.
 	inputRules rules = iota
-	// allRules add the lock's: every image locked, every target on
-	// spec.registry. mirror (which writes the lock) runs only inputRules.
+	// allRules add the lock's (every image locked, every target on
+	// spec.registry) and the output's (no credential in plaintext unless
+	// allowed). mirror (which writes the lock and no Secret) runs only
+	// inputRules.
 	allRules
 )
 
@@ -90,6 +97,9 @@ func (ld *Loaded) check(r rules) error {
 	errs := append(schema.Errors(nil), ld.input...)
 	if r == allRules {
 		errs = append(errs, ld.lockErrors()...)
+		if e := ld.Fleet.PlaintextCredentials(); e != nil && !ld.allowPlaintext {
+			errs = append(errs, e)
+		}
 	}
 	return schema.Sorted(errs)
 }

@@ -1,6 +1,9 @@
 package schema
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // Mode is one registration mode (spec.clusters[].registration.mode): the
 // fields it reads, what the fleet needs for it and where its objects go.
@@ -89,4 +92,38 @@ var registrationFields = []struct {
 	{"caCert", func(r *Registration) bool { return r.CACert != nil }, func(m *Mode) bool { return m.CACert }},
 	{"clientID", func(r *Registration) bool { return r.ClientID != "" }, func(m *Mode) bool { return m.Agent }},
 	{"tokenTTL", func(r *Registration) bool { return r.TokenTTL != "" }, func(m *Mode) bool { return m.Agent }},
+}
+
+// PlaintextCredentials is the one rule about credentials in the output: a
+// cluster whose mode renders its kubeconfig (Mode.Kubeconfig) needs
+// spec.encryption.sops, which seals that Secret, unless the command line
+// allows plaintext (--allow-plaintext-secrets, which fleet.yaml cannot
+// say). It returns nil when no such cluster exists or SOPS is configured,
+// else one error at the first such cluster's kubeconfig (Validate reports a
+// spec.encryption without sops). `fleetgen validate` and render both apply it.
+func (f *Fleet) PlaintextCredentials() *FieldError {
+	if e := f.Spec.Encryption; e != nil && e.SOPS != nil {
+		return nil
+	}
+	var first = -1
+	n := 0
+	for i := range f.Spec.Clusters {
+		if m := f.Spec.Clusters[i].ModeOf(); m != nil && m.Kubeconfig {
+			if first < 0 {
+				first = i
+			}
+			n++
+		}
+	}
+	if first < 0 {
+		return nil
+	}
+	c := &f.Spec.Clusters[first]
+	who := "cluster " + c.Name + " registers"
+	if n > 1 {
+		who = fmt.Sprintf("clusters %s and %d more register", c.Name, n-1)
+	}
+	return f.Errorf(fmt.Sprintf("spec.clusters[%d].registration.kubeconfig", first),
+		"%s in mode %s, whose kubeconfig Secret would be written in plaintext because spec.encryption is not set: want spec.encryption.sops.ageRecipients (Secrets SOPS-encrypted for age, see docs/secrets.md), or pass --allow-plaintext-secrets",
+		who, c.Registration.Mode)
 }
