@@ -232,14 +232,6 @@ type clusterResult struct {
 	errs  schema.Errors
 	// uses records (layer index, cleaned path) pairs for image errors.
 	uses []layerUse
-	// deps records dependencies on layers that do not select the cluster.
-	deps []depMiss
-}
-
-type depMiss struct {
-	layer   int
-	dep     string
-	cluster string
 }
 
 type layerUse struct {
@@ -270,21 +262,11 @@ func (r *renderer) cluster(i int) clusterResult {
 		resources = append(resources, "source.yaml")
 		res.files = append(res.files, File{Path: dir + "source.yaml", Data: r.sourceDoc})
 	}
-	layers := f.SelectedLayers(c)
-	selected := make(map[string]bool, len(layers))
-	for _, ly := range layers {
-		selected[ly.Name] = true
-	}
-	for _, ly := range layers {
+	for _, ly := range f.SelectedLayers(c) {
 		li := r.layerIndex[ly.Name]
 		expanded := schema.ExpandPath(ly.Path, c)
 		key := schema.CleanPath(expanded)
 		k := r.layerKustomization(ly, c, key)
-		for _, d := range ly.DependsOn {
-			if !selected[d] {
-				res.deps = append(res.deps, depMiss{layer: li, dep: d, cluster: c.Name})
-			}
-		}
 		if img := r.images[key]; img != nil {
 			k.Spec.Images = img.entries
 			if len(img.missing) > 0 || len(img.clash) > 0 {

@@ -28,7 +28,7 @@ func (r *renderer) fleetAgentImage() (*agentImage, *schema.FieldError) {
 	}
 	img, ok := r.l.Image(n)
 	if !ok {
-		return nil, r.fieldErr(p, fmt.Sprintf("fleet-agent image %s is not in %s: run `fleetgen mirror`", ref, lock.FileName))
+		return nil, r.fieldErr(p, errUnlocked)
 	}
 	_, tag := lock.SplitRef(n)
 	if tag == "" {
@@ -90,22 +90,22 @@ func (r *renderer) layerImages() map[string]*layerPathImages {
 	return out
 }
 
-// layerErrors turns the image and dependency problems clusters ran into into
-// one error per layer, path and image (or dependency), not one per cluster.
+// errUnlocked says that l lacks an image f uses. The rule (every image
+// locked) is the pipeline's, which `fleetgen validate` and render apply
+// before Render; Render only refuses to render without it.
+const errUnlocked = "an image fleet.lock.yaml lacks (Render takes a lock that covers the fleet, as `fleetgen validate` checks): run `fleetgen mirror`"
+
+// layerErrors turns the image problems clusters ran into into one error per
+// layer and path, not one per cluster. The names of the images are not
+// quoted: they come from the layer (`fleetgen images --why` lists them).
 func (r *renderer) layerErrors(results []clusterResult) schema.Errors {
 	var errs schema.Errors
 	seen := map[layerUse]bool{}
 	type imageKey struct {
 		layer int
-		ref   string
 		clash bool
 	}
 	images := map[imageKey][]string{} // → cleaned paths
-	type depKey struct {
-		layer int
-		dep   string
-	}
-	deps := map[depKey][]string{}
 	for _, res := range results {
 		for _, u := range res.uses {
 			if seen[u] {
@@ -113,40 +113,26 @@ func (r *renderer) layerErrors(results []clusterResult) schema.Errors {
 			}
 			seen[u] = true
 			img := r.images[u.path]
-			for _, ref := range img.missing {
-				k := imageKey{u.layer, ref, false}
+			if len(img.missing) > 0 {
+				k := imageKey{u.layer, false}
 				images[k] = append(images[k], u.path)
 			}
-			for _, name := range img.clash {
-				k := imageKey{u.layer, name, true}
+			if len(img.clash) > 0 {
+				k := imageKey{u.layer, true}
 				images[k] = append(images[k], u.path)
 			}
-		}
-		for _, d := range res.deps {
-			k := depKey{d.layer, d.dep}
-			deps[k] = append(deps[k], d.cluster)
 		}
 	}
 	for k, paths := range images {
 		ly := r.f.Spec.Layers[k.layer]
 		sort.Strings(paths)
-		where := strings.Join(paths, ", ")
+		where := strings.Join(uniq(paths), ", ")
 		p := fmt.Sprintf("spec.layers[%d]", k.layer)
 		if k.clash {
-			errs = append(errs, r.fieldErr(p, fmt.Sprintf("layer %s (%s) uses image %s with different tags or digests: Flux spec.images rewrites a name one way only; use one", ly.Name, where, k.ref)))
+			errs = append(errs, r.fieldErr(p, fmt.Sprintf("layer %s (%s) uses one image name with different tags or digests: Flux spec.images rewrites a name one way only; use one (`fleetgen images --why` lists them)", ly.Name, where)))
 		} else {
-			errs = append(errs, r.fieldErr(p, fmt.Sprintf("image %s used by layer %s (%s) is not in %s: run `fleetgen mirror`", k.ref, ly.Name, where, lock.FileName)))
+			errs = append(errs, r.fieldErr(p, fmt.Sprintf("layer %s (%s) uses %s", ly.Name, where, errUnlocked)))
 		}
-	}
-	for k, clusters := range deps {
-		ly := r.f.Spec.Layers[k.layer]
-		sort.Strings(clusters)
-		who := "cluster " + clusters[0]
-		if len(clusters) > 1 {
-			who = fmt.Sprintf("clusters %s and %d more", clusters[0], len(clusters)-1)
-		}
-		errs = append(errs, r.fieldErr(fmt.Sprintf("spec.layers[%d].dependsOn", k.layer),
-			fmt.Sprintf("layer %s depends on layer %s, which does not select %s: widen the selector of %s or narrow that of %s", ly.Name, k.dep, who, k.dep, ly.Name)))
 	}
 	return errs
 }

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -169,30 +170,59 @@ func others(all []string, not string) []string {
 }
 
 // lockErrors reports images the lock lacks and lock targets that are not
-// where spec.registry says (a lock made for another registry).
+// where spec.registry says (a lock made for another registry). Neither names
+// the image nor the target: they come from a layer or the lock, which a pull
+// request may fill with anything; the field, who uses the image and the
+// file:line do (`fleetgen images --why` lists the images).
 func (ld *Loaded) lockErrors() schema.Errors {
 	f := ld.Fleet
 	targets := ld.targets()
 	var errs schema.Errors
-	var stale []string
+	type where struct{ field, who string }
+	missing := map[where]int{}
+	var order []where
+	var stale []images.Use
 	for _, u := range ld.Images.Images {
 		img, ok := ld.Lock.Image(u.Ref)
 		if !ok {
-			errs = append(errs, f.Errorf(u.Fields[0], "image %s is not in %s: run `fleetgen mirror`", u.Ref, lock.FileName))
+			w := where{u.Fields[0], whoUses(u)}
+			if missing[w] == 0 {
+				order = append(order, w)
+			}
+			missing[w]++
 			continue
 		}
 		if t, ok := targets[u.Ref]; ok && t != img.Target {
-			stale = append(stale, img.Target)
+			stale = append(stale, u)
 		}
+	}
+	for _, w := range order {
+		what := "an image that is"
+		if n := missing[w]; n > 1 {
+			what = fmt.Sprintf("%d images that are", n)
+		}
+		errs = append(errs, f.Errorf(w.field, "%s uses %s not in %s: run `fleetgen mirror`", w.who, what, lock.FileName))
 	}
 	if len(stale) > 0 {
 		r := f.Spec.Registry
-		where := r.Host
+		at := r.Host
 		if r.Prefix != "" {
-			where += "/" + r.Prefix
+			at += "/" + r.Prefix
 		}
-		errs = append(errs, f.Errorf("spec.registry", "%s was made for another registry: %d image(s) are locked at targets off %s (layout %s), e.g. %s: run `fleetgen mirror`",
-			lock.FileName, len(stale), where, r.Layout, stale[0]))
+		errs = append(errs, f.Errorf("spec.registry", "%s was made for another registry: %d image(s) are locked at targets off %s (layout %s), e.g. the one %s uses: run `fleetgen mirror`",
+			lock.FileName, len(stale), at, r.Layout, whoUses(stale[0])))
 	}
 	return errs
+}
+
+// whoUses names who asks for an image: "layer web (web/prod)",
+// "spec.images[0]", with "and N more" when several do.
+func whoUses(u images.Use) string {
+	if len(u.Why) == 0 {
+		return strings.Join(u.Fields, ", ")
+	}
+	if len(u.Why) == 1 {
+		return u.Why[0]
+	}
+	return fmt.Sprintf("%s (and %d more)", u.Why[0], len(u.Why)-1)
 }
