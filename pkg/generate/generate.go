@@ -11,6 +11,8 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"golang.org/x/sync/errgroup"
+
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/schema"
 )
@@ -157,34 +159,20 @@ func (r *renderer) render() ([]File, error) {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	if workers > len(order) {
-		workers = len(order)
-	}
-	// Workers take chunks of clusters; each result lands at its cluster's
-	// position, so the output does not depend on scheduling.
+	// Chunks of clusters, at most workers at once; each result lands at its
+	// cluster's position, so the output does not depend on scheduling.
 	const chunk = 64
-	var next int
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				mu.Lock()
-				start := next
-				next += chunk
-				mu.Unlock()
-				if start >= len(order) {
-					return
-				}
-				for k := start; k < min(start+chunk, len(order)); k++ {
-					results[k] = r.cluster(order[k])
-				}
+	var g errgroup.Group
+	g.SetLimit(workers)
+	for start := 0; start < len(order); start += chunk {
+		g.Go(func() error {
+			for k := start; k < min(start+chunk, len(order)); k++ {
+				results[k] = r.cluster(order[k])
 			}
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait() // the chunks return no error: each cluster's problems are in its result
 
 	var files []File
 	n := 16
