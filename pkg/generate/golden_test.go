@@ -87,6 +87,7 @@ func tryLoadCase(t testing.TB, name string) (*goldenCase, error) {
 }
 
 func TestGolden(t *testing.T) {
+	t.Parallel()
 	for _, name := range goldenCases(t) {
 		t.Run(name, func(t *testing.T) {
 			var files []generate.File
@@ -212,6 +213,7 @@ func successCases(t testing.TB) []*goldenCase {
 }
 
 func TestFileFormat(t *testing.T) {
+	t.Parallel()
 	for _, c := range successCases(t) {
 		files := renderCase(t, c)
 		if !sort.SliceIsSorted(files, func(i, j int) bool { return files[i].Path < files[j].Path }) {
@@ -257,6 +259,7 @@ func TestFileFormat(t *testing.T) {
 }
 
 func TestDeterministic(t *testing.T) {
+	t.Parallel()
 	for _, c := range successCases(t) {
 		t.Run(c.name, func(t *testing.T) {
 			first := renderCase(t, c)
@@ -286,6 +289,7 @@ func TestDeterministic(t *testing.T) {
 }
 
 func TestRenderDoesNotChangeInput(t *testing.T) {
+	t.Parallel()
 	c := loadCase(t, "mixed")
 	before, err := yaml.Marshal(c.fleet)
 	if err != nil {
@@ -303,6 +307,7 @@ func TestRenderDoesNotChangeInput(t *testing.T) {
 }
 
 func TestRenderEmptyFleet(t *testing.T) {
+	t.Parallel()
 	f := &schema.Fleet{
 		Metadata: schema.Metadata{Name: "empty"},
 		Spec: schema.Spec{
@@ -329,6 +334,7 @@ func TestRenderEmptyFleet(t *testing.T) {
 }
 
 func TestRenderRejectsCollisions(t *testing.T) {
+	t.Parallel()
 	f := &schema.Fleet{
 		Metadata: schema.Metadata{Name: "x"},
 		Spec: schema.Spec{

@@ -34,6 +34,7 @@ var trickyStrings = []string{
 // sigs.k8s.io/yaml (YAML 1.1, what Kubernetes tools use) and yaml.v3 (YAML
 // 1.2) read back.
 func TestEncodeMatchesSigsYAML(t *testing.T) {
+	t.Parallel()
 	for _, s := range trickyStrings {
 		v := map[string]any{
 			"key":  s,
@@ -88,6 +89,7 @@ func jsonRoundTrip(t testing.TB, v any) any {
 }
 
 func TestEncodeStructs(t *testing.T) {
+	t.Parallel()
 	type inner struct {
 		A string `json:"a,omitempty"`
 	}
@@ -127,6 +129,7 @@ z: z
 // TestObjectsDecodeStrictly proves every local struct, with every field set,
 // decodes strictly (unknown fields rejected) into its upstream Go type.
 func TestObjectsDecodeStrictly(t *testing.T) {
+	t.Parallel()
 	meta := objectMeta{Name: "n", Namespace: "ns", Labels: map[string]string{"a": "b"}, Annotations: map[string]string{"c": "d"}}
 	ref := &localObjectRef{Name: "r"}
 	tests := map[string]struct {

@@ -3,6 +3,7 @@ package schema
 import "testing"
 
 func TestExpandPath(t *testing.T) {
+	t.Parallel()
 	c := &Cluster{Name: "edge-1", Labels: map[string]string{"env": "prod", "cluster": "ignored", "topology.kubernetes.io/region": "eu"}}
 	for path, want := range map[string]string{
 		"./apps":                                 "./apps",
@@ -32,6 +33,7 @@ func TestCleanPath(t *testing.T) {
 }
 
 func TestSelects(t *testing.T) {
+	t.Parallel()
 	labels := map[string]string{"env": "prod", "region": "eu"}
 	for _, tc := range []struct {
 		name     string
