@@ -3,7 +3,6 @@ package generate_test
 import (
 	"bytes"
 	"flag"
-	"io/fs"
 	"math/rand"
 	"os"
 	"path"
@@ -15,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
 
+	"fleetgen.dev/fleetgen/internal/testenv"
 	"fleetgen.dev/fleetgen/pkg/generate"
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/schema"
@@ -121,7 +121,7 @@ func TestGolden(t *testing.T) {
 			for _, f := range files {
 				got[f.Path] = string(f.Data)
 			}
-			wantFiles := readTree(t, want)
+			wantFiles := testenv.ReadTree(t, want)
 			for p, w := range wantFiles {
 				g, ok := got[p]
 				if !ok {
@@ -165,28 +165,6 @@ func writeWant(t testing.TB, dir string, files []generate.File, renderErr error)
 			t.Fatal(err)
 		}
 	}
-}
-
-// readTree reads every file under dir, keyed by slash-separated relative path.
-func readTree(t testing.TB, dir string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		out[filepath.ToSlash(rel)] = string(b)
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("read %s: %v (run go test ./pkg/generate -update)", dir, err)
-	}
-	return out
 }
 
 // renderCase renders a golden case that must succeed.
