@@ -41,3 +41,21 @@ func TestSyntaxErrorPosition(t *testing.T) {
 		})
 	}
 }
+
+// TestSyntaxErrorLargeFile: past maxSearch no prefix is parsed again; the
+// error names the line yaml.v3 names, where the broken block began.
+func TestSyntaxErrorLargeFile(t *testing.T) {
+	t.Parallel()
+	data := append(fleetYAML(3000), "   - name: bad\n"...)
+	if len(data) <= maxSearch {
+		t.Fatalf("fixture is %d bytes: want more than %d", len(data), maxSearch)
+	}
+	_, err := Parse("fleet.yaml", data)
+	errs, ok := err.(Errors)
+	if !ok || len(errs) != 1 {
+		t.Fatalf("Parse: %v, want one syntax error", err)
+	}
+	if e := errs[0]; e.Line != 5 || e.Column != 3 || !strings.Contains(e.Msg, "(in the block that starts here)") {
+		t.Errorf("got %d:%d %s, want 5:3 in the block that starts here", e.Line, e.Column, e.Msg)
+	}
+}
