@@ -129,10 +129,46 @@ func (r *renderer) layerErrors(results []clusterResult) schema.Errors {
 		where := strings.Join(uniq(paths), ", ")
 		p := fmt.Sprintf("spec.layers[%d]", k.layer)
 		if k.clash {
-			errs = append(errs, r.fieldErr(p, fmt.Sprintf("layer %s (%s) uses one image name with different tags or digests: Flux spec.images rewrites a name one way only; use one (`fleetgen images --why` lists them)", ly.Name, where)))
+			errs = append(errs, r.fieldErr(p, clashMsg(ly.Name, where)))
 		} else {
 			errs = append(errs, r.fieldErr(p, fmt.Sprintf("layer %s (%s) uses %s", ly.Name, where, errUnlocked)))
 		}
+	}
+	return errs
+}
+
+// clashMsg is the one wording of an image name a layer uses with two tags or
+// digests; it does not quote the name, which comes from the layer.
+func clashMsg(layer, paths string) string {
+	return fmt.Sprintf("layer %s (%s) uses one image name with different tags or digests: Flux spec.images rewrites a name one way only; use one (`fleetgen images --why` lists them)", layer, paths)
+}
+
+// ImageClashes reports each layer of f whose build (layerImages, as
+// Options.LayerImages) uses one image name with tags or digests that l pins
+// to different images, which Flux's spec.images cannot rewrite: the rule
+// Render would refuse a fleet for besides an image l lacks. The pipeline
+// runs it in `fleetgen validate` and before Render.
+func ImageClashes(f *schema.Fleet, l *lock.Lock, layerImages map[string][]string) schema.Errors {
+	r := &renderer{f: f, l: l, opts: Options{LayerImages: layerImages}, layerIndex: map[string]int{}}
+	for i, ly := range f.Spec.Layers {
+		r.layerIndex[ly.Name] = i
+	}
+	r.images = r.layerImages()
+	paths := map[int][]string{}
+	for i := range f.Spec.Clusters {
+		c := &f.Spec.Clusters[i]
+		for _, ly := range f.SelectedLayers(c) {
+			key := schema.CleanPath(schema.ExpandPath(ly.Path, c))
+			if img := r.images[key]; img != nil && len(img.clash) > 0 {
+				li := r.layerIndex[ly.Name]
+				paths[li] = append(paths[li], key)
+			}
+		}
+	}
+	var errs schema.Errors
+	for li, ps := range paths {
+		sort.Strings(ps)
+		errs = append(errs, r.fieldErr(fmt.Sprintf("spec.layers[%d]", li), clashMsg(f.Spec.Layers[li].Name, strings.Join(uniq(ps), ", "))))
 	}
 	return errs
 }

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"fleetgen.dev/fleetgen/pkg/generate"
 	"fleetgen.dev/fleetgen/pkg/images"
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/mirror"
@@ -98,6 +99,7 @@ func (ld *Loaded) check(r rules) error {
 	errs := append(schema.Errors(nil), ld.input...)
 	if r == allRules {
 		errs = append(errs, ld.lockErrors()...)
+		errs = append(errs, generate.ImageClashes(ld.Fleet, ld.Lock, ld.Images.LayerImages)...)
 		if e := ld.Fleet.PlaintextCredentials(); e != nil && !ld.allowPlaintext {
 			errs = append(errs, e)
 		}
