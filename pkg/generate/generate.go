@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"golang.org/x/sync/errgroup"
 
@@ -104,12 +103,8 @@ type layerPathImages struct {
 
 func newRenderer(f *schema.Fleet, l *lock.Lock, opts Options) (*renderer, error) {
 	r := &renderer{f: f, l: l, opts: opts, layerIndex: map[string]int{}}
-	var errs schema.Errors
 	for i, ly := range f.Spec.Layers {
 		r.layerIndex[ly.Name] = i
-	}
-	if ca := f.Spec.Manager.APIServerCA; ca != nil && !validText(ca.Data) {
-		errs = append(errs, r.fieldErr("spec.manager.apiServerCA", "not a PEM text file: want PEM certificates"))
 	}
 	r.sourceDoc = r.sourceObject()
 	if s := f.Spec.Encryption; s != nil && s.SOPS != nil {
@@ -117,9 +112,6 @@ func newRenderer(f *schema.Fleet, l *lock.Lock, opts Options) (*renderer, error)
 	}
 	r.agentImage, r.agentImageErr = r.fleetAgentImage()
 	r.images = r.layerImages()
-	if len(errs) > 0 {
-		return nil, errs
-	}
 	return r, nil
 }
 
@@ -127,20 +119,6 @@ func newRenderer(f *schema.Fleet, l *lock.Lock, opts Options) (*renderer, error)
 // fleet was loaded from a file).
 func (r *renderer) fieldErr(p, msg string) *schema.FieldError {
 	return r.f.Errorf(p, "%s", msg)
-}
-
-// validText reports whether b is text a YAML file can hold unchanged:
-// UTF-8 without control characters other than newline and tab.
-func validText(b []byte) bool {
-	if !utf8.Valid(b) {
-		return false
-	}
-	for _, c := range b {
-		if c < 0x20 && c != '\n' && c != '\t' || c == 0x7f {
-			return false
-		}
-	}
-	return true
 }
 
 func (r *renderer) render() ([]File, error) {

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"filippo.io/age"
 )
@@ -249,6 +250,20 @@ func checkPEM(data []byte) string {
 	return ""
 }
 
+// yamlText reports whether b is text a YAML file can hold unchanged: UTF-8
+// without control characters other than newline and tab.
+func yamlText(b []byte) bool {
+	if !utf8.Valid(b) {
+		return false
+	}
+	for _, c := range b {
+		if c < 0x20 && c != '\n' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
 // hostPort reports why s is not HOST[:PORT] ("" if it is).
 func hostPort(s string) string {
 	if strings.Contains(s, "://") || strings.Contains(s, "/") {
@@ -357,8 +372,12 @@ func (v *validator) manager() {
 	} else if u, err := url.Parse(m.APIServerURL); err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		v.add("spec.manager.apiServerURL", "invalid API server URL %q: %s (agents only talk TLS)", m.APIServerURL, wantURL)
 	}
-	if m.APIServerCA != nil {
-		v.ref("spec.manager.apiServerCA", m.APIServerCA, formFile|formValue, true)
+	if ca := m.APIServerCA; ca != nil {
+		v.ref("spec.manager.apiServerCA", ca, formFile|formValue, true)
+		// The agents' values carry it as text, unchanged.
+		if len(ca.Data) > 0 && !yamlText(ca.Data) {
+			v.add("spec.manager.apiServerCA", "not a PEM text file (control characters or not UTF-8): want PEM certificates")
+		}
 	}
 }
 
