@@ -16,15 +16,16 @@ import (
 // does. nil, and an error for the fleet's agent clusters, when spec.images
 // lists none or the lock lacks it.
 func (r *renderer) fleetAgentImage() (*agentImage, *schema.FieldError) {
+	// Validate requires the image when an agent cluster needs it, and
+	// checks its reference; Render takes a validated Fleet.
 	i, ok := r.f.AgentImage()
 	if !ok {
-		return nil, r.fieldErr("spec.images", fmt.Sprintf("spec.images lists no fleet-agent image: add %s, which agents/<cluster>/values.yaml pins to the mirror", schema.FleetAgentImage))
+		return nil, r.fieldErr("spec.images", "no fleet-agent image (Render takes a Fleet that Validate passed)")
 	}
-	ref := r.f.Spec.Images[i]
 	p := fmt.Sprintf("spec.images[%d]", i)
-	n, err := lock.Normalize(ref)
+	n, err := lock.Normalize(r.f.Spec.Images[i])
 	if err != nil {
-		return nil, r.fieldErr(p, fmt.Sprintf("invalid image %q: %v", ref, err))
+		return nil, r.fieldErr(p, "not an image reference (Render takes a Fleet that Validate passed)")
 	}
 	img, ok := r.l.Image(n)
 	if !ok {
