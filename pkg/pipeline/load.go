@@ -148,17 +148,40 @@ func (ld *Loaded) collisions() schema.Errors {
 			continue
 		}
 		names := make([]string, 0, len(srcs))
+		quote := true // every source is spelled in fleet.yaml's spec.images
 		for s := range srcs {
 			names = append(names, s)
+			quote = quote && fromFleet(bySource[s])
 		}
 		sort.Strings(names)
 		for _, s := range names {
 			u := bySource[s]
-			errs = append(errs, ld.Fleet.Errorf(u.Fields[0], "image %s would be mirrored to %s, as would %s: want spec.registry.layout %s, or images from distinct repositories",
-				u.Ref, repo, strings.Join(others(names, s), " and "), schema.LayoutPreserveHost))
+			if quote {
+				errs = append(errs, ld.Fleet.Errorf(u.Fields[0], "image %s would be mirrored to %s, as would %s: want spec.registry.layout %s, or images from distinct repositories",
+					u.Ref, repo, strings.Join(others(names, s), " and "), schema.LayoutPreserveHost))
+				continue
+			}
+			// A layer's image: named by who uses it, not quoted.
+			var who []string
+			for _, o := range others(names, s) {
+				who = append(who, "the one "+whoUses(bySource[o])+" uses")
+			}
+			errs = append(errs, ld.Fleet.Errorf(u.Fields[0], "%s uses an image that would be mirrored to the same repository as %s: want spec.registry.layout %s, or images from distinct repositories",
+				whoUses(u), strings.Join(who, " and "), schema.LayoutPreserveHost))
 		}
 	}
 	return errs
+}
+
+// fromFleet reports whether only spec.images asks for u: its reference is
+// then fleet.yaml's own text, which a message may quote.
+func fromFleet(u images.Use) bool {
+	for _, f := range u.Fields {
+		if !strings.HasPrefix(f, "spec.images[") {
+			return false
+		}
+	}
+	return true
 }
 
 func others(all []string, not string) []string {
