@@ -148,7 +148,7 @@ func (ld *Loaded) collisions() schema.Errors {
 			continue
 		}
 		names := make([]string, 0, len(srcs))
-		quote := true // every source is spelled in fleet.yaml's spec.images
+		quote := true // every source is spelled in fleet.yaml's spec.images too
 		for s := range srcs {
 			names = append(names, s)
 			quote = quote && fromFleet(bySource[s])
@@ -173,15 +173,15 @@ func (ld *Loaded) collisions() schema.Errors {
 	return errs
 }
 
-// fromFleet reports whether only spec.images asks for u: its reference is
-// then fleet.yaml's own text, which a message may quote.
+// fromFleet reports whether spec.images asks for u: its reference is then
+// (normalised) fleet.yaml's own text, which a message may quote.
 func fromFleet(u images.Use) bool {
 	for _, f := range u.Fields {
-		if !strings.HasPrefix(f, "spec.images[") {
-			return false
+		if strings.HasPrefix(f, "spec.images[") {
+			return true
 		}
 	}
-	return true
+	return false
 }
 
 func others(all []string, not string) []string {
