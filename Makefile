@@ -59,7 +59,6 @@ e2e: e2e-tools
 FUZZTIME ?= 10s
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) ./pkg/schema
-	$(GO) test -run='^$$' -fuzz='^FuzzFastParse$$' -fuzztime=$(FUZZTIME) ./pkg/schema
 	$(GO) test -run='^$$' -fuzz='^FuzzCheckKubeconfig$$' -fuzztime=$(FUZZTIME) ./pkg/schema
 	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) ./pkg/lock
 

@@ -17,7 +17,10 @@ import (
 var version = ""
 
 func newValidate(g *globals) *cobra.Command {
-	var o struct{ file string }
+	var o struct {
+		file           string
+		allowPlaintext bool
+	}
 	cmd := &cobra.Command{
 		Use:   "validate [PATH]",
 		Short: "Check fleet.yaml and every file it refers to",
@@ -36,6 +39,7 @@ what would be valid) and writes nothing. Exit code 2 when the input is invalid.`
 			if err != nil {
 				return err
 			}
+			cfg.AllowPlaintextSecrets = o.allowPlaintext
 			return wrap(pipeline.Validate(cmd.Context(), cfg))
 		},
 	}
@@ -49,6 +53,7 @@ what would be valid) and writes nothing. Exit code 2 when the input is invalid.`
 		return pflag.NormalizedName(name)
 	})
 	_ = cmd.RegisterFlagCompletionFunc("output", completeValues(formatText, formatJSON, formatGitHub))
+	cmd.Flags().BoolVar(&o.allowPlaintext, "allow-plaintext-secrets", false, "accept kubeconfig Secrets written unencrypted when spec.encryption is not set, as render --allow-plaintext-secrets does")
 	addFile(g, cmd, &o.file)
 	return cmd
 }

@@ -233,6 +233,7 @@ func fluxProblems(f *schema.Fleet, built []map[string]any, rendered []object) []
 // is pruned and every layer reconciles. The layout fleetgen wrote before
 // source.bootstrap (a kustomization.yaml listing only its own files) loses
 // Flux's objects, as on a real cluster.
+// Not parallel: kustomize keeps global state (its OpenAPI schema).
 func TestFluxBootstrapBuild(t *testing.T) {
 	for _, c := range successCases(t) {
 		if c.fleet.Spec.Source.Bootstrap != schema.BootstrapFlux {

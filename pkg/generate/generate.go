@@ -9,7 +9,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"unicode/utf8"
+
+	"golang.org/x/sync/errgroup"
 
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/schema"
@@ -88,6 +89,9 @@ type renderer struct {
 	agentImageErr *schema.FieldError          // why agentImage is nil; reported once, when an agent cluster needs it
 	layerIndex    map[string]int              // layer name → index in spec.layers
 	images        map[string]*layerPathImages // cleaned layer path → spec.images
+
+	encodeMu  sync.Mutex
+	encodeErr error // the first object that could not be encoded
 }
 
 // layerPathImages is what one cleaned layer path's images rewrite to.
@@ -99,12 +103,8 @@ type layerPathImages struct {
 
 func newRenderer(f *schema.Fleet, l *lock.Lock, opts Options) (*renderer, error) {
 	r := &renderer{f: f, l: l, opts: opts, layerIndex: map[string]int{}}
-	var errs schema.Errors
 	for i, ly := range f.Spec.Layers {
 		r.layerIndex[ly.Name] = i
-	}
-	if ca := f.Spec.Manager.APIServerCA; ca != nil && !validText(ca.Data) {
-		errs = append(errs, r.fieldErr("spec.manager.apiServerCA", "not a PEM text file: want PEM certificates"))
 	}
 	r.sourceDoc = r.sourceObject()
 	if s := f.Spec.Encryption; s != nil && s.SOPS != nil {
@@ -112,9 +112,6 @@ func newRenderer(f *schema.Fleet, l *lock.Lock, opts Options) (*renderer, error)
 	}
 	r.agentImage, r.agentImageErr = r.fleetAgentImage()
 	r.images = r.layerImages()
-	if len(errs) > 0 {
-		return nil, errs
-	}
 	return r, nil
 }
 
@@ -122,20 +119,6 @@ func newRenderer(f *schema.Fleet, l *lock.Lock, opts Options) (*renderer, error)
 // fleet was loaded from a file).
 func (r *renderer) fieldErr(p, msg string) *schema.FieldError {
 	return r.f.Errorf(p, "%s", msg)
-}
-
-// validText reports whether b is text a YAML file can hold unchanged:
-// UTF-8 without control characters other than newline and tab.
-func validText(b []byte) bool {
-	if !utf8.Valid(b) {
-		return false
-	}
-	for _, c := range b {
-		if c < 0x20 && c != '\n' && c != '\t' || c == 0x7f {
-			return false
-		}
-	}
-	return true
 }
 
 func (r *renderer) render() ([]File, error) {
@@ -154,34 +137,20 @@ func (r *renderer) render() ([]File, error) {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	if workers > len(order) {
-		workers = len(order)
-	}
-	// Workers take chunks of clusters; each result lands at its cluster's
-	// position, so the output does not depend on scheduling.
+	// Chunks of clusters, at most workers at once; each result lands at its
+	// cluster's position, so the output does not depend on scheduling.
 	const chunk = 64
-	var next int
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				mu.Lock()
-				start := next
-				next += chunk
-				mu.Unlock()
-				if start >= len(order) {
-					return
-				}
-				for k := start; k < min(start+chunk, len(order)); k++ {
-					results[k] = r.cluster(order[k])
-				}
+	var g errgroup.Group
+	g.SetLimit(workers)
+	for start := 0; start < len(order); start += chunk {
+		g.Go(func() error {
+			for k := start; k < min(start+chunk, len(order)); k++ {
+				results[k] = r.cluster(order[k])
 			}
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait() // the chunks return no error: each cluster's problems are in its result
 
 	var files []File
 	n := 16
@@ -208,6 +177,9 @@ func (r *renderer) render() ([]File, error) {
 		}
 	}
 	files = append(files, r.file("manager/kustomization.yaml", r.kustomizeFile(managerRes), false))
+	if r.encodeErr != nil {
+		return nil, r.encodeErr
+	}
 	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
 	// Validate rejects what would collide (duplicate cluster or group names,
 	// a cluster named like the manager); this keeps an unvalidated Fleet
@@ -226,14 +198,6 @@ type clusterResult struct {
 	errs  schema.Errors
 	// uses records (layer index, cleaned path) pairs for image errors.
 	uses []layerUse
-	// deps records dependencies on layers that do not select the cluster.
-	deps []depMiss
-}
-
-type depMiss struct {
-	layer   int
-	dep     string
-	cluster string
 }
 
 type layerUse struct {
@@ -253,8 +217,8 @@ func (r *renderer) cluster(i int) clusterResult {
 			res.errs = append(res.errs, err)
 		}
 	} else {
-		res.errs = append(res.errs, r.fieldErr(fmt.Sprintf("spec.clusters[%d].registration.mode", i),
-			fmt.Sprintf("unsupported value %q: want %s", c.Registration.Mode, modeNames())))
+		// Validate reports an unknown mode; Render takes a validated Fleet.
+		res.errs = append(res.errs, r.fieldErr(fmt.Sprintf("spec.clusters[%d].registration.mode", i), "no such registration mode (Render takes a validated Fleet)"))
 	}
 
 	// The cluster's own Flux entry point.
@@ -264,21 +228,11 @@ func (r *renderer) cluster(i int) clusterResult {
 		resources = append(resources, "source.yaml")
 		res.files = append(res.files, File{Path: dir + "source.yaml", Data: r.sourceDoc})
 	}
-	layers := f.SelectedLayers(c)
-	selected := make(map[string]bool, len(layers))
-	for _, ly := range layers {
-		selected[ly.Name] = true
-	}
-	for _, ly := range layers {
+	for _, ly := range f.SelectedLayers(c) {
 		li := r.layerIndex[ly.Name]
 		expanded := schema.ExpandPath(ly.Path, c)
-		key := cleanPath(expanded)
+		key := schema.CleanPath(expanded)
 		k := r.layerKustomization(ly, c, key)
-		for _, d := range ly.DependsOn {
-			if !selected[d] {
-				res.deps = append(res.deps, depMiss{layer: li, dep: d, cluster: c.Name})
-			}
-		}
 		if img := r.images[key]; img != nil {
 			k.Spec.Images = img.entries
 			if len(img.missing) > 0 || len(img.clash) > 0 {
@@ -329,12 +283,6 @@ func (r *renderer) layerKustomization(ly *schema.Layer, c *schema.Cluster, key s
 	return k
 }
 
-// cleanPath is a layer path as Options.LayerImages keys it: cleaned,
-// slash-separated, relative, no leading "./".
-func cleanPath(p string) string {
-	return strings.TrimPrefix(path.Clean("./"+strings.TrimPrefix(p, "/")), "/")
-}
-
 // managerFiles renders what the management cluster applies besides the
 // per-cluster Fleet objects: namespaces, groups, the Verrazzano admin
 // ConfigMap and its own Flux entry point.
@@ -349,10 +297,10 @@ func (r *renderer) managerFiles() []File {
 		set[f.Spec.Manager.Namespace] = true
 	}
 	used := map[string]bool{}
-	for _, c := range f.Spec.Clusters {
-		if m, ok := modes[c.Registration.Mode]; ok {
-			set[m.namespace(f)] = true
-			used[c.Registration.Mode] = true
+	for i := range f.Spec.Clusters {
+		if m := f.Spec.Clusters[i].ModeOf(); m != nil {
+			set[m.Namespace(f)] = true
+			used[m.Name] = true
 		}
 	}
 	if len(set) == 0 {
@@ -374,7 +322,7 @@ func (r *renderer) managerFiles() []File {
 		if i > 0 {
 			ns = append(ns, "---\n"...)
 		}
-		ns = encode(ns, &namespace{
+		ns = r.encode(ns, &namespace{
 			APIVersion: "v1", Kind: "Namespace",
 			Metadata: objectMeta{Name: name, Annotations: map[string]string{pruneAnnotation: pruneDisabled}},
 		})
@@ -396,7 +344,7 @@ func (r *renderer) managerFiles() []File {
 			Metadata: objectMeta{Name: managerEntryName, Namespace: fluxNamespace},
 			Spec: kustomizationSpec{
 				Interval:   "10m",
-				Path:       "./" + cleanPath(path.Join(f.Spec.Source.Path, "manager")),
+				Path:       "./" + schema.CleanPath(path.Join(f.Spec.Source.Path, "manager")),
 				Prune:      true,
 				SourceRef:  r.sourceRef,
 				Decryption: r.decrypt,
@@ -445,7 +393,7 @@ func (r *renderer) sourceObject() []byte {
 			Spec: gitRepositorySpec{Interval: s.Interval, URL: s.URL, Ref: gitRef{Branch: s.Ref}, SecretRef: secretRef},
 		}
 	}
-	return encode([]byte(Header), obj)
+	return r.encode([]byte(Header), obj)
 }
 
 func (r *renderer) kustomizeFile(resources []string) *kustomizeFile {
@@ -461,12 +409,26 @@ var scratch = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b 
 func (r *renderer) file(p string, obj any, secret bool) File {
 	bp := scratch.Get().(*[]byte)
 	buf := append((*bp)[:0], Header...)
-	buf = encode(buf, obj)
+	buf = r.encode(buf, obj)
 	data := make([]byte, len(buf))
 	copy(data, buf)
 	*bp = buf
 	scratch.Put(bp)
 	return File{Path: p, Data: data, Secret: secret}
+}
+
+// encode is encode that records the first failure for render to return:
+// the objects are fleetgen's own types, so one is a programming error.
+func (r *renderer) encode(buf []byte, obj any) []byte {
+	out, err := encode(buf, obj)
+	if err != nil {
+		r.encodeMu.Lock()
+		if r.encodeErr == nil {
+			r.encodeErr = fmt.Errorf("render: %w", err)
+		}
+		r.encodeMu.Unlock()
+	}
+	return out
 }
 
 // sortErrors orders errors by field path (document order for equal

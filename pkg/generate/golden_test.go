@@ -3,7 +3,6 @@ package generate_test
 import (
 	"bytes"
 	"flag"
-	"io/fs"
 	"math/rand"
 	"os"
 	"path"
@@ -15,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
 
+	"fleetgen.dev/fleetgen/internal/testenv"
 	"fleetgen.dev/fleetgen/pkg/generate"
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/schema"
@@ -87,6 +87,7 @@ func tryLoadCase(t testing.TB, name string) (*goldenCase, error) {
 }
 
 func TestGolden(t *testing.T) {
+	t.Parallel()
 	for _, name := range goldenCases(t) {
 		t.Run(name, func(t *testing.T) {
 			var files []generate.File
@@ -120,7 +121,7 @@ func TestGolden(t *testing.T) {
 			for _, f := range files {
 				got[f.Path] = string(f.Data)
 			}
-			wantFiles := readTree(t, want)
+			wantFiles := testenv.ReadTree(t, want)
 			for p, w := range wantFiles {
 				g, ok := got[p]
 				if !ok {
@@ -166,28 +167,6 @@ func writeWant(t testing.TB, dir string, files []generate.File, renderErr error)
 	}
 }
 
-// readTree reads every file under dir, keyed by slash-separated relative path.
-func readTree(t testing.TB, dir string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		out[filepath.ToSlash(rel)] = string(b)
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("read %s: %v (run go test ./pkg/generate -update)", dir, err)
-	}
-	return out
-}
-
 // renderCase renders a golden case that must succeed.
 func renderCase(t testing.TB, c *goldenCase) []generate.File {
 	t.Helper()
@@ -212,6 +191,7 @@ func successCases(t testing.TB) []*goldenCase {
 }
 
 func TestFileFormat(t *testing.T) {
+	t.Parallel()
 	for _, c := range successCases(t) {
 		files := renderCase(t, c)
 		if !sort.SliceIsSorted(files, func(i, j int) bool { return files[i].Path < files[j].Path }) {
@@ -257,6 +237,7 @@ func TestFileFormat(t *testing.T) {
 }
 
 func TestDeterministic(t *testing.T) {
+	t.Parallel()
 	for _, c := range successCases(t) {
 		t.Run(c.name, func(t *testing.T) {
 			first := renderCase(t, c)
@@ -286,6 +267,7 @@ func TestDeterministic(t *testing.T) {
 }
 
 func TestRenderDoesNotChangeInput(t *testing.T) {
+	t.Parallel()
 	c := loadCase(t, "mixed")
 	before, err := yaml.Marshal(c.fleet)
 	if err != nil {
@@ -303,6 +285,7 @@ func TestRenderDoesNotChangeInput(t *testing.T) {
 }
 
 func TestRenderEmptyFleet(t *testing.T) {
+	t.Parallel()
 	f := &schema.Fleet{
 		Metadata: schema.Metadata{Name: "empty"},
 		Spec: schema.Spec{
@@ -329,6 +312,7 @@ func TestRenderEmptyFleet(t *testing.T) {
 }
 
 func TestRenderRejectsCollisions(t *testing.T) {
+	t.Parallel()
 	f := &schema.Fleet{
 		Metadata: schema.Metadata{Name: "x"},
 		Spec: schema.Spec{

@@ -16,19 +16,20 @@ import (
 // does. nil, and an error for the fleet's agent clusters, when spec.images
 // lists none or the lock lacks it.
 func (r *renderer) fleetAgentImage() (*agentImage, *schema.FieldError) {
+	// Validate requires the image when an agent cluster needs it, and
+	// checks its reference; Render takes a validated Fleet.
 	i, ok := r.f.AgentImage()
 	if !ok {
-		return nil, r.fieldErr("spec.images", fmt.Sprintf("spec.images lists no fleet-agent image: add %s, which agents/<cluster>/values.yaml pins to the mirror", schema.FleetAgentImage))
+		return nil, r.fieldErr("spec.images", "no fleet-agent image (Render takes a Fleet that Validate passed)")
 	}
-	ref := r.f.Spec.Images[i]
 	p := fmt.Sprintf("spec.images[%d]", i)
-	n, err := lock.Normalize(ref)
+	n, err := lock.Normalize(r.f.Spec.Images[i])
 	if err != nil {
-		return nil, r.fieldErr(p, fmt.Sprintf("invalid image %q: %v", ref, err))
+		return nil, r.fieldErr(p, "not an image reference (Render takes a Fleet that Validate passed)")
 	}
 	img, ok := r.l.Image(n)
 	if !ok {
-		return nil, r.fieldErr(p, fmt.Sprintf("fleet-agent image %s is not in %s: run `fleetgen mirror`", ref, lock.FileName))
+		return nil, r.fieldErr(p, errUnlocked)
 	}
 	_, tag := lock.SplitRef(n)
 	if tag == "" {
@@ -85,27 +86,27 @@ func (r *renderer) layerImages() map[string]*layerPathImages {
 			res.clash = append(res.clash, name)
 		}
 		sort.Strings(res.clash)
-		out[cleanPath(key)] = res
+		out[schema.CleanPath(key)] = res
 	}
 	return out
 }
 
-// layerErrors turns the image and dependency problems clusters ran into into
-// one error per layer, path and image (or dependency), not one per cluster.
+// errUnlocked says that l lacks an image f uses. The rule (every image
+// locked) is the pipeline's, which `fleetgen validate` and render apply
+// before Render; Render only refuses to render without it.
+const errUnlocked = "an image fleet.lock.yaml lacks (Render takes a lock that covers the fleet, as `fleetgen validate` checks): run `fleetgen mirror`"
+
+// layerErrors turns the image problems clusters ran into into one error per
+// layer and path, not one per cluster. The names of the images are not
+// quoted: they come from the layer (`fleetgen images --why` lists them).
 func (r *renderer) layerErrors(results []clusterResult) schema.Errors {
 	var errs schema.Errors
 	seen := map[layerUse]bool{}
 	type imageKey struct {
 		layer int
-		ref   string
 		clash bool
 	}
 	images := map[imageKey][]string{} // → cleaned paths
-	type depKey struct {
-		layer int
-		dep   string
-	}
-	deps := map[depKey][]string{}
 	for _, res := range results {
 		for _, u := range res.uses {
 			if seen[u] {
@@ -113,52 +114,64 @@ func (r *renderer) layerErrors(results []clusterResult) schema.Errors {
 			}
 			seen[u] = true
 			img := r.images[u.path]
-			for _, ref := range img.missing {
-				k := imageKey{u.layer, ref, false}
+			if len(img.missing) > 0 {
+				k := imageKey{u.layer, false}
 				images[k] = append(images[k], u.path)
 			}
-			for _, name := range img.clash {
-				k := imageKey{u.layer, name, true}
+			if len(img.clash) > 0 {
+				k := imageKey{u.layer, true}
 				images[k] = append(images[k], u.path)
 			}
-		}
-		for _, d := range res.deps {
-			k := depKey{d.layer, d.dep}
-			deps[k] = append(deps[k], d.cluster)
 		}
 	}
 	for k, paths := range images {
 		ly := r.f.Spec.Layers[k.layer]
 		sort.Strings(paths)
-		where := strings.Join(paths, ", ")
+		where := strings.Join(uniq(paths), ", ")
 		p := fmt.Sprintf("spec.layers[%d]", k.layer)
 		if k.clash {
-			errs = append(errs, r.fieldErr(p, fmt.Sprintf("layer %s (%s) uses image %s with different tags or digests: Flux spec.images rewrites a name one way only; use one", ly.Name, where, k.ref)))
+			errs = append(errs, r.fieldErr(p, clashMsg(ly.Name, where)))
 		} else {
-			errs = append(errs, r.fieldErr(p, fmt.Sprintf("image %s used by layer %s (%s) is not in %s: run `fleetgen mirror`", k.ref, ly.Name, where, lock.FileName)))
+			errs = append(errs, r.fieldErr(p, fmt.Sprintf("layer %s (%s) uses %s", ly.Name, where, errUnlocked)))
 		}
-	}
-	for k, clusters := range deps {
-		ly := r.f.Spec.Layers[k.layer]
-		sort.Strings(clusters)
-		who := "cluster " + clusters[0]
-		if len(clusters) > 1 {
-			who = fmt.Sprintf("clusters %s and %d more", clusters[0], len(clusters)-1)
-		}
-		errs = append(errs, r.fieldErr(fmt.Sprintf("spec.layers[%d].dependsOn", k.layer),
-			fmt.Sprintf("layer %s depends on layer %s, which does not select %s: widen the selector of %s or narrow that of %s", ly.Name, k.dep, who, k.dep, ly.Name)))
 	}
 	return errs
 }
 
-// repoPath returns the repository path of a normalised reference: no host,
-// tag or digest.
-func repoPath(normalized string) string {
-	n := refName(normalized)
-	if i := strings.IndexByte(n, '/'); i >= 0 {
-		return n[i+1:]
+// clashMsg is the one wording of an image name a layer uses with two tags or
+// digests; it does not quote the name, which comes from the layer.
+func clashMsg(layer, paths string) string {
+	return fmt.Sprintf("layer %s (%s) uses one image name with different tags or digests: Flux spec.images rewrites a name one way only; use one (`fleetgen images --why` lists them)", layer, paths)
+}
+
+// ImageClashes reports each layer of f whose build (layerImages, as
+// Options.LayerImages) uses one image name with tags or digests that l pins
+// to different images, which Flux's spec.images cannot rewrite: the rule
+// Render would refuse a fleet for besides an image l lacks. The pipeline
+// runs it in `fleetgen validate` and before Render.
+func ImageClashes(f *schema.Fleet, l *lock.Lock, layerImages map[string][]string) schema.Errors {
+	r := &renderer{f: f, l: l, opts: Options{LayerImages: layerImages}, layerIndex: map[string]int{}}
+	for i, ly := range f.Spec.Layers {
+		r.layerIndex[ly.Name] = i
 	}
-	return n
+	r.images = r.layerImages()
+	paths := map[int][]string{}
+	for i := range f.Spec.Clusters {
+		c := &f.Spec.Clusters[i]
+		for _, ly := range f.SelectedLayers(c) {
+			key := schema.CleanPath(schema.ExpandPath(ly.Path, c))
+			if img := r.images[key]; img != nil && len(img.clash) > 0 {
+				li := r.layerIndex[ly.Name]
+				paths[li] = append(paths[li], key)
+			}
+		}
+	}
+	var errs schema.Errors
+	for li, ps := range paths {
+		sort.Strings(ps)
+		errs = append(errs, r.fieldErr(fmt.Sprintf("spec.layers[%d]", li), clashMsg(f.Spec.Layers[li].Name, strings.Join(uniq(ps), ", "))))
+	}
+	return errs
 }
 
 func uniq(s []string) []string {

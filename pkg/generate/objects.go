@@ -16,11 +16,10 @@ const (
 	verrazzanoAPIVersion = "clusters.verrazzano.io/v1alpha1"
 	kustomizeConfigAPI   = "kustomize.config.k8s.io/v1beta1"
 
-	fluxNamespace       = "flux-system"
-	fluxSystem          = "flux-system" // the source `flux bootstrap` makes
-	verrazzanoNamespace = "verrazzano-mc"
-	adminConfigMapName  = "verrazzano-admin-cluster"
-	managerEntryName    = "manager"
+	fluxNamespace      = "flux-system"
+	fluxSystem         = "flux-system" // the source `flux bootstrap` makes
+	adminConfigMapName = "verrazzano-admin-cluster"
+	managerEntryName   = "manager"
 
 	// pruneDisabled keeps Flux from ever deleting a namespace fleetgen
 	// declares (fleet-default holds objects fleetgen does not own).

@@ -3,47 +3,28 @@ package generate
 import (
 	"encoding/base64"
 	"fmt"
-	"sort"
-	"strings"
 
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
-// mode is everything one registration mode contributes to the output: the
-// objects it renders for a cluster, the manager namespace they go in, and
-// files it needs once however many clusters use it. Adding a mode (Argo CD
-// or Sveltos cluster Secrets) is one entry in modes plus its golden case.
+// mode is what one registration mode of schema.Modes renders: the objects
+// for a cluster, and the files it needs once however many clusters use it.
+// Its fields, checks, defaults and namespace are schema.Modes'.
 type mode struct {
 	// render returns the cluster's files; the error is an input problem.
 	render func(r *renderer, i int, c *schema.Cluster) ([]File, *schema.FieldError)
-	// namespace is the manager namespace the mode's objects live in.
-	namespace func(f *schema.Fleet) string
 	// shared renders files the mode needs once per fleet; nil for none.
 	shared func(r *renderer) []File
 }
 
-// modes is the one table of registration modes, keyed by
-// spec.clusters[].registration.mode.
+// modes renders each entry of schema.Modes, keyed by its name.
 var modes = map[string]mode{
-	schema.ModeAgent:      {render: (*renderer).agent, namespace: fleetWorkspace},
-	schema.ModeManager:    {render: (*renderer).manager, namespace: fleetWorkspace},
-	schema.ModeCAPI:       {render: (*renderer).capi, namespace: fleetWorkspace},
-	schema.ModeVerrazzano: {render: (*renderer).verrazzano, namespace: verrazzanoMC, shared: (*renderer).verrazzanoAdmin},
+	schema.ModeAgent:      {render: (*renderer).agent},
+	schema.ModeManager:    {render: (*renderer).manager},
+	schema.ModeCAPI:       {render: (*renderer).capi},
+	schema.ModeVerrazzano: {render: (*renderer).verrazzano, shared: (*renderer).verrazzanoAdmin},
 }
-
-// modeNames lists the modes for messages: "agent, capi, manager or verrazzano".
-func modeNames() string {
-	names := make([]string, 0, len(modes))
-	for m := range modes {
-		names = append(names, m)
-	}
-	sort.Strings(names)
-	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
-}
-
-func fleetWorkspace(f *schema.Fleet) string { return f.Spec.Manager.Namespace }
-func verrazzanoMC(*schema.Fleet) string     { return verrazzanoNamespace }
 
 func fleetDir(c *schema.Cluster) string { return "manager/fleet/" + c.Name + "/" }
 
@@ -136,13 +117,13 @@ func (r *renderer) verrazzano(_ int, c *schema.Cluster) ([]File, *schema.FieldEr
 	return []File{
 		r.file(dir+"vmc.yaml", &managedCluster{
 			APIVersion: verrazzanoAPIVersion, Kind: "VerrazzanoManagedCluster",
-			Metadata: objectMeta{Name: c.Name, Namespace: verrazzanoNamespace},
+			Metadata: objectMeta{Name: c.Name, Namespace: schema.VerrazzanoNamespace},
 			Spec:     managedClusterSpec{CASecret: caName},
 		}, false),
 		// A CA certificate is public: this Secret is not a credential.
 		r.file(dir+"ca-secret.yaml", &secret{
 			APIVersion: "v1", Kind: "Secret",
-			Metadata: objectMeta{Name: caName, Namespace: verrazzanoNamespace},
+			Metadata: objectMeta{Name: caName, Namespace: schema.VerrazzanoNamespace},
 			Data:     map[string]string{"cacrt": base64.StdEncoding.EncodeToString(ca)},
 		}, false),
 	}, nil
@@ -153,7 +134,7 @@ func (r *renderer) verrazzano(_ int, c *schema.Cluster) ([]File, *schema.FieldEr
 func (r *renderer) verrazzanoAdmin() []File {
 	return []File{r.file("manager/verrazzano/admin-cluster.yaml", &configMap{
 		APIVersion: "v1", Kind: "ConfigMap",
-		Metadata: objectMeta{Name: adminConfigMapName, Namespace: verrazzanoNamespace},
+		Metadata: objectMeta{Name: adminConfigMapName, Namespace: schema.VerrazzanoNamespace},
 		Data:     map[string]string{"server": r.f.Spec.Manager.APIServerURL},
 	}, false)}
 }

@@ -79,6 +79,7 @@ func checkObject(t testing.TB, name string, doc []byte) {
 }
 
 func TestRenderedObjectsValidate(t *testing.T) {
+	t.Parallel()
 	for _, c := range successCases(t) {
 		t.Run(c.name, func(t *testing.T) {
 			kinds := map[string]bool{}
@@ -116,6 +117,7 @@ func TestRenderedObjectsValidate(t *testing.T) {
 // appears in one of them and decodes strictly (above). Here we make sure
 // those cases do exercise every optional field.
 func TestGoldenCoversEveryField(t *testing.T) {
+	t.Parallel()
 	var all strings.Builder
 	for _, name := range []string{"mixed", "oci-source", "agent", "bootstrap-none", "bootstrap-none-oci"} {
 		for _, f := range renderCase(t, loadCase(t, name)) {
@@ -136,6 +138,7 @@ func TestGoldenCoversEveryField(t *testing.T) {
 	}
 }
 
+// Not parallel: kustomize keeps global state (its OpenAPI schema).
 func TestKustomizeBuild(t *testing.T) {
 	for _, c := range successCases(t) {
 		t.Run(c.name, func(t *testing.T) {
@@ -181,6 +184,7 @@ func TestKustomizeBuild(t *testing.T) {
 }
 
 func TestManagerEntryPoint(t *testing.T) {
+	t.Parallel()
 	c := loadCase(t, "mixed")
 	var manager *kustomizev1.Kustomization
 	for _, f := range renderCase(t, c) {
@@ -206,6 +210,7 @@ var _ = generate.Header
 
 // TestSyntheticFleetValidates runs the same checks over a synthetic fleet:
 // many clusters of every mode, groups, two layers, image rewrites.
+// Not parallel: kustomize keeps global state (its OpenAPI schema).
 func TestSyntheticFleetValidates(t *testing.T) {
 	f := synthetic.Fleet(40)
 	files, err := generate.Render(f, synthetic.Lock(f), generate.Options{LayerImages: synthetic.LayerImages(f)})

@@ -19,11 +19,11 @@ import (
 //
 // Supported: structs (exported fields with json tags; a struct field tagged
 // omitempty is left out when all of its own fields would be), pointers,
-// map[string]T, slices, string, bool and ints. Anything else panics: the
+// map[string]T, slices, string, bool and ints. Anything else is an error: the
 // types are fleetgen's own, so that is a programming error caught by tests.
 
 // encode appends the YAML document for v to buf.
-func encode(buf []byte, v any) []byte {
+func encode(buf []byte, v any) ([]byte, error) {
 	e := encoder{buf: buf}
 	rv := reflect.ValueOf(v)
 	for rv.Kind() == reflect.Pointer {
@@ -37,13 +37,24 @@ func encode(buf []byte, v any) []byte {
 			e.mapping(rv, 0, false)
 		}
 	default:
-		panic(fmt.Sprintf("generate: encode %T: want a struct or map", v))
+		return buf, fmt.Errorf("encode %T: want a struct or map", v)
 	}
-	return e.buf
+	if e.err != nil {
+		return buf, e.err
+	}
+	return e.buf, nil
 }
 
 type encoder struct {
 	buf []byte
+	err error // the first value that could not be encoded
+}
+
+// fail records the first value the encoder cannot write.
+func (e *encoder) fail(format string, args ...any) {
+	if e.err == nil {
+		e.err = fmt.Errorf("encode: "+format, args...)
+	}
 }
 
 type fieldInfo struct {
@@ -102,7 +113,7 @@ func isEmpty(v reflect.Value) bool {
 		}
 		return true
 	}
-	panic(fmt.Sprintf("generate: encode: unsupported kind %s", v.Kind()))
+	return false // scalar reports the unsupported kind
 }
 
 func (e *encoder) indent(n int) {
@@ -226,7 +237,7 @@ func (e *encoder) sequence(v reflect.Value, n int) {
 			}
 			e.mapping(item, n+2, true)
 		case reflect.Slice:
-			panic("generate: encode: nested sequences are not supported")
+			e.fail("nested sequences are not supported")
 		case reflect.String:
 			e.scalarString(item.String())
 			e.buf = append(e.buf, '\n')
@@ -246,7 +257,7 @@ func (e *encoder) scalar(v reflect.Value) {
 	case reflect.String:
 		e.scalarString(v.String())
 	default:
-		panic(fmt.Sprintf("generate: encode: unsupported kind %s", v.Kind()))
+		e.fail("unsupported kind %s", v.Kind())
 	}
 }
 

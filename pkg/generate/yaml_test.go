@@ -34,6 +34,7 @@ var trickyStrings = []string{
 // sigs.k8s.io/yaml (YAML 1.1, what Kubernetes tools use) and yaml.v3 (YAML
 // 1.2) read back.
 func TestEncodeMatchesSigsYAML(t *testing.T) {
+	t.Parallel()
 	for _, s := range trickyStrings {
 		v := map[string]any{
 			"key":  s,
@@ -47,7 +48,10 @@ func TestEncodeMatchesSigsYAML(t *testing.T) {
 		if s == "" {
 			delete(v, "")
 		}
-		data := encode(nil, v)
+		data, err := encode(nil, v)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if strings.Contains(s, "\xff") {
 			continue // not valid UTF-8: readers replace it; only check no panic
 		}
@@ -85,6 +89,7 @@ func jsonRoundTrip(t testing.TB, v any) any {
 }
 
 func TestEncodeStructs(t *testing.T) {
+	t.Parallel()
 	type inner struct {
 		A string `json:"a,omitempty"`
 	}
@@ -100,7 +105,11 @@ func TestEncodeStructs(t *testing.T) {
 		L     []inner           `json:"l"`
 		Skip  string            `json:"-"`
 	}
-	got := string(encode(nil, &outer{Z: "z", B: false, N: 3, P: &inner{A: "x"}, L: []inner{{A: "1"}, {}}, Skip: "no"}))
+	data, err := encode(nil, &outer{Z: "z", B: false, N: 3, P: &inner{A: "x"}, L: []inner{{A: "1"}, {}}, Skip: "no"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(data)
 	want := `b: false
 kept: {}
 l:
@@ -120,6 +129,7 @@ z: z
 // TestObjectsDecodeStrictly proves every local struct, with every field set,
 // decodes strictly (unknown fields rejected) into its upstream Go type.
 func TestObjectsDecodeStrictly(t *testing.T) {
+	t.Parallel()
 	meta := objectMeta{Name: "n", Namespace: "ns", Labels: map[string]string{"a": "b"}, Annotations: map[string]string{"c": "d"}}
 	ref := &localObjectRef{Name: "r"}
 	tests := map[string]struct {
@@ -146,7 +156,10 @@ func TestObjectsDecodeStrictly(t *testing.T) {
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
-			data := encode(nil, tt.local)
+			data, err := encode(nil, tt.local)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if err := yaml.UnmarshalStrict(data, tt.upstream); err != nil {
 				t.Fatalf("strict decode into %T: %v\n%s", tt.upstream, err, data)
 			}
@@ -181,4 +194,28 @@ func missingPaths(a, b map[string]any, prefix string) []string {
 		}
 	}
 	return out
+}
+
+// TestEncodeUnsupported: a type the encoder cannot write is an error, not a
+// panic.
+func TestEncodeUnsupported(t *testing.T) {
+	t.Parallel()
+	type floats struct {
+		F float64 `json:"f"`
+	}
+	type nested struct {
+		L [][]string `json:"l"`
+	}
+	for name, v := range map[string]any{
+		"float":            &floats{F: 1.5},
+		"nested sequences": &nested{L: [][]string{{"a"}}},
+		"not a mapping":    "text",
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			if _, err := encode(nil, v); err == nil {
+				t.Fatal("encode: no error")
+			}
+		})
+	}
 }

@@ -7,8 +7,6 @@ package images
 import (
 	"errors"
 	"fmt"
-	"path"
-	"path/filepath"
 	"sort"
 	"strings"
 
@@ -107,14 +105,14 @@ func Discover(f *schema.Fleet) (*Result, error) {
 			if !schema.Selects(l.Selector, c.Labels) {
 				continue
 			}
-			p := cleanPath(schema.ExpandPath(l.Path, c))
+			p := schema.CleanPath(schema.ExpandPath(l.Path, c))
 			if strings.Contains(p, "${") {
 				continue
 			}
 			u := uses[p]
 			if u == nil {
 				u = &pathUse{layers: map[int]bool{}}
-				if p != cleanPath(l.Path) {
+				if p != schema.CleanPath(l.Path) {
 					u.cluster = c.Name
 				}
 				uses[p] = u
@@ -202,12 +200,6 @@ func Discover(f *schema.Fleet) (*Result, error) {
 		res.Images = append(res.Images, u)
 	}
 	return res, nil
-}
-
-// cleanPath is a layer path as LayerImages keys it: slash-separated, cleaned,
-// relative, no leading "./".
-func cleanPath(p string) string {
-	return path.Clean(strings.TrimPrefix(filepath.ToSlash(p), "/"))
 }
 
 type found struct {

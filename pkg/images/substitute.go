@@ -71,7 +71,7 @@ func (r *Result) Substitutions(f *schema.Fleet) schema.Errors {
 			if !schema.Selects(l.Selector, c.Labels) {
 				continue
 			}
-			ns := needs[cleanPath(schema.ExpandPath(l.Path, c))]
+			ns := needs[schema.CleanPath(schema.ExpandPath(l.Path, c))]
 			if len(ns) == 0 {
 				continue
 			}

@@ -2,10 +2,12 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"sort"
 	"strings"
 
+	"fleetgen.dev/fleetgen/pkg/generate"
 	"fleetgen.dev/fleetgen/pkg/images"
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/mirror"
@@ -25,6 +27,10 @@ type Loaded struct {
 	LockBytes []byte
 	// Images is every image the fleet needs, found in the layer builds.
 	Images *images.Result
+
+	// allowPlaintext is Config.AllowPlaintextSecrets: the command line's
+	// leave to write credential Secrets unencrypted.
+	allowPlaintext bool
 
 	// input caches the checks that do not read the lock (the lock changes
 	// when build mirrors; fleet.yaml and the layers do not).
@@ -64,7 +70,8 @@ func Load(ctx context.Context, cfg Config) (*Loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Loaded{Fleet: f, Lock: l, LockPath: filepath.Join(f.Dir, lock.FileName), LockBytes: data, Images: found}, nil
+	return &Loaded{Fleet: f, Lock: l, LockPath: filepath.Join(f.Dir, lock.FileName), LockBytes: data, Images: found,
+		allowPlaintext: cfg.AllowPlaintextSecrets}, nil
 }
 
 // rules chooses which input checks a command needs.
@@ -73,8 +80,10 @@ type rules int
 const (
 	// inputRules are the checks of fleet.yaml and the layers.
 	inputRules rules = iota
-	// allRules add the lock's: every image locked, every target on
-	// spec.registry. mirror (which writes the lock) runs only inputRules.
+	// allRules add the lock's (every image locked, every target on
+	// spec.registry) and the output's (no credential in plaintext unless
+	// allowed). mirror (which writes the lock and no Secret) runs only
+	// inputRules.
 	allRules
 )
 
@@ -90,6 +99,10 @@ func (ld *Loaded) check(r rules) error {
 	errs := append(schema.Errors(nil), ld.input...)
 	if r == allRules {
 		errs = append(errs, ld.lockErrors()...)
+		errs = append(errs, generate.ImageClashes(ld.Fleet, ld.Lock, ld.Images.LayerImages)...)
+		if e := ld.Fleet.PlaintextCredentials(); e != nil && !ld.allowPlaintext {
+			errs = append(errs, e)
+		}
 	}
 	return schema.Sorted(errs)
 }
@@ -135,17 +148,40 @@ func (ld *Loaded) collisions() schema.Errors {
 			continue
 		}
 		names := make([]string, 0, len(srcs))
+		quote := true // every source is spelled in fleet.yaml's spec.images too
 		for s := range srcs {
 			names = append(names, s)
+			quote = quote && fromFleet(bySource[s])
 		}
 		sort.Strings(names)
 		for _, s := range names {
 			u := bySource[s]
-			errs = append(errs, ld.Fleet.Errorf(u.Fields[0], "image %s would be mirrored to %s, as would %s: want spec.registry.layout %s, or images from distinct repositories",
-				u.Ref, repo, strings.Join(others(names, s), " and "), schema.LayoutPreserveHost))
+			if quote {
+				errs = append(errs, ld.Fleet.Errorf(u.Fields[0], "image %s would be mirrored to %s, as would %s: want spec.registry.layout %s, or images from distinct repositories",
+					u.Ref, repo, strings.Join(others(names, s), " and "), schema.LayoutPreserveHost))
+				continue
+			}
+			// A layer's image: named by who uses it, not quoted.
+			var who []string
+			for _, o := range others(names, s) {
+				who = append(who, "the one "+whoUses(bySource[o])+" uses")
+			}
+			errs = append(errs, ld.Fleet.Errorf(u.Fields[0], "%s uses an image that would be mirrored to the same repository as %s: want spec.registry.layout %s, or images from distinct repositories",
+				whoUses(u), strings.Join(who, " and "), schema.LayoutPreserveHost))
 		}
 	}
 	return errs
+}
+
+// fromFleet reports whether spec.images asks for u: its reference is then
+// (normalised) fleet.yaml's own text, which a message may quote.
+func fromFleet(u images.Use) bool {
+	for _, f := range u.Fields {
+		if strings.HasPrefix(f, "spec.images[") {
+			return true
+		}
+	}
+	return false
 }
 
 func others(all []string, not string) []string {
@@ -159,30 +195,59 @@ func others(all []string, not string) []string {
 }
 
 // lockErrors reports images the lock lacks and lock targets that are not
-// where spec.registry says (a lock made for another registry).
+// where spec.registry says (a lock made for another registry). Neither names
+// the image nor the target: they come from a layer or the lock, which a pull
+// request may fill with anything; the field, who uses the image and the
+// file:line do (`fleetgen images --why` lists the images).
 func (ld *Loaded) lockErrors() schema.Errors {
 	f := ld.Fleet
 	targets := ld.targets()
 	var errs schema.Errors
-	var stale []string
+	type where struct{ field, who string }
+	missing := map[where]int{}
+	var order []where
+	var stale []images.Use
 	for _, u := range ld.Images.Images {
 		img, ok := ld.Lock.Image(u.Ref)
 		if !ok {
-			errs = append(errs, f.Errorf(u.Fields[0], "image %s is not in %s: run `fleetgen mirror`", u.Ref, lock.FileName))
+			w := where{u.Fields[0], whoUses(u)}
+			if missing[w] == 0 {
+				order = append(order, w)
+			}
+			missing[w]++
 			continue
 		}
 		if t, ok := targets[u.Ref]; ok && t != img.Target {
-			stale = append(stale, img.Target)
+			stale = append(stale, u)
 		}
+	}
+	for _, w := range order {
+		what := "an image that is"
+		if n := missing[w]; n > 1 {
+			what = fmt.Sprintf("%d images that are", n)
+		}
+		errs = append(errs, f.Errorf(w.field, "%s uses %s not in %s: run `fleetgen mirror`", w.who, what, lock.FileName))
 	}
 	if len(stale) > 0 {
 		r := f.Spec.Registry
-		where := r.Host
+		at := r.Host
 		if r.Prefix != "" {
-			where += "/" + r.Prefix
+			at += "/" + r.Prefix
 		}
-		errs = append(errs, f.Errorf("spec.registry", "%s was made for another registry: %d image(s) are locked at targets off %s (layout %s), e.g. %s: run `fleetgen mirror`",
-			lock.FileName, len(stale), where, r.Layout, stale[0]))
+		errs = append(errs, f.Errorf("spec.registry", "%s was made for another registry: %d image(s) are locked at targets off %s (layout %s), e.g. the one %s uses: run `fleetgen mirror`",
+			lock.FileName, len(stale), at, r.Layout, whoUses(stale[0])))
 	}
 	return errs
+}
+
+// whoUses names who asks for an image: "layer web (web/prod)",
+// "spec.images[0]", with "and N more" when several do.
+func whoUses(u images.Use) string {
+	if len(u.Why) == 0 {
+		return strings.Join(u.Fields, ", ")
+	}
+	if len(u.Why) == 1 {
+		return u.Why[0]
+	}
+	return fmt.Sprintf("%s (and %d more)", u.Why[0], len(u.Why)-1)
 }

@@ -288,7 +288,7 @@ func render(ctx context.Context, cfg Config, ld *Loaded, placeholders bool) (*re
 	var auto []string
 	for i := range f.Spec.Clusters {
 		c := &f.Spec.Clusters[i]
-		if c.Registration.Mode == schema.ModeAgent && (c.Registration.ClientID == "" || c.Registration.ClientID == "auto") {
+		if m := c.ModeOf(); m != nil && m.Agent && (c.Registration.ClientID == "" || c.Registration.ClientID == "auto") {
 			auto = append(auto, c.Name)
 		}
 	}

@@ -299,3 +299,28 @@ spec:
 		t.Errorf("the error quotes the PEM header:\n%v", err)
 	}
 }
+
+// TestAPIServerCAControlCharacters: a CA bundle whose certificates parse but
+// whose text holds a control character is refused by Validate, not by render
+// later (the agents' values carry it as text).
+func TestAPIServerCAControlCharacters(t *testing.T) {
+	t.Parallel()
+	pemData, err := os.ReadFile("testdata/golden/valid/certs/manager-ca.pem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "ca.pem"), "\x1b[31m\n"+string(pemData))
+	writeFile(t, filepath.Join(dir, "fleet.yaml"), `apiVersion: fleetgen.dev/v1alpha1
+kind: Fleet
+metadata: {name: x}
+spec:
+  manager: {apiServerURL: "https://m.example", apiServerCA: {file: ca.pem}}
+  registry: {host: r.example}
+  source: {kind: git, url: "https://example.com/x.git"}
+`)
+	_, err = Load(filepath.Join(dir, "fleet.yaml"), LoadOptions{})
+	if err == nil || !strings.Contains(err.Error(), "spec.manager.apiServerCA: not a PEM text file") {
+		t.Fatalf("Load = %v, want not a PEM text file", err)
+	}
+}

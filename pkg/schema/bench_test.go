@@ -59,6 +59,7 @@ func BenchmarkLoad10k(b *testing.B) {
 // Validate must not leave the benchmark failing unnoticed (CI runs no
 // benchmarks).
 func TestBenchFixture(t *testing.T) {
+	t.Parallel()
 	f, err := Parse("fleet.yaml", fleetYAML(30))
 	if err != nil {
 		t.Fatal(err)

@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"io"
 	"reflect"
-	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
-	yaml4 "go.yaml.in/yaml/v4"
 )
 
 // MaxFileSize is the largest fleet.yaml Load and Parse accept, and MaxItems
@@ -69,12 +67,9 @@ func decodeDocument(file string, data []byte, f *Fleet) (errs Errors, ok bool) {
 		return one(CodeTooLarge, 0, "file has more than %d YAML items: want a smaller fleet.yaml (is this really a fleet.yaml?)", MaxItems)
 	}
 
-	root, fast := fastParse(data)
-	if !fast {
-		var errs Errors
-		if root, errs = slowParse(file, data); errs != nil {
-			return errs, false
-		}
+	root, errs := parseYAML(file, data)
+	if errs != nil {
+		return errs, false
 	}
 	if a := findAlias(root); a != nil {
 		// Aliases are rejected outright rather than expanded with a budget:
@@ -95,8 +90,8 @@ func decodeDocument(file string, data []byte, f *Fleet) (errs Errors, ok bool) {
 	return d.errs, true
 }
 
-// slowParse parses data with yaml.v3: any YAML, exactly one document.
-func slowParse(file string, data []byte) (*yaml.Node, Errors) {
+// parseYAML parses data with yaml.v3: any YAML, exactly one document.
+func parseYAML(file string, data []byte) (*yaml.Node, Errors) {
 	one := func(code string, line int, format string, args ...any) Errors {
 		return Errors{{File: file, Line: line, Code: code, Msg: oneLine(fmt.Sprintf(format, args...))}}
 	}
@@ -106,16 +101,14 @@ func slowParse(file string, data []byte) (*yaml.Node, Errors) {
 		if errors.Is(err, io.EOF) {
 			return nil, one(CodeEmpty, 0, "empty file: want a Fleet document (apiVersion: %s, kind: %s)", APIVersion, Kind)
 		}
-		errs, _ := syntaxError(file, data, err)
-		return nil, errs
+		return nil, syntaxError(file, data, err)
 	}
 	var extra yaml.Node
 	switch err := safeDecode(dec, &extra); {
 	case err == nil:
 		return nil, one(CodeMultiDoc, extra.Line, "a second YAML document: want exactly one Fleet document per file")
 	case !errors.Is(err, io.EOF):
-		errs, _ := syntaxError(file, data, err)
-		return nil, errs
+		return nil, syntaxError(file, data, err)
 	}
 	root := &doc
 	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
@@ -133,83 +126,6 @@ func safeDecode(dec *yaml.Decoder, n *yaml.Node) (err error) {
 		}
 	}()
 	return dec.Decode(n)
-}
-
-var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-
-// syntaxError reports a YAML syntax error where the mistake is.
-//
-// yaml.v3 (which decodes fleet.yaml) numbers a syntax error by the start of
-// the enclosing block rather than by the mistake, often several lines off, and
-// has no column; it keeps the exact position to itself. go.yaml.in/yaml/v4,
-// the same parser with the positions exported, reparses the bytes to find it:
-// the mistake's line and column, and where the construct it broke began. Its
-// error is used only when it finds one too; otherwise yaml.v3's line stands.
-func syntaxError(file string, data []byte, v3err error) (Errors, bool) {
-	e := &FieldError{File: file, Code: CodeYAMLSyntax}
-	msg := oneLine(v3err.Error())
-	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
-		e.Line, _ = strconv.Atoi(m[1])
-		msg = m[2]
-	} else {
-		msg = strings.TrimPrefix(msg, "yaml: ")
-	}
-	if le := locateSyntax(data); le != nil && le.Mark.Line > 0 {
-		msg = oneLine(le.Message)
-		at := le.Mark
-		ctx := le.ContextMark
-		// Running out of input inside a quote or a flow collection is a
-		// mistake where that began, not at the end of the file.
-		if strings.Contains(le.Message, "end of stream") && ctx.Line > 0 && le.ContextMsg != "" {
-			at, ctx = ctx, yaml4.Mark{}
-			msg += " (" + le.ContextMsg + " that starts here)"
-		}
-		e.Line, e.Column = at.Line, at.Column
-		if runeAt(data, at.Line, at.Column) == '\t' {
-			msg += ": a tab (YAML indents with spaces only)"
-		} else if le.ContextMsg != "" && ctx.Line > 0 && ctx != at {
-			msg += fmt.Sprintf(" (%s that starts at line %d, column %d)", le.ContextMsg, ctx.Line, ctx.Column)
-		} else if le.ContextMsg != "" && ctx.Line > 0 && le.ContextMsg != "while scanning for the next token" {
-			msg += " (" + le.ContextMsg + ")"
-		}
-	}
-	e.Msg = "invalid YAML: " + msg + ": want well-formed YAML (check indentation and quoting)"
-	return Errors{e}, false
-}
-
-// runeAt returns the rune at a 1-based line and column, or 0.
-func runeAt(data []byte, line, col int) rune {
-	lines := bytes.SplitN(data, []byte("\n"), line+1)
-	if line < 1 || line > len(lines) || col < 1 {
-		return 0
-	}
-	rs := []rune(string(lines[line-1]))
-	if col > len(rs) {
-		return 0
-	}
-	return rs[col-1]
-}
-
-// locateSyntax parses data with yaml v4 and returns its first syntax error, or
-// nil.
-func locateSyntax(data []byte) (le *yaml4.LoadError) {
-	defer func() {
-		if recover() != nil {
-			le = nil
-		}
-	}()
-	dec := yaml4.NewDecoder(bytes.NewReader(data))
-	for {
-		var n yaml4.Node
-		err := dec.Decode(&n)
-		if err == nil {
-			continue
-		}
-		if errors.As(err, &le) {
-			return le
-		}
-		return nil
-	}
 }
 
 // CountItems counts the bytes that separate YAML nodes, stopping a little

@@ -5,8 +5,9 @@ package schema
 // user gave, and it leaves invalid values for Validate to report.
 //
 // Cluster labels get spec.defaults.labels merged in (the cluster's own value
-// wins), a cluster's mode defaults to spec.defaults.registration, and an agent
-// cluster's clientID to "auto" and its tokenTTL to spec.defaults.tokenTTL.
+// wins), a cluster's mode defaults to spec.defaults.registration, and the
+// clientID of a cluster whose mode is an Agent one to "auto" and its tokenTTL
+// to spec.defaults.tokenTTL.
 func Default(f *Fleet) {
 	s := &f.Spec
 	if s.Manager.Name == "" {
@@ -62,7 +63,7 @@ func Default(f *Fleet) {
 		if c.Registration.Mode == "" {
 			c.Registration.Mode = s.Defaults.Registration
 		}
-		if c.Registration.Mode == ModeAgent {
+		if m := c.ModeOf(); m != nil && m.Agent {
 			if c.Registration.ClientID == "" {
 				c.Registration.ClientID = "auto" // generated once, kept in fleet.lock.yaml
 			}

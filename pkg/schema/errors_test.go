@@ -3,6 +3,7 @@ package schema
 import "testing"
 
 func TestErrorCode(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ msg, want string }{
 		{`metadata name is required: want a DNS-1123 label`, CodeRequired},
 		{`source kind is required: want git or oci`, CodeRequired},

@@ -76,6 +76,7 @@ func loadCase(t testing.TB, dir string) (*Fleet, map[string]string) {
 }
 
 func TestGolden(t *testing.T) {
+	t.Parallel()
 	for _, dir := range goldenCases(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			_, got := loadCase(t, dir)
@@ -116,6 +117,7 @@ func TestGolden(t *testing.T) {
 // TestGoldenExpectations keeps the golden cases honest: cases named valid*
 // load, every other case fails, and bad-input cases fail with one line.
 func TestGoldenExpectations(t *testing.T) {
+	t.Parallel()
 	for _, dir := range goldenCases(t) {
 		name := filepath.Base(dir)
 		t.Run(name, func(t *testing.T) {

@@ -54,7 +54,7 @@ var (
 			"additionalProperties": map[string]any{"type": "string", "maxLength": 63, "pattern": `^(` + strings.TrimSuffix(strings.TrimPrefix(labelNameRE.String(), "^"), "$") + `)?$`},
 		}}
 	}
-	modes = []string{ModeAgent, ModeManager, ModeCAPI, ModeVerrazzano}
+	modes = modeNames(nil)
 )
 
 var fieldDocs = map[string]fieldDoc{

@@ -19,6 +19,7 @@ var committedSchema = filepath.Join("..", "..", "schema", "fleet.schema.json")
 // TestJSONSchemaCommitted keeps schema/fleet.schema.json what JSONSchema
 // generates; -update rewrites it.
 func TestJSONSchemaCommitted(t *testing.T) {
+	t.Parallel()
 	got, err := JSONSchema()
 	if err != nil {
 		t.Fatal(err)
@@ -73,6 +74,7 @@ func validateYAML(s *jsonschema.Schema, data []byte) error {
 // TestJSONSchemaAcceptsValidFleets: every fleet.yaml that Load accepts in the
 // examples and golden cases is valid against the schema.
 func TestJSONSchemaAcceptsValidFleets(t *testing.T) {
+	t.Parallel()
 	s := compileSchema(t)
 	files, _ := filepath.Glob(filepath.Join("..", "..", "examples", "*", "fleet.yaml"))
 	if len(files) < 5 {
@@ -97,6 +99,7 @@ func TestJSONSchemaAcceptsValidFleets(t *testing.T) {
 // TestJSONSchemaRejects: unknown fields, values outside an enum or pattern,
 // missing required fields and wrong reference forms are invalid.
 func TestJSONSchemaRejects(t *testing.T) {
+	t.Parallel()
 	s := compileSchema(t)
 	const base = `apiVersion: fleetgen.dev/v1alpha1
 kind: Fleet
@@ -143,6 +146,7 @@ spec:
 // TestJSONSchemaDescribesEveryField: every field of the Fleet types has a
 // description in fieldDocs, so that editors explain it on hover.
 func TestJSONSchemaDescribesEveryField(t *testing.T) {
+	t.Parallel()
 	var walk func(path string, s map[string]any)
 	walk = func(path string, s map[string]any) {
 		if _, ok := s["description"]; !ok && !strings.HasSuffix(path, "[]") {

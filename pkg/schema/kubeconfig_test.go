@@ -47,6 +47,7 @@ users:
 const httpsServer = "    server: https://" + markServer + ".example.invalid:6443\n    certificate-authority-data: " + "Q0E=\n"
 
 func TestCheckKubeconfig(t *testing.T) {
+	t.Parallel()
 	tests := map[string]struct {
 		in      string
 		wantErr []string // substrings; nil: valid
@@ -107,6 +108,7 @@ func TestCheckKubeconfig(t *testing.T) {
 // TestCheckKubeconfigMarkersPresent keeps the leak checks honest: every
 // marker is in some input above.
 func TestCheckKubeconfigMarkersPresent(t *testing.T) {
+	t.Parallel()
 	in := kc("ctx", httpsServer, "    token: "+markToken+"\n    client-key-data: "+b64(markKey)+"\n    client-certificate-data: "+b64(markCert)+"\n    password: "+markPass+"\n    tokenFile: "+markPath+"\n")
 	for _, m := range allMarks {
 		if !strings.Contains(in, m) && !strings.Contains(in, b64(m)) {
@@ -116,6 +118,7 @@ func TestCheckKubeconfigMarkersPresent(t *testing.T) {
 }
 
 func TestCredentialUnguessable(t *testing.T) {
+	t.Parallel()
 	key := b64("-----BEGIN EC PRIVATE KEY-----\n" + strings.Repeat("k", 64) + "\n-----END EC PRIVATE KEY-----\n")
 	tests := map[string]struct {
 		in   string

@@ -1,8 +1,18 @@
 package schema
 
 import (
+	"path"
+	"path/filepath"
 	"strings"
 )
+
+// CleanPath is a layer path, as written or as ExpandPath made it for a
+// cluster, in the one form every step keys layers by: slash-separated,
+// cleaned, relative to the source root, no leading "./" or "/" ("." for the
+// root itself). "./apps", "apps/", "/apps" and "//apps" are all "apps".
+func CleanPath(p string) string {
+	return path.Clean(strings.TrimLeft(filepath.ToSlash(p), "/"))
+}
 
 // Selects reports whether labels match every pair of selector, as a Kubernetes
 // matchLabels does (a missing label does not match an empty value); an empty

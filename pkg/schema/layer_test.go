@@ -3,6 +3,7 @@ package schema
 import "testing"
 
 func TestExpandPath(t *testing.T) {
+	t.Parallel()
 	c := &Cluster{Name: "edge-1", Labels: map[string]string{"env": "prod", "cluster": "ignored", "topology.kubernetes.io/region": "eu"}}
 	for path, want := range map[string]string{
 		"./apps":                                 "./apps",
@@ -19,7 +20,20 @@ func TestExpandPath(t *testing.T) {
 	}
 }
 
+func TestCleanPath(t *testing.T) {
+	t.Parallel()
+	for p, want := range map[string]string{
+		"./apps": "apps", "apps/": "apps", "/apps": "apps", "//apps": "apps", ".//apps/./x/": "apps/x",
+		"": ".", ".": ".", "./": ".", "/": ".", "a/../b": "b",
+	} {
+		if got := CleanPath(p); got != want {
+			t.Errorf("CleanPath(%q) = %q, want %q", p, got, want)
+		}
+	}
+}
+
 func TestSelects(t *testing.T) {
+	t.Parallel()
 	labels := map[string]string{"env": "prod", "region": "eu"}
 	for _, tc := range []struct {
 		name     string

@@ -241,10 +241,14 @@ func (f *Fleet) refs() []struct {
 		// A reference the cluster's mode does not use is an error to remove,
 		// not something to read.
 		reg := &f.Spec.Clusters[i].Registration
-		if reg.Kubeconfig != nil && reg.Mode == ModeManager {
+		m := LookupMode(reg.Mode)
+		if m == nil {
+			continue
+		}
+		if reg.Kubeconfig != nil && m.Kubeconfig {
 			out = append(out, entry{fmt.Sprintf("spec.clusters[%d].registration.kubeconfig", i), reg.Kubeconfig, formFile | formEnv})
 		}
-		if reg.CACert != nil && reg.Mode == ModeVerrazzano {
+		if reg.CACert != nil && m.CACert {
 			out = append(out, entry{fmt.Sprintf("spec.clusters[%d].registration.caCert", i), reg.CACert, formFile | formValue})
 		}
 	}

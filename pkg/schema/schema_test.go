@@ -16,6 +16,7 @@ import (
 )
 
 func TestDefaultIdempotent(t *testing.T) {
+	t.Parallel()
 	for _, dir := range goldenCases(t) {
 		if !strings.HasPrefix(filepath.Base(dir), "valid") {
 			continue
@@ -35,6 +36,7 @@ func TestDefaultIdempotent(t *testing.T) {
 }
 
 func TestDefaultFillsEverything(t *testing.T) {
+	t.Parallel()
 	f := &Fleet{Spec: Spec{
 		Defaults: Defaults{Labels: map[string]string{"org": "contoso", "env": "dev"}},
 		Layers:   []Layer{{Name: "apps", Path: "apps"}},
@@ -70,6 +72,7 @@ func TestDefaultFillsEverything(t *testing.T) {
 
 // TestDeps keeps pkg/schema light: no registry, Git, kustomize or SOPS code.
 func TestDeps(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs go list")
 	}
@@ -92,6 +95,7 @@ func TestDeps(t *testing.T) {
 }
 
 func TestParseSizeCap(t *testing.T) {
+	t.Parallel()
 	big := bytes.Repeat([]byte("#"), MaxFileSize+1)
 	_, err := Parse("fleet.yaml", big)
 	var es Errors
@@ -127,6 +131,7 @@ func TestParseSizeCap(t *testing.T) {
 }
 
 func TestLoadErrors(t *testing.T) {
+	t.Parallel()
 	_, err := Load(filepath.Join(t.TempDir(), "missing.yaml"), LoadOptions{})
 	if !IsInvalid(err) {
 		t.Errorf("missing fleet.yaml: got %v, want an input error", err)
@@ -139,6 +144,7 @@ func TestLoadErrors(t *testing.T) {
 
 // TestAliasBombFast: a billion-laughs document is refused quickly.
 func TestAliasBombFast(t *testing.T) {
+	t.Parallel()
 	var b strings.Builder
 	b.WriteString("a0: &a0 [x,x,x,x,x,x,x,x,x,x]\n")
 	for i := 1; i < 30; i++ {
@@ -163,6 +169,7 @@ func TestAliasBombFast(t *testing.T) {
 }
 
 func TestPos(t *testing.T) {
+	t.Parallel()
 	f, err := Parse("fleet.yaml", []byte(`apiVersion: fleetgen.dev/v1alpha1
 kind: Fleet
 spec:
@@ -205,6 +212,7 @@ spec:
 // TestValidateGoFleet: a Fleet built in Go (no positions) validates too, its
 // errors without line numbers.
 func TestValidateGoFleet(t *testing.T) {
+	t.Parallel()
 	f := &Fleet{APIVersion: APIVersion, Kind: Kind, Metadata: Metadata{Name: "x"}, Spec: Spec{
 		Registry: Registry{Host: "r.example"},
 		Images:   []string{FleetAgentImage},
@@ -227,6 +235,7 @@ func TestValidateGoFleet(t *testing.T) {
 
 // TestNoContentInErrors: what a reference holds never shows in an error.
 func TestNoContentInErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	const secret = "not-a-pem-but-SECRET-VALUE"
 	os.WriteFile(filepath.Join(dir, "ca.pem"), []byte(secret), 0o644)
@@ -285,6 +294,7 @@ func FuzzParse(f *testing.F) {
 }
 
 func TestIsFleetAgentImage(t *testing.T) {
+	t.Parallel()
 	for ref, want := range map[string]bool{
 		"docker.io/rancher/fleet-agent:v0.16.1":                       true,
 		"rancher/fleet-agent":                                         true,

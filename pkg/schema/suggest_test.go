@@ -3,6 +3,7 @@ package schema
 import "testing"
 
 func TestSuggest(t *testing.T) {
+	t.Parallel()
 	candidates := []string{"host", "prefix", "layout", "insecure"}
 	for s, want := range map[string]string{
 		"layuot":   "layout",

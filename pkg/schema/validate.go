@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"filippo.io/age"
 )
@@ -196,21 +197,14 @@ func sortedKeys(m map[string]string) []string {
 	return keys
 }
 
-func validMode(s string) bool {
-	switch s {
-	case ModeAgent, ModeManager, ModeCAPI, ModeVerrazzano:
-		return true
-	}
-	return false
-}
-
 func (v *validator) mode(path, s string) {
-	switch s {
-	case ModeAgent, ModeManager, ModeCAPI, ModeVerrazzano:
-	case "":
-		v.add(path, "registration mode is required: want agent, manager, capi or verrazzano")
+	all := modeNames(nil)
+	switch {
+	case LookupMode(s) != nil:
+	case s == "":
+		v.add(path, "registration mode is required: want %s", orList(all))
 	default:
-		v.add(path, "unsupported value %q%s: want agent, manager, capi or verrazzano", s, didYouMean(s, []string{ModeAgent, ModeManager, ModeCAPI, ModeVerrazzano}))
+		v.add(path, "unsupported value %q%s: want %s", s, didYouMean(s, all), orList(all))
 	}
 }
 
@@ -255,6 +249,20 @@ func checkPEM(data []byte) string {
 		return "not PEM"
 	}
 	return ""
+}
+
+// yamlText reports whether b is text a YAML file can hold unchanged: UTF-8
+// without control characters other than newline and tab.
+func yamlText(b []byte) bool {
+	if !utf8.Valid(b) {
+		return false
+	}
+	for _, c := range b {
+		if c < 0x20 && c != '\n' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // hostPort reports why s is not HOST[:PORT] ("" if it is).
@@ -352,7 +360,7 @@ func (v *validator) manager() {
 	var needs *Cluster
 	for i := range v.f.Spec.Clusters {
 		c := &v.f.Spec.Clusters[i]
-		if c.Registration.Mode == ModeAgent || c.Registration.Mode == ModeVerrazzano {
+		if m := c.ModeOf(); m != nil && m.APIServerURL {
 			needs = c
 			break
 		}
@@ -365,8 +373,12 @@ func (v *validator) manager() {
 	} else if u, err := url.Parse(m.APIServerURL); err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		v.add("spec.manager.apiServerURL", "invalid API server URL %q: %s (agents only talk TLS)", m.APIServerURL, wantURL)
 	}
-	if m.APIServerCA != nil {
-		v.ref("spec.manager.apiServerCA", m.APIServerCA, formFile|formValue, true)
+	if ca := m.APIServerCA; ca != nil {
+		v.ref("spec.manager.apiServerCA", ca, formFile|formValue, true)
+		// The agents' values carry it as text, unchanged.
+		if len(ca.Data) > 0 && !yamlText(ca.Data) {
+			v.add("spec.manager.apiServerCA", "not a PEM text file (control characters or not UTF-8): want PEM certificates")
+		}
 	}
 }
 
@@ -710,36 +722,31 @@ func (v *validator) clusters() {
 		if f.Has(rp+".mode") || r.Mode != d.Registration {
 			v.mode(rp+".mode", r.Mode)
 		}
-		if !validMode(r.Mode) {
+		m := LookupMode(r.Mode)
+		if m == nil {
 			continue // which fields apply depends on the mode
 		}
+		for _, fld := range registrationFields {
+			if fld.set(r) && !fld.applies(m) {
+				v.add(rp+"."+fld.name, "%s applies only to mode %s, not %s: remove it", fld.name, orList(modeNames(fld.applies)), r.Mode)
+			}
+		}
 		switch {
-		case r.Mode == ModeManager && r.Kubeconfig == nil:
-			v.add(rp+".kubeconfig", "mode manager needs the cluster's kubeconfig: want kubeconfig: {file: PATH} or {env: VAR}")
-		case r.Mode == ModeManager:
+		case !m.Kubeconfig:
+		case r.Kubeconfig == nil:
+			v.add(rp+".kubeconfig", "mode %s needs the cluster's kubeconfig: want kubeconfig: {file: PATH} or {env: VAR}", r.Mode)
+		default:
 			v.ref(rp+".kubeconfig", r.Kubeconfig, formFile|formEnv, false)
 			if len(r.Kubeconfig.Data) > 0 {
 				if err := v.kubeconfig(r.Kubeconfig.Data); err != nil {
 					v.add(rp+".kubeconfig", "%v", err)
 				}
 			}
-		case r.Kubeconfig != nil:
-			v.add(rp+".kubeconfig", "kubeconfig applies only to mode manager, not %s: remove it", r.Mode)
 		}
-		switch {
-		case r.CACert == nil:
-		case r.Mode == ModeVerrazzano:
+		if m.CACert && r.CACert != nil {
 			v.ref(rp+".caCert", r.CACert, formFile|formValue, true)
-		default:
-			v.add(rp+".caCert", "caCert applies only to mode verrazzano, not %s: remove it", r.Mode)
 		}
-		if r.Mode != ModeAgent {
-			if r.ClientID != "" {
-				v.add(rp+".clientID", "clientID applies only to mode agent, not %s: remove it", r.Mode)
-			}
-			if r.TokenTTL != "" {
-				v.add(rp+".tokenTTL", "tokenTTL applies only to mode agent, not %s: remove it", r.Mode)
-			}
+		if !m.Agent {
 			continue
 		}
 		if f.Has(rp+".tokenTTL") || r.TokenTTL != d.TokenTTL {

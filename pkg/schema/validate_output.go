@@ -38,7 +38,7 @@ func (v *validator) agentImage() {
 	}
 	var agents []string
 	for _, c := range v.f.Spec.Clusters {
-		if c.Registration.Mode == ModeAgent {
+		if m := c.ModeOf(); m != nil && m.Agent {
 			agents = append(agents, c.Name)
 		}
 	}
