@@ -78,12 +78,14 @@ func Load(ctx context.Context, cfg Config) (*Loaded, error) {
 type rules int
 
 const (
-	// inputRules are the checks of fleet.yaml and the layers.
+	// inputRules are the checks of fleet.yaml and the layers; mirror
+	// (which writes the lock and no Secret) runs only these.
 	inputRules rules = iota
-	// allRules add the lock's (every image locked, every target on
-	// spec.registry) and the output's (no credential in plaintext unless
-	// allowed). mirror (which writes the lock and no Secret) runs only
-	// inputRules.
+	// outputRules add the output's: no credential in plaintext unless
+	// allowed. build runs them before it copies anything.
+	outputRules
+	// allRules add the lock's: every image locked, every target on
+	// spec.registry.
 	allRules
 )
 
@@ -97,12 +99,14 @@ func (ld *Loaded) check(r rules) error {
 		ld.inputDone = true
 	}
 	errs := append(schema.Errors(nil), ld.input...)
-	if r == allRules {
-		errs = append(errs, ld.lockErrors()...)
-		errs = append(errs, generate.ImageClashes(ld.Fleet, ld.Lock, ld.Images.LayerImages)...)
+	if r >= outputRules {
 		if e := ld.Fleet.PlaintextCredentials(); e != nil && !ld.allowPlaintext {
 			errs = append(errs, e)
 		}
+	}
+	if r == allRules {
+		errs = append(errs, ld.lockErrors()...)
+		errs = append(errs, generate.ImageClashes(ld.Fleet, ld.Lock, ld.Images.LayerImages)...)
 	}
 	return schema.Sorted(errs)
 }

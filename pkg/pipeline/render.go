@@ -235,8 +235,14 @@ func Build(ctx context.Context, cfg Config, publish bool) error {
 		run  func() error
 	}{
 		// The lock's rules wait for render: mirror is what brings the lock
-		// up to date.
-		{"validate", func() error { return validate(cfg, ld, inputRules) }},
+		// up to date, unless --locked forbids that, when an incomplete lock
+		// is refused before anything is copied.
+		{"validate", func() error {
+			if cfg.Locked {
+				return validate(cfg, ld, allRules)
+			}
+			return validate(cfg, ld, outputRules)
+		}},
 		{"mirror", func() error { return mirrorLoaded(ctx, cfg, ld, io.Discard, false) }},
 		{"render", func() error { return renderLoaded(ctx, cfg, ld, nil, nil) }},
 	}
