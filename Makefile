@@ -53,9 +53,9 @@ e2e-tools:
 ## e2e: fleetgen's output reconciled by a real control plane, Flux and Fleet
 e2e: e2e-tools
 	FLEETGEN_E2E_TOOLS="$$(test/e2e/tools/build.sh --dir)" $(GO) test -count=1 -v -timeout 30m ./test/e2e/
-## fuzz: each fuzz target for FUZZTIME (10s): the fleet.yaml loader (and its
-## fast parser against yaml.v3), the lock and the kubeconfig checks, seeded
-## from examples/ (CI runs it after test)
+## fuzz: each fuzz target for FUZZTIME (10s): the fleet.yaml loader, the
+## kubeconfig checks and the lock parser, seeded from examples/ (CI runs it
+## after test)
 FUZZTIME ?= 10s
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) ./pkg/schema
