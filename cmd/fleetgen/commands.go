@@ -137,10 +137,6 @@ not are removed; files fleetgen did not write are never touched. A render that
 fails leaves DIR as it was. The only change a render makes to fleet.lock.yaml
 is adding the client ID of a new agent cluster.
 
-When fleet.yaml's folder, the lock, the flags and DIR are as the last render
-left them, render reads and writes nothing more and logs "unchanged" (see
-docs/cli.md for what counts).
-
 With --check, render writes nothing (not even the lock), prints a unified diff
 on stdout and exits 3 when DIR is not what a render would write.`,
 		Example: example(

@@ -2,15 +2,18 @@ package tree
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/rogpeppe/go-internal/diff"
-	"golang.org/x/sys/unix"
 
 	"fleetgen.dev/fleetgen/pkg/generate"
+	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
 // Diff is DiffWith without a lock.
@@ -33,45 +36,68 @@ func DiffWith(dir string, files []generate.File, opt Options) (string, error) {
 	if err := checkPaths(files); err != nil {
 		return "", err
 	}
-	lockPath := ""
-	if opt.Lock != nil {
-		var err error
-		if lockPath, err = filepath.Abs(opt.Lock.Path); err != nil {
+	lockPath, err := absLock(opt)
+	if err != nil {
+		return "", err
+	}
+	dir = filepath.Clean(dir)
+	fi, err := os.Lstat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		dir = "" // empty: every file is new
+	case err != nil:
+		return "", fmt.Errorf("read %s: %w", dir, err)
+	case !fi.IsDir():
+		return "", schema.Invalid(fmt.Errorf("output %s is not a folder", dir))
+	}
+	var (
+		existing = listing{files: map[string]fileKind{}}
+		v        view
+		t        *tree
+	)
+	if dir != "" {
+		if t, err = openTree(dir); err != nil {
 			return "", err
 		}
+		defer t.Close()
+		// Wait for a render that is writing dir, if there is one.
+		if t.realDir(MetaDir) {
+			held, err := flock(t.root, MetaDir+"/"+lockFile, true, opt.Waiting)
+			if err != nil {
+				return "", fmt.Errorf("lock %s: %w", dir, err)
+			}
+			if held != nil {
+				defer held.Close()
+			}
+		} else if _, err := t.root.Lstat(MetaDir); err == nil {
+			return "", invalidMeta(dir, "not a folder fleetgen made")
+		}
+		if existing, err = t.scan(); err != nil {
+			return "", err
+		}
+		j, committed, err := t.readJournal(lockPath)
+		if err != nil {
+			return "", err
+		}
+		v = t.view(j, committed)
 	}
-	// Wait for a render that is writing dir, if there is one.
-	if held, err := flock(filepath.Join(dir, MetaDir, lockFile), true, opt.Waiting); err == nil {
-		defer held.Close()
-	}
-	existing, err := scan(dir)
-	if err != nil {
-		return "", err
-	}
-	j, committed, err := readJournal(dir, lockPath)
-	if err != nil {
-		return "", err
-	}
-	v := newView(dir, j, committed)
 	// read returns what the tree holds at p (nil, false when nothing).
 	read := func(p string) ([]byte, bool, error) {
 		if v.hidden[p] {
 			return nil, false, nil
 		}
 		if s, ok := v.staged[p]; ok {
-			var st unix.Stat_t
-			if unix.Lstat(s, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
-				b, err := readFile(s, st.Size)
-				return b, err == nil, err
+			if b, err := t.readRegular(s, maxFile); err == nil {
+				return b, true, nil
 			}
 		}
 		switch kind, ok := existing.files[p]; {
 		case !ok:
 			return nil, false, nil
 		case kind != regular:
-			return nil, false, fmt.Errorf("%s in %s is not a regular file", p, dir)
+			return nil, false, schema.Invalid(fmt.Errorf("%s in %s is not a regular file", p, dir))
 		}
-		b, err := readFile(filepath.Join(dir, filepath.FromSlash(p)), 0)
+		b, err := t.readRegular(p, maxFile)
 		return b, err == nil, err
 	}
 	want := make(map[string]bool, len(files))
@@ -106,13 +132,9 @@ func DiffWith(dir string, files []generate.File, opt Options) (string, error) {
 		if want[p] || kind != regular || v.hidden[p] {
 			continue
 		}
-		full := filepath.Join(dir, filepath.FromSlash(p))
-		old, err := readFile(full, 0)
-		if err != nil {
-			return "", fmt.Errorf("read %s: %w", p, err)
-		}
-		if !bytes.HasPrefix(old, []byte(generate.Header)) {
-			continue
+		old, err := t.readRegular(p, maxFile)
+		if err != nil || !bytes.HasPrefix(old, []byte(generate.Header)) {
+			continue // not fleetgen's
 		}
 		out = append(out, entry{p, fileDiff("a/"+p, old, "/dev/null", nil, false)})
 	}

@@ -6,21 +6,21 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
-
-	"golang.org/x/sys/unix"
 
 	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
 // MetaDir is the folder inside the output folder where fleetgen keeps its own
-// files: the lock a render holds, the journal of an update, the files staged
-// for it and the stat cache. Nothing in it is part of the rendered tree:
-// Diff ignores it and publish must not push it (see IsInternal).
+// files: the lock a render holds, the journal of an update and the files
+// staged for it. Nothing in it is part of the rendered tree: Diff ignores it
+// and publish must not push it (see IsInternal).
 const MetaDir = ".fleetgen"
 
 // IsInternal reports whether rel (a slash path relative to the output folder)
@@ -36,31 +36,32 @@ const (
 	preparedFile  = "prepared"
 	committedFile = "committed"
 	stagePrefix   = "stage-"
-	journalMagic  = "fleetgen journal v1"
-	lockTmpPrefix = ".fleet.lock."
-	lockTmpSuffix = ".tmp"
-	maxJournal    = 256 << 20
+	journalMagic  = "fleetgen journal v2"
+	maxJournal    = 64 << 20
 )
 
 // A journal describes one update of the output folder. An update writes the
 // journal as "prepared", writes every new file in place and every changed
-// file into a staging folder, flushes the disk, and commits: by renaming the
-// staged lock over fleet.lock.yaml when the lock changes (the lock then holds
-// the journal's lockSum), else by renaming "prepared" to "committed". After
-// the commit point the update is rolled forward (stale files removed, staged
-// files renamed into place); before it, rolled back (new files removed). The
-// next render finishes either, so after a kill or a full disk the folder holds
-// the old tree or the new one, and Diff reads it as one of them meanwhile.
+// file into a staging folder (flat: the i-th staged file is named i), flushes
+// what replaces old content, and commits: by renaming the staged lock over
+// fleet.lock.yaml when the lock changes (the lock then hashes to lockSum),
+// else by renaming "prepared" to "committed". After the commit point the
+// update is rolled forward (stale files removed, staged files renamed into
+// place); before it, rolled back (new files removed). The next render
+// finishes either, so after a kill or a full disk the folder holds the old
+// tree or the new one, and Diff reads it as one of them meanwhile.
 //
-// The journal sits in the output folder, whose content is untrusted: every
-// path in it is checked like a rendered path, replay reaches files only
-// through real folders, and removes or replaces only files fleetgen wrote.
+// The journal sits in the output folder, whose content is untrusted (a pull
+// request can commit it): it names only slash paths checked like rendered
+// ones and reached through the root handle of the output folder, real folders
+// only; it never names the lock, only its content's and its path's hashes, so
+// the lock (and its staged copy) is always the one the caller passes. Replay
+// removes or replaces only files fleetgen wrote.
 type journal struct {
 	stage string // folder under MetaDir holding the changed files; "" when none
 
-	lockPath string // fleet.lock.yaml, absolute; "" when the lock is unchanged
-	lockTmp  string // base name of the staged lock, beside lockPath
-	lockSum  string // hex SHA-256 of the staged lock
+	lockSum  string // hex SHA-256 of the new lock; "" when the lock is unchanged
+	lockPath string // hex SHA-256 of the lock's absolute path
 
 	mkdirs []string // folders the update creates (removed on roll-back when empty)
 	news   []string // files written in place (removed on roll-back)
@@ -74,21 +75,26 @@ func (j *journal) marshal() []byte {
 	if j.stage != "" {
 		fmt.Fprintf(&b, "stage %s\n", j.stage)
 	}
-	if j.lockPath != "" {
-		fmt.Fprintf(&b, "lock %s %s %s\n", j.lockSum, j.lockTmp, j.lockPath)
+	if j.lockSum != "" {
+		fmt.Fprintf(&b, "lock %s %s\n", j.lockSum, j.lockPath)
 	}
 	for _, l := range []struct {
 		op    string
 		paths []string
 	}{{"mkdir", j.mkdirs}, {"new", j.news}, {"put", j.puts}, {"del", j.dels}} {
 		for _, p := range l.paths {
-			b.WriteString(l.op)
-			b.WriteByte(' ')
-			b.WriteString(p)
-			b.WriteByte('\n')
+			fmt.Fprintf(&b, "%s %s\n", l.op, p)
 		}
 	}
 	return b.Bytes()
+}
+
+func isHex(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	_, err := hex.DecodeString(s)
+	return err == nil && strings.ToLower(s) == s
 }
 
 // parseJournal decodes and checks a journal read from the output folder.
@@ -103,34 +109,22 @@ func parseJournal(data []byte) (*journal, error) {
 		op, arg, _ := strings.Cut(l, " ")
 		switch op {
 		case "stage":
-			if !strings.HasPrefix(arg, stagePrefix) || strings.ContainsAny(arg, "/\x00") || j.stage != "" {
+			if j.stage != "" || !strings.HasPrefix(arg, stagePrefix) || !isHex(strings.TrimPrefix(arg, stagePrefix), 16) {
 				return nil, bad
 			}
 			j.stage = arg
 		case "lock":
-			f := strings.SplitN(arg, " ", 3)
-			if len(f) != 3 || j.lockPath != "" {
+			sum, p, _ := strings.Cut(arg, " ")
+			if j.lockSum != "" || !isHex(sum, 64) || !isHex(p, 64) {
 				return nil, bad
 			}
-			j.lockSum, j.lockTmp, j.lockPath = f[0], f[1], f[2]
-			if len(j.lockSum) != 64 || !strings.HasPrefix(j.lockTmp, lockTmpPrefix) || !strings.HasSuffix(j.lockTmp, lockTmpSuffix) ||
-				strings.ContainsAny(j.lockTmp, "/\x00") || !filepath.IsAbs(j.lockPath) || filepath.Clean(j.lockPath) != j.lockPath {
-				return nil, bad
-			}
+			j.lockSum, j.lockPath = sum, p
 		case "mkdir", "new", "put", "del":
 			if pathProblem(arg) != "" {
 				return nil, bad
 			}
-			switch op {
-			case "mkdir":
-				j.mkdirs = append(j.mkdirs, arg)
-			case "new":
-				j.news = append(j.news, arg)
-			case "put":
-				j.puts = append(j.puts, arg)
-			case "del":
-				j.dels = append(j.dels, arg)
-			}
+			l := map[string]*[]string{"mkdir": &j.mkdirs, "new": &j.news, "put": &j.puts, "del": &j.dels}[op]
+			*l = append(*l, arg)
 		default:
 			return nil, bad
 		}
@@ -141,96 +135,139 @@ func parseJournal(data []byte) (*journal, error) {
 	return j, nil
 }
 
-// readJournal returns the journal of an unfinished update of dir, if any, and
+func sumHex(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// lockTmpName is the staged lock's name beside the lock: made from the new
+// lock's hash, never read from the journal.
+func lockTmpName(lockPath, sum string) string {
+	return "." + filepath.Base(lockPath) + "." + sum[:16] + ".tmp"
+}
+
+// invalidMeta is the refusal of what a journal or MetaDir holds.
+func invalidMeta(dir, what string) error {
+	return schema.Invalid(fmt.Errorf("%s: %s; remove %s", filepath.Join(dir, MetaDir), what, filepath.Join(dir, MetaDir)))
+}
+
+// readJournal returns the journal of an unfinished update of t, if any, and
 // whether it passed its commit point. lockPath is the lock of the render now
-// running ("" for none): a prepared journal that changes another fleet's lock
-// cannot be judged and is an error.
-func readJournal(dir, lockPath string) (*journal, bool, error) {
-	meta := filepath.Join(dir, MetaDir)
+// running ("" for none): a prepared journal that changes another lock cannot
+// be judged and is refused.
+func (t *tree) readJournal(lockPath string) (*journal, bool, error) {
 	for _, name := range []string{committedFile, preparedFile} {
-		p := filepath.Join(meta, name)
-		var st unix.Stat_t
-		if err := unix.Lstat(p, &st); err != nil {
-			if errors.Is(err, unix.ENOENT) {
-				continue
-			}
-			return nil, false, fmt.Errorf("read %s: %w", p, err)
+		data, err := t.readRegular(MetaDir+"/"+name, maxJournal)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
 		}
-		if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size > maxJournal {
-			return nil, false, schema.Invalid(fmt.Errorf("%s: not a journal this fleetgen wrote; remove %s", p, meta))
-		}
-		data, err := readFile(p, st.Size)
 		if err != nil {
-			return nil, false, fmt.Errorf("read %s: %w", p, err)
+			return nil, false, invalidMeta(t.dir, name+" is not a journal this fleetgen wrote")
 		}
 		j, err := parseJournal(data)
 		if err != nil {
-			return nil, false, schema.Invalid(fmt.Errorf("%s: %w; remove %s", p, err, meta))
+			return nil, false, invalidMeta(t.dir, name+": "+err.Error())
 		}
-		if name == committedFile {
-			return j, true, nil
+		if err := t.checkStage(j); err != nil {
+			return nil, false, err
 		}
-		if j.lockPath == "" {
-			return j, false, nil
+		if name == committedFile || j.lockSum == "" {
+			return j, name == committedFile, nil
 		}
-		if lockPath == "" || j.lockPath != lockPath {
-			return nil, false, schema.Invalid(fmt.Errorf("%s holds an unfinished render of another fleet; render that fleet into it again, or remove %s", dir, meta))
+		if lockPath == "" || j.lockPath != sumHex([]byte(lockPath)) {
+			return nil, false, schema.Invalid(fmt.Errorf("%s holds an unfinished render of another fleet; render that fleet into it again, or remove %s", t.dir, filepath.Join(t.dir, MetaDir)))
 		}
 		cur, err := readLock(lockPath)
 		if err != nil {
 			return nil, false, err
 		}
-		sum := sha256.Sum256(cur)
-		return j, cur != nil && hex.EncodeToString(sum[:]) == j.lockSum, nil
+		return j, cur != nil && sumHex(cur) == j.lockSum, nil
 	}
 	return nil, false, nil
 }
 
+// checkStage refuses a journal whose staging folder, when there, is not a
+// real folder, or holds anything but regular files named by index.
+func (t *tree) checkStage(j *journal) error {
+	if j.stage == "" {
+		return nil
+	}
+	fi, err := t.root.Lstat(MetaDir + "/" + j.stage)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // moved into place already
+	}
+	if err != nil || !fi.IsDir() {
+		return invalidMeta(t.dir, j.stage+" is not a folder fleetgen made")
+	}
+	for i := range j.puts {
+		fi, err := t.root.Lstat(t.staged(j, i))
+		if err == nil && !fi.Mode().IsRegular() {
+			return invalidMeta(t.dir, j.stage+" holds something fleetgen did not stage")
+		}
+	}
+	return nil
+}
+
+// staged is the root-relative name of the i-th staged file of j.
+func (t *tree) staged(j *journal, i int) string {
+	return MetaDir + "/" + j.stage + "/" + strconv.Itoa(i)
+}
+
 // finish rolls an unfinished update forward or back, then removes what is
 // left of it: the journal, staging folders and the staged lock.
-func finish(dir string, j *journal, committed bool) error {
-	meta := filepath.Join(dir, MetaDir)
+func (t *tree) finish(j *journal, committed bool, lockPath string) error {
 	if j != nil {
-		dirs := newDirCache()
 		if committed {
-			if err := rollForward(dir, j, dirs); err != nil {
+			if err := t.rollForward(j); err != nil {
 				return err
 			}
 		} else {
-			rollBack(dir, j, dirs)
+			t.rollBack(j)
 		}
-		if j.lockPath != "" {
-			// Only a name of ours, beside the lock of this render (readJournal
-			// checked the lock path).
-			tmp := filepath.Join(filepath.Dir(j.lockPath), j.lockTmp)
-			var st unix.Stat_t
-			if unix.Lstat(tmp, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
-				unix.Unlink(tmp)
-			}
+		if j.lockSum != "" && lockPath != "" && j.lockPath == sumHex([]byte(lockPath)) {
+			removeLockTmp(lockPath, j.lockSum)
 		}
 	}
-	return cleanMeta(meta)
+	return t.cleanMeta()
 }
 
-// cleanMeta removes journals and staging folders from meta.
-func cleanMeta(meta string) error {
-	ents, err := os.ReadDir(meta)
+// removeLockTmp removes the staged lock beside lockPath, when it is a regular
+// file holding exactly the lock whose hash is sum: only what fleetgen wrote.
+func removeLockTmp(lockPath, sum string) {
+	r, err := os.OpenRoot(filepath.Dir(lockPath))
 	if err != nil {
-		return fmt.Errorf("read %s: %w", meta, err)
+		return
 	}
-	for _, e := range ents {
-		n := e.Name()
-		if strings.HasPrefix(n, stagePrefix) || strings.HasPrefix(n, stateFile+".") {
+	defer r.Close()
+	name := lockTmpName(lockPath, sum)
+	if b, err := readRegular(r, name, maxJournal); err == nil && sumHex(b) == sum {
+		r.Remove(name)
+	}
+}
+
+// cleanMeta removes journals and staging folders from MetaDir.
+func (t *tree) cleanMeta() error {
+	f, err := t.root.Open(MetaDir)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", MetaDir, err)
+	}
+	names, err := f.Readdirnames(-1)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("read %s: %w", MetaDir, err)
+	}
+	for _, n := range names {
+		if strings.HasPrefix(n, stagePrefix) || n == "state" || strings.HasPrefix(n, "state.") {
 			// RemoveAll removes a symlink, never what it points to.
-			if err := os.RemoveAll(filepath.Join(meta, n)); err != nil {
-				return fmt.Errorf("clean %s: %w", meta, err)
+			if err := t.root.RemoveAll(MetaDir + "/" + n); err != nil {
+				return fmt.Errorf("clean %s: %w", MetaDir, err)
 			}
 		}
 	}
 	// The committed journal goes last: until then a kill replays the update.
 	for _, n := range []string{preparedFile, committedFile} {
-		if err := unix.Unlink(filepath.Join(meta, n)); err != nil && !errors.Is(err, unix.ENOENT) {
-			return fmt.Errorf("clean %s: %w", meta, err)
+		if err := t.root.Remove(MetaDir + "/" + n); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("clean %s: %w", MetaDir, err)
 		}
 	}
 	return nil
@@ -238,57 +275,49 @@ func cleanMeta(meta string) error {
 
 // rollForward removes the stale files and renames the staged ones into place.
 // It can run any number of times: a step already done is skipped.
-func rollForward(dir string, j *journal, dirs *dirCache) error {
+func (t *tree) rollForward(j *journal) error {
 	var removed []string
 	for _, p := range j.dels {
-		if ownedFile(dir, p, dirs) {
-			if err := unix.Unlink(filepath.Join(dir, filepath.FromSlash(p))); err != nil && !errors.Is(err, unix.ENOENT) {
+		if t.ownedFile(p) {
+			if err := t.root.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return fmt.Errorf("remove stale %s: %w", p, err)
 			}
 			removed = append(removed, p)
 		}
 	}
-	removeEmptyParents(dir, removed)
-	if len(j.puts) == 0 {
-		return nil
-	}
-	stage := filepath.Join(dir, MetaDir, j.stage)
-	var st unix.Stat_t
-	if unix.Lstat(stage, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
-		return nil // every staged file was moved already
-	}
-	for _, p := range j.puts {
-		src := filepath.Join(stage, filepath.FromSlash(p))
-		if !dirs.real(stage, path.Dir(p)) || unix.Lstat(src, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
-			continue
+	t.removeEmptyParents(removed)
+	for i, p := range j.puts {
+		src := t.staged(j, i)
+		if fi, err := t.root.Lstat(src); err != nil || !fi.Mode().IsRegular() {
+			continue // moved already
 		}
-		dst := filepath.Join(dir, filepath.FromSlash(p))
-		if err := dirs.ensure(dir, path.Dir(p)); err != nil {
+		if err := t.ensureDir(path.Dir(p)); err != nil {
 			return err
 		}
-		if err := unix.Lstat(dst, &st); err == nil && !ownedFile(dir, p, dirs) {
+		if _, err := t.root.Lstat(p); err == nil && !t.ownedFile(p) {
 			continue // never replace a file fleetgen did not write
 		}
-		if err := unix.Rename(src, dst); err != nil {
+		if err := t.root.Rename(src, p); err != nil {
 			return fmt.Errorf("write %s: %w", p, err)
 		}
 	}
-	return nil
+	// What the roll-forward changed is on disk before the journal goes.
+	return t.syncDirs(append(append([]string(nil), j.puts...), removed...))
 }
 
 // rollBack removes the files and folders an update created before its commit
 // point.
-func rollBack(dir string, j *journal, dirs *dirCache) {
+func (t *tree) rollBack(j *journal) {
 	for _, p := range j.news {
-		if ownedFile(dir, p, dirs) {
-			unix.Unlink(filepath.Join(dir, filepath.FromSlash(p)))
+		if t.ownedFile(p) {
+			t.root.Remove(p)
 		}
 	}
 	ds := append([]string(nil), j.mkdirs...)
 	sort.Sort(sort.Reverse(sort.StringSlice(ds)))
 	for _, d := range ds {
-		if dirs.real(dir, d) {
-			unix.Rmdir(filepath.Join(dir, filepath.FromSlash(d))) // fails when not empty: that is the test
+		if t.realDir(d) {
+			t.root.Remove(d) // fails when not empty: that is the test
 		}
 	}
 }
@@ -299,28 +328,23 @@ func rollBack(dir string, j *journal, dirs *dirCache) {
 // there).
 type view struct {
 	hidden map[string]bool
-	staged map[string]string // path → staged file
+	staged map[string]string // path → staged file, root-relative
 }
 
-func newView(dir string, j *journal, committed bool) view {
+func (t *tree) view(j *journal, committed bool) view {
 	v := view{hidden: map[string]bool{}, staged: map[string]string{}}
-	if j == nil {
-		return v
-	}
-	if !committed {
+	switch {
+	case j == nil:
+	case !committed:
 		for _, p := range j.news {
 			v.hidden[p] = true
 		}
-		return v
-	}
-	for _, p := range j.dels {
-		v.hidden[p] = true
-	}
-	stage := filepath.Join(dir, MetaDir, j.stage)
-	dirs := newDirCache()
-	for _, p := range j.puts {
-		if dirs.real(stage, path.Dir(p)) {
-			v.staged[p] = filepath.Join(stage, filepath.FromSlash(p))
+	default:
+		for _, p := range j.dels {
+			v.hidden[p] = true
+		}
+		for i, p := range j.puts {
+			v.staged[p] = t.staged(j, i)
 		}
 	}
 	return v
