@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/rogpeppe/go-internal/diff"
 
@@ -52,6 +54,7 @@ func DiffWith(dir string, files []generate.File, opt Options) (string, error) {
 	}
 	var (
 		existing = listing{files: map[string]fileKind{}}
+		contents = map[string][]byte{} // every regular file of the tree
 		v        view
 		t        *tree
 	)
@@ -72,7 +75,18 @@ func DiffWith(dir string, files []generate.File, opt Options) (string, error) {
 		} else if _, err := t.root.Lstat(MetaDir); err == nil {
 			return "", invalidMeta(dir, "not a folder fleetgen made")
 		}
-		if existing, err = t.scan(); err != nil {
+		var mu sync.Mutex
+		existing, err = t.scan(func(dirfd int, p string) error {
+			// A file that cannot be read is not fleetgen's; read (below) tells
+			// when it should be.
+			if b, err := readAt(dirfd, path.Base(p), maxFile, true); err == nil {
+				mu.Lock()
+				contents[p] = b
+				mu.Unlock()
+			}
+			return nil
+		})
+		if err != nil {
 			return "", err
 		}
 		j, committed, err := t.readJournal(lockPath)
@@ -97,8 +111,11 @@ func DiffWith(dir string, files []generate.File, opt Options) (string, error) {
 		case kind != regular:
 			return nil, false, schema.Invalid(fmt.Errorf("%s in %s is not a regular file", p, dir))
 		}
-		b, err := t.readRegular(p, maxFile)
-		return b, err == nil, err
+		b, ok := contents[p]
+		if !ok {
+			return nil, false, schema.Invalid(fmt.Errorf("%s in %s: not readable, or larger than %d bytes", p, dir, maxFile))
+		}
+		return b, true, nil
 	}
 	want := make(map[string]bool, len(files))
 	for _, f := range files {
@@ -132,8 +149,8 @@ func DiffWith(dir string, files []generate.File, opt Options) (string, error) {
 		if want[p] || kind != regular || v.hidden[p] {
 			continue
 		}
-		old, err := t.readRegular(p, maxFile)
-		if err != nil || !bytes.HasPrefix(old, []byte(generate.Header)) {
+		old, ok := contents[p]
+		if !ok || !bytes.HasPrefix(old, []byte(generate.Header)) {
 			continue // not fleetgen's
 		}
 		out = append(out, entry{p, fileDiff("a/"+p, old, "/dev/null", nil, false)})

@@ -93,6 +93,69 @@ func readOpen(f *os.File, name string, limit int64) ([]byte, error) {
 	}
 }
 
+// readAt reads the regular file name, an element listed in the folder dirfd,
+// without following a symlink there or blocking on a FIFO: whole (an error
+// beyond limit bytes), or its first limit bytes. One element opened
+// relative to a folder of the tree with O_NOFOLLOW cannot lead out of it.
+// It calls the system directly because os.File registers every file with the
+// runtime's poller: two fcntl and a failing epoll_ctl more per file, a third
+// of the system calls of comparing an unchanged tree (strace -c).
+func readAt(dirfd int, name string, limit int64, whole bool) ([]byte, error) {
+	const flags = unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
+	fd, err := unix.Openat(dirfd, name, flags, 0)
+	for err == unix.EINTR {
+		fd, err = unix.Openat(dirfd, name, flags, 0)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, err
+	}
+	if uint32(st.Mode)&unix.S_IFMT != unix.S_IFREG {
+		return nil, fmt.Errorf("%s: not a regular file", name)
+	}
+	size := st.Size
+	switch {
+	case !whole:
+		size = min(size, limit)
+	case size > limit:
+		return nil, fmt.Errorf("%s: larger than %d bytes", name, limit)
+	}
+	buf := make([]byte, size)
+	for n := 0; n < len(buf); {
+		k, err := unix.Read(fd, buf[n:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if k == 0 {
+			return buf[:n], nil // shorter than its stat said
+		}
+		n += k
+	}
+	return buf, nil
+}
+
+// openDirAt opens the folder name, an element listed in the folder dirfd,
+// without following a symlink there, for scan (as readAt, and for the same
+// reason: an os.File of os.Root's costs four system calls more per folder).
+func openDirAt(dirfd int, name string) (*os.File, error) {
+	const flags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
+	fd, err := unix.Openat(dirfd, name, flags, 0)
+	for err == unix.EINTR {
+		fd, err = unix.Openat(dirfd, name, flags, 0)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), name), nil
+}
+
 // maxFile bounds what a render reads of one file of the output folder.
 const maxFile = 256 << 20
 
@@ -120,13 +183,17 @@ func readLock(p string) ([]byte, error) {
 	return b, nil
 }
 
-// header reads the start of the regular file at name (root-relative).
-func (t *tree) header(name string) (ok, cut bool) {
-	fi, err := t.root.Lstat(name)
-	if err != nil || !fi.Mode().IsRegular() {
-		return false, false
+// headerOf reads the start of the regular file name in r: whether it is
+// fleetgen's, or cut short inside the header. With lstat, a symlink at name
+// is not followed (the caller may remove name), else the file was listed as
+// regular a moment ago.
+func headerOf(r *os.Root, name string, lstat bool) (ok, cut bool) {
+	if lstat {
+		if fi, err := r.Lstat(name); err != nil || !fi.Mode().IsRegular() {
+			return false, false
+		}
 	}
-	f, err := t.root.OpenFile(name, os.O_RDONLY|nonblock, 0)
+	f, err := r.OpenFile(name, os.O_RDONLY|nonblock, 0)
 	if err != nil {
 		return false, false
 	}
@@ -156,7 +223,7 @@ func (t *tree) ownedFile(rel string) bool {
 	if !t.realDir(path.Dir(rel)) {
 		return false
 	}
-	ok, cut := t.header(rel)
+	ok, cut := headerOf(t.root, rel, true)
 	return ok || cut
 }
 

@@ -20,6 +20,8 @@ import (
 	"strings"
 	"sync"
 
+	"golang.org/x/sync/errgroup"
+
 	"fleetgen.dev/fleetgen/pkg/generate"
 	"fleetgen.dev/fleetgen/pkg/schema"
 )
@@ -211,49 +213,78 @@ type listing struct {
 }
 
 // scan lists the tree without following symlinks, leaving out MetaDir, .git
-// folders and leftovers.
-func (t *tree) scan() (listing, error) {
+// folders and leftovers, and calls file, concurrently, for every regular file
+// with its folder's descriptor (for readAt). Folders are listed in parallel,
+// each opened from its parent's descriptor (openDirAt), from the root down.
+func (t *tree) scan(file func(dirfd int, p string) error) (listing, error) {
 	l := listing{files: map[string]fileKind{}, dirs: map[string]bool{}}
-	var walk func(rel string) error
-	walk = func(rel string) error {
-		f, err := t.root.Open(rel)
-		if err != nil {
-			return fmt.Errorf("read %s: %w", filepath.Join(t.dir, rel), err)
-		}
+	var mu sync.Mutex
+	var g errgroup.Group
+	g.SetLimit(workers)
+	var visit func(f *os.File, rel string) error
+	visit = func(f *os.File, rel string) error {
+		defer f.Close()
 		ents, err := f.ReadDir(-1)
-		f.Close()
 		if err != nil {
 			return fmt.Errorf("read %s: %w", filepath.Join(t.dir, rel), err)
 		}
+		fd := int(f.Fd())
 		for _, e := range ents {
 			p := e.Name()
 			if rel != "." {
 				p = rel + "/" + p
 			}
-			switch typ := e.Type(); {
+			typ := e.Type()
+			switch {
 			case typ.IsDir():
 				if e.Name() == ".git" || p == MetaDir {
 					continue
 				}
+				mu.Lock()
 				l.dirs[p] = true
-				if err := walk(p); err != nil {
-					return err
+				mu.Unlock()
+				sub, err := openDirAt(fd, e.Name())
+				if err != nil {
+					return fmt.Errorf("read %s: %w", filepath.Join(t.dir, p), err)
+				}
+				job := func() error { return visit(sub, p) }
+				if !g.TryGo(job) {
+					if err := job(); err != nil {
+						return err
+					}
 				}
 			case strings.HasPrefix(e.Name(), tmpPrefix):
 				if typ.IsRegular() || typ&fs.ModeSymlink != 0 {
+					mu.Lock()
 					l.leftovers = append(l.leftovers, p)
+					mu.Unlock()
 				}
 			case typ.IsRegular():
+				mu.Lock()
 				l.files[p] = regular
+				mu.Unlock()
+				if file != nil {
+					if err := file(fd, p); err != nil {
+						return err
+					}
+				}
 			default:
+				mu.Lock()
 				l.files[p] = other
+				mu.Unlock()
 			}
 		}
 		return nil
 	}
-	if err := walk("."); err != nil {
+	top, err := t.root.Open(".")
+	if err != nil {
+		return l, fmt.Errorf("read %s: %w", t.dir, err)
+	}
+	g.Go(func() error { return visit(top, ".") })
+	if err := g.Wait(); err != nil {
 		return l, err
 	}
+	sort.Strings(l.leftovers)
 	t.mu.Lock()
 	for d := range l.dirs {
 		t.real[d] = true
@@ -292,17 +323,47 @@ func (t *tree) byFolder(paths []string, fn func(r *os.Root, group []string) erro
 // plan compares files with the tree and decides every step of the update
 // (p.j). It changes nothing.
 func (t *tree) plan(files []generate.File) (*updatePlan, error) {
-	existing, err := t.scan()
-	if err != nil {
-		return nil, err
-	}
 	want := make(map[string]int, len(files))
 	for i, f := range files {
 		want[f.Path] = i
 	}
-	p := &updatePlan{leftovers: existing.leftovers}
+	p := &updatePlan{}
 	var conflicts []string
-	var read []string // regular files to read: wanted ones and candidates for removal
+	var mu sync.Mutex
+	note := func(l *[]string, s string) {
+		mu.Lock()
+		*l = append(*l, s)
+		mu.Unlock()
+	}
+	// Every regular file is read as it is listed: a wanted one whole, to
+	// compare; another up to the header, to know whether it is fleetgen's.
+	existing, err := t.scan(func(dirfd int, q string) error {
+		i, wanted := want[q]
+		if !wanted {
+			head, err := readAt(dirfd, path.Base(q), int64(len(generate.Header)), false)
+			if err == nil && string(head) == generate.Header {
+				note(&p.j.dels, q)
+			}
+			return nil
+		}
+		data, err := readAt(dirfd, path.Base(q), maxFile, true)
+		switch {
+		case err != nil:
+			return schema.Invalid(fmt.Errorf("read %s in %s: %w", q, t.dir, err))
+		case bytes.Equal(data, files[i].Data):
+		case bytes.HasPrefix(data, []byte(generate.Header)) || isCut(data):
+			// Ours, or cut short inside the header by a kill or a power
+			// loss (see commit): replaced.
+			note(&p.j.puts, q)
+		default:
+			note(&conflicts, q+" exists and was not written by fleetgen")
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.leftovers = existing.leftovers
 	for _, f := range files {
 		switch kind, ok := existing.files[f.Path]; {
 		case !ok && existing.dirs[f.Path]:
@@ -311,53 +372,7 @@ func (t *tree) plan(files []generate.File) (*updatePlan, error) {
 			p.j.news = append(p.j.news, f.Path)
 		case kind != regular:
 			conflicts = append(conflicts, f.Path+" is not a regular file")
-		default:
-			read = append(read, f.Path)
 		}
-	}
-	for q, kind := range existing.files {
-		if _, ok := want[q]; !ok && kind == regular {
-			read = append(read, q)
-		}
-	}
-	sort.Strings(read)
-	var mu sync.Mutex
-	note := func(l *[]string, s string) {
-		mu.Lock()
-		*l = append(*l, s)
-		mu.Unlock()
-	}
-	err = t.byFolder(read, func(r *os.Root, group []string) error {
-		for _, q := range group {
-			i, wanted := want[q]
-			f, err := r.OpenFile(path.Base(q), os.O_RDONLY|nonblock, 0)
-			if err != nil {
-				return fmt.Errorf("read %s: %w", q, err)
-			}
-			data, err := readOpen(f, q, maxFile)
-			f.Close()
-			switch {
-			case err != nil && !wanted:
-				// Not fleetgen's to judge: left alone.
-			case err != nil:
-				return schema.Invalid(fmt.Errorf("read %s in %s: %w", q, t.dir, err))
-			case !wanted:
-				if bytes.HasPrefix(data, []byte(generate.Header)) {
-					note(&p.j.dels, q)
-				}
-			case bytes.Equal(data, files[i].Data):
-			case bytes.HasPrefix(data, []byte(generate.Header)) || isCut(data):
-				// Ours, or cut short inside the header by a kill or a power
-				// loss (see commit): replaced.
-				note(&p.j.puts, q)
-			default:
-				note(&conflicts, q+" exists and was not written by fleetgen")
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
 	}
 	// A wanted file below an existing file (a/b/c over the file a/b) is in the
 	// way unless that file is stale and ours; then the new file waits for the
