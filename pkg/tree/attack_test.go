@@ -12,8 +12,8 @@ import (
 )
 
 // The tests below forge DIR/.fleetgen as a pull request can (git add -f):
-// journals in this version's format (v2) and in the first one's (v1, which
-// named the staged files by path and the lock by its path). They use only
+// journals in this version's format (v2, JSON) and in the first one's (v1,
+// which named the staged files by path and the lock by its path). They use only
 // what both versions have, so that they can be run against the old code too,
 // where the v1 cases fail (issue 20, item 2).
 
@@ -30,11 +30,11 @@ const marker = "MARKER-outside"
 // it leads out of DIR or to another folder inside it.
 func TestForgedStageSymlink(t *testing.T) {
 	t.Parallel()
-	journals := map[string]string{
-		"v1": "fleetgen journal v1\nstage stage-y\nput a.yaml\n",
-		"v2": "fleetgen journal v2\nstage stage-0123456789abcdef\nput a.yaml\n",
+	journals := map[string]struct{ stage, text string }{
+		"v1": {"stage-y", "fleetgen journal v1\nstage stage-y\nput a.yaml\n"},
+		"v2": {"stage-0123456789abcdef", `{"version":2,"stage":"stage-0123456789abcdef","puts":["a.yaml"]}`},
 	}
-	for name, text := range journals {
+	for name, jl := range journals {
 		for _, inside := range []bool{false, true} {
 			t.Run(name+map[bool]string{false: " out of DIR", true: " inside DIR"}[inside], func(t *testing.T) {
 				t.Parallel()
@@ -52,9 +52,8 @@ func TestForgedStageSymlink(t *testing.T) {
 				for _, n := range []string{"a.yaml", "0"} {
 					must(t, os.WriteFile(filepath.Join(target, n), []byte(h+marker+"\n"), 0o644))
 				}
-				stage := strings.TrimPrefix(strings.Split(text, "\n")[1], "stage ")
-				must(t, os.Symlink(target, filepath.Join(dir, MetaDir, stage)))
-				must(t, os.WriteFile(filepath.Join(dir, MetaDir, committedFile), []byte(text), 0o644))
+				must(t, os.Symlink(target, filepath.Join(dir, MetaDir, jl.stage)))
+				must(t, os.WriteFile(filepath.Join(dir, MetaDir, committedFile), []byte(jl.text), 0o644))
 
 				d, err := Diff(dir, files)
 				if strings.Contains(d, marker) {
@@ -91,7 +90,7 @@ func TestForgedJournalLockElsewhere(t *testing.T) {
 			return "fleetgen journal v1\nlock " + sum + " .fleet.lock.x.tmp " + filepath.Join(elsewhere, "fleet.lock.yaml") + "\n"
 		},
 		"v2": func(elsewhere string) string {
-			return "fleetgen journal v2\nlock " + sum + " " + hexSum([]byte(filepath.Join(elsewhere, "fleet.lock.yaml"))) + "\n"
+			return `{"version":2,"lockSum":"` + sum + `","lockPath":"` + hexSum([]byte(filepath.Join(elsewhere, "fleet.lock.yaml"))) + `"}`
 		},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -101,7 +101,7 @@ func DiffWith(dir string, files []generate.File, opt Options) (string, error) {
 			return nil, false, nil
 		}
 		if s, ok := v.staged[p]; ok {
-			if b, err := t.readRegular(s, maxFile); err == nil {
+			if b, err := readRegular(t.root, s, maxFile); err == nil {
 				return b, true, nil
 			}
 		}

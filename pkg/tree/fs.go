@@ -3,12 +3,10 @@ package tree
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -44,53 +42,15 @@ func (t *tree) Close() error { return t.root.Close() }
 // nonblock opens without blocking on a FIFO planted where a file should be.
 const nonblock = syscall.O_NONBLOCK
 
-// readRegular reads name (slash path relative to r) when it is a regular
-// file of at most limit bytes; a symlink at name is never followed.
+// readRegular reads name (a slash path in r) when it is a regular file of
+// at most limit bytes: a symlink there is not followed, a FIFO not waited for.
 func readRegular(r *os.Root, name string, limit int64) ([]byte, error) {
-	fi, err := r.Lstat(name)
+	d, err := r.Open(path.Dir(name))
 	if err != nil {
 		return nil, err
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", name)
-	}
-	f, err := r.OpenFile(name, os.O_RDONLY|nonblock, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return readOpen(f, name, limit)
-}
-
-// readOpen reads an open file that must be regular, up to limit bytes.
-func readOpen(f *os.File, name string, limit int64) ([]byte, error) {
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", name)
-	}
-	if fi.Size() > limit {
-		return nil, fmt.Errorf("%s: larger than %d bytes", name, limit)
-	}
-	buf := make([]byte, 0, fi.Size()+1)
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := f.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		if int64(len(buf)) > limit {
-			return nil, fmt.Errorf("%s: larger than %d bytes", name, limit)
-		}
-	}
+	defer d.Close()
+	return readAt(int(d.Fd()), path.Base(name), limit, true)
 }
 
 // readAt reads the regular file name, an element listed in the folder dirfd,
@@ -159,10 +119,6 @@ func openDirAt(dirfd int, name string) (*os.File, error) {
 // maxFile bounds what a render reads of one file of the output folder.
 const maxFile = 256 << 20
 
-func (t *tree) readRegular(name string, limit int64) ([]byte, error) {
-	return readRegular(t.root, name, limit)
-}
-
 // readLock reads the lock file as it is now; nil when there is none.
 func readLock(p string) ([]byte, error) {
 	r, err := os.OpenRoot(filepath.Dir(p))
@@ -183,32 +139,6 @@ func readLock(p string) ([]byte, error) {
 	return b, nil
 }
 
-// headerOf reads the start of the regular file name in r: whether it is
-// fleetgen's, or cut short inside the header. With lstat, a symlink at name
-// is not followed (the caller may remove name), else the file was listed as
-// regular a moment ago.
-func headerOf(r *os.Root, name string, lstat bool) (ok, cut bool) {
-	if lstat {
-		if fi, err := r.Lstat(name); err != nil || !fi.Mode().IsRegular() {
-			return false, false
-		}
-	}
-	f, err := r.OpenFile(name, os.O_RDONLY|nonblock, 0)
-	if err != nil {
-		return false, false
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return false, false
-	}
-	buf := make([]byte, len(generate.Header))
-	n, _ := io.ReadFull(f, buf)
-	if n < len(buf) {
-		return false, isCut(buf[:n])
-	}
-	return string(buf) == generate.Header, false
-}
-
 // isCut reports whether data, a whole file, is shorter than generate.Header
 // and begins like it (an empty file does): a file fleetgen created and was
 // killed while writing, or lost to a power cut before it was flushed.
@@ -223,8 +153,13 @@ func (t *tree) ownedFile(rel string) bool {
 	if !t.realDir(path.Dir(rel)) {
 		return false
 	}
-	ok, cut := headerOf(t.root, rel, true)
-	return ok || cut
+	d, err := t.root.Open(path.Dir(rel))
+	if err != nil {
+		return false
+	}
+	defer d.Close()
+	head, err := readAt(int(d.Fd()), path.Base(rel), int64(len(generate.Header)), false)
+	return err == nil && (string(head) == generate.Header || isCut(head))
 }
 
 // realDir reports whether every folder from d up to the root is a real
@@ -287,8 +222,14 @@ func (t *tree) removeEmptyParents(removed []string) {
 
 // createFile writes data to a new file name in r (O_EXCL: never through a
 // name that exists, symlink or not), flushed to disk with sync. A
-// part-written file (a full disk) is removed.
-func createFile(r *os.Root, name string, data []byte, sync bool) error {
+// part-written file (a full disk) is removed. p, when set, is the file's path
+// in the tree, for writeHook.
+func createFile(r *os.Root, name string, data []byte, sync bool, p string) error {
+	if writeHook != nil && p != "" {
+		if err := writeHook(p); err != nil {
+			return fmt.Errorf("write %s: %w", p, err)
+		}
+	}
 	f, err := r.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return err
@@ -314,31 +255,6 @@ func (t *tree) syncPath(name string) error {
 	}
 	defer f.Close()
 	return f.Sync()
-}
-
-// syncDirs flushes the folders that hold paths, deepest first.
-func (t *tree) syncDirs(paths []string) error {
-	seen := map[string]bool{}
-	var ds []string
-	for _, q := range paths {
-		for d := path.Dir(q); !seen[d]; d = path.Dir(d) {
-			seen[d] = true
-			ds = append(ds, d)
-			if d == "." {
-				break
-			}
-		}
-	}
-	sort.Sort(sort.Reverse(sort.StringSlice(ds)))
-	return parallel(len(ds), func(i int) error {
-		if !t.realDir(ds[i]) {
-			return nil // emptied and removed
-		}
-		if err := t.syncPath(ds[i]); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("flush %s: %w", ds[i], err)
-		}
-		return nil
-	})
 }
 
 // flock locks name in r, created when missing (exclusive) or skipped when

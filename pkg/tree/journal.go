@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -32,12 +33,12 @@ func IsInternal(rel string) bool {
 }
 
 const (
-	lockFile      = "lock"
-	preparedFile  = "prepared"
-	committedFile = "committed"
-	stagePrefix   = "stage-"
-	journalMagic  = "fleetgen journal v2"
-	maxJournal    = 64 << 20
+	lockFile       = "lock"
+	preparedFile   = "prepared"
+	committedFile  = "committed"
+	stagePrefix    = "stage-"
+	journalVersion = 2
+	maxJournal     = 64 << 20
 )
 
 // A journal describes one update of the output folder. An update writes the
@@ -58,81 +59,46 @@ const (
 // the lock (and its staged copy) is always the one the caller passes. Replay
 // removes or replaces only files fleetgen wrote.
 type journal struct {
-	stage string // folder under MetaDir holding the changed files; "" when none
+	Version int    `json:"version"`         // journalVersion
+	Stage   string `json:"stage,omitempty"` // folder under MetaDir holding the changed files
 
-	lockSum  string // hex SHA-256 of the new lock; "" when the lock is unchanged
-	lockPath string // hex SHA-256 of the lock's absolute path
+	LockSum  string `json:"lockSum,omitempty"`  // hex SHA-256 of the new lock; "" when unchanged
+	LockPath string `json:"lockPath,omitempty"` // hex SHA-256 of the lock's absolute path
 
-	mkdirs []string // folders the update creates (removed on roll-back when empty)
-	news   []string // files written in place (removed on roll-back)
-	puts   []string // files staged under stage (renamed into place on roll-forward)
-	dels   []string // stale files (removed on roll-forward)
+	Mkdirs []string `json:"mkdirs,omitempty"` // folders created (removed on roll-back when empty)
+	News   []string `json:"news,omitempty"`   // files written in place (removed on roll-back)
+	Puts   []string `json:"puts,omitempty"`   // files staged (renamed into place on roll-forward)
+	Dels   []string `json:"dels,omitempty"`   // stale files (removed on roll-forward)
 }
 
 func (j *journal) marshal() []byte {
-	var b bytes.Buffer
-	b.WriteString(journalMagic + "\n")
-	if j.stage != "" {
-		fmt.Fprintf(&b, "stage %s\n", j.stage)
-	}
-	if j.lockSum != "" {
-		fmt.Fprintf(&b, "lock %s %s\n", j.lockSum, j.lockPath)
-	}
-	for _, l := range []struct {
-		op    string
-		paths []string
-	}{{"mkdir", j.mkdirs}, {"new", j.news}, {"put", j.puts}, {"del", j.dels}} {
-		for _, p := range l.paths {
-			fmt.Fprintf(&b, "%s %s\n", l.op, p)
-		}
-	}
-	return b.Bytes()
+	j.Version = journalVersion
+	b, _ := json.Marshal(j) // strings and slices of strings: cannot fail
+	return b
 }
 
 func isHex(s string, n int) bool {
-	if len(s) != n {
-		return false
-	}
 	_, err := hex.DecodeString(s)
-	return err == nil && strings.ToLower(s) == s
+	return len(s) == n && err == nil && strings.ToLower(s) == s
 }
 
 // parseJournal decodes and checks a journal read from the output folder.
 func parseJournal(data []byte) (*journal, error) {
-	bad := errors.New("not a journal this fleetgen wrote")
-	lines := strings.Split(string(data), "\n")
-	if len(lines) < 2 || lines[0] != journalMagic || lines[len(lines)-1] != "" {
-		return nil, bad
-	}
-	j := &journal{}
-	for _, l := range lines[1 : len(lines)-1] {
-		op, arg, _ := strings.Cut(l, " ")
-		switch op {
-		case "stage":
-			if j.stage != "" || !strings.HasPrefix(arg, stagePrefix) || !isHex(strings.TrimPrefix(arg, stagePrefix), 16) {
-				return nil, bad
-			}
-			j.stage = arg
-		case "lock":
-			sum, p, _ := strings.Cut(arg, " ")
-			if j.lockSum != "" || !isHex(sum, 64) || !isHex(p, 64) {
-				return nil, bad
-			}
-			j.lockSum, j.lockPath = sum, p
-		case "mkdir", "new", "put", "del":
-			if pathProblem(arg) != "" {
-				return nil, bad
-			}
-			l := map[string]*[]string{"mkdir": &j.mkdirs, "new": &j.news, "put": &j.puts, "del": &j.dels}[op]
-			*l = append(*l, arg)
-		default:
-			return nil, bad
+	var j journal
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.DisallowUnknownFields()
+	ok := d.Decode(&j) == nil && j.Version == journalVersion &&
+		(j.Stage == "" && len(j.Puts) == 0 || strings.HasPrefix(j.Stage, stagePrefix) && isHex(strings.TrimPrefix(j.Stage, stagePrefix), 16)) &&
+		(j.LockSum == "" && j.LockPath == "" || isHex(j.LockSum, 64) && isHex(j.LockPath, 64))
+	for _, l := range [][]string{j.Mkdirs, j.News, j.Puts, j.Dels} {
+		for _, p := range l {
+			ok = ok && pathProblem(p) == ""
 		}
 	}
-	if len(j.puts) > 0 && j.stage == "" {
-		return nil, bad
+	if !ok {
+		return nil, errors.New("not a journal this fleetgen wrote")
 	}
-	return j, nil
+	return &j, nil
 }
 
 func sumHex(b []byte) string {
@@ -157,7 +123,7 @@ func invalidMeta(dir, what string) error {
 // be judged and is refused.
 func (t *tree) readJournal(lockPath string) (*journal, bool, error) {
 	for _, name := range []string{committedFile, preparedFile} {
-		data, err := t.readRegular(MetaDir+"/"+name, maxJournal)
+		data, err := readRegular(t.root, MetaDir+"/"+name, maxJournal)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -171,17 +137,17 @@ func (t *tree) readJournal(lockPath string) (*journal, bool, error) {
 		if err := t.checkStage(j); err != nil {
 			return nil, false, err
 		}
-		if name == committedFile || j.lockSum == "" {
+		if name == committedFile || j.LockSum == "" {
 			return j, name == committedFile, nil
 		}
-		if lockPath == "" || j.lockPath != sumHex([]byte(lockPath)) {
+		if lockPath == "" || j.LockPath != sumHex([]byte(lockPath)) {
 			return nil, false, schema.Invalid(fmt.Errorf("%s holds an unfinished render of another fleet; render that fleet into it again, or remove %s", t.dir, filepath.Join(t.dir, MetaDir)))
 		}
 		cur, err := readLock(lockPath)
 		if err != nil {
 			return nil, false, err
 		}
-		return j, cur != nil && sumHex(cur) == j.lockSum, nil
+		return j, cur != nil && sumHex(cur) == j.LockSum, nil
 	}
 	return nil, false, nil
 }
@@ -189,20 +155,20 @@ func (t *tree) readJournal(lockPath string) (*journal, bool, error) {
 // checkStage refuses a journal whose staging folder, when there, is not a
 // real folder, or holds anything but regular files named by index.
 func (t *tree) checkStage(j *journal) error {
-	if j.stage == "" {
+	if j.Stage == "" {
 		return nil
 	}
-	fi, err := t.root.Lstat(MetaDir + "/" + j.stage)
+	fi, err := t.root.Lstat(MetaDir + "/" + j.Stage)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil // moved into place already
 	}
 	if err != nil || !fi.IsDir() {
-		return invalidMeta(t.dir, j.stage+" is not a folder fleetgen made")
+		return invalidMeta(t.dir, j.Stage+" is not a folder fleetgen made")
 	}
-	for i := range j.puts {
+	for i := range j.Puts {
 		fi, err := t.root.Lstat(t.staged(j, i))
 		if err == nil && !fi.Mode().IsRegular() {
-			return invalidMeta(t.dir, j.stage+" holds something fleetgen did not stage")
+			return invalidMeta(t.dir, j.Stage+" holds something fleetgen did not stage")
 		}
 	}
 	return nil
@@ -210,7 +176,7 @@ func (t *tree) checkStage(j *journal) error {
 
 // staged is the root-relative name of the i-th staged file of j.
 func (t *tree) staged(j *journal, i int) string {
-	return MetaDir + "/" + j.stage + "/" + strconv.Itoa(i)
+	return MetaDir + "/" + j.Stage + "/" + strconv.Itoa(i)
 }
 
 // finish rolls an unfinished update forward or back, then removes what is
@@ -224,8 +190,8 @@ func (t *tree) finish(j *journal, committed bool, lockPath string) error {
 		} else {
 			t.rollBack(j)
 		}
-		if j.lockSum != "" && lockPath != "" && j.lockPath == sumHex([]byte(lockPath)) {
-			removeLockTmp(lockPath, j.lockSum)
+		if j.LockSum != "" && lockPath != "" && j.LockPath == sumHex([]byte(lockPath)) {
+			removeLockTmp(lockPath, j.LockSum)
 		}
 	}
 	return t.cleanMeta()
@@ -277,7 +243,7 @@ func (t *tree) cleanMeta() error {
 // It can run any number of times: a step already done is skipped.
 func (t *tree) rollForward(j *journal) error {
 	var removed []string
-	for _, p := range j.dels {
+	for _, p := range j.Dels {
 		if t.ownedFile(p) {
 			if err := t.root.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return fmt.Errorf("remove stale %s: %w", p, err)
@@ -286,7 +252,7 @@ func (t *tree) rollForward(j *journal) error {
 		}
 	}
 	t.removeEmptyParents(removed)
-	for i, p := range j.puts {
+	for i, p := range j.Puts {
 		src := t.staged(j, i)
 		if fi, err := t.root.Lstat(src); err != nil || !fi.Mode().IsRegular() {
 			continue // moved already
@@ -301,19 +267,18 @@ func (t *tree) rollForward(j *journal) error {
 			return fmt.Errorf("write %s: %w", p, err)
 		}
 	}
-	// What the roll-forward changed is on disk before the journal goes.
-	return t.syncDirs(append(append([]string(nil), j.puts...), removed...))
+	return nil
 }
 
 // rollBack removes the files and folders an update created before its commit
 // point.
 func (t *tree) rollBack(j *journal) {
-	for _, p := range j.news {
+	for _, p := range j.News {
 		if t.ownedFile(p) {
 			t.root.Remove(p)
 		}
 	}
-	ds := append([]string(nil), j.mkdirs...)
+	ds := append([]string(nil), j.Mkdirs...)
 	sort.Sort(sort.Reverse(sort.StringSlice(ds)))
 	for _, d := range ds {
 		if t.realDir(d) {
@@ -336,14 +301,14 @@ func (t *tree) view(j *journal, committed bool) view {
 	switch {
 	case j == nil:
 	case !committed:
-		for _, p := range j.news {
+		for _, p := range j.News {
 			v.hidden[p] = true
 		}
 	default:
-		for _, p := range j.dels {
+		for _, p := range j.Dels {
 			v.hidden[p] = true
 		}
-		for i, p := range j.puts {
+		for i, p := range j.Puts {
 			v.staged[p] = t.staged(j, i)
 		}
 	}

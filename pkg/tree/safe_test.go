@@ -109,20 +109,20 @@ func TestPlantedSymlinks(t *testing.T) {
 			// nor remove it.
 			must(t, os.Symlink(victim, filepath.Join(meta, stage, "0")))
 			must(t, os.Symlink(outside, filepath.Join(dir, "sub")))
-			j := journal{stage: stage, puts: []string{"clusters/victim.yaml"}, dels: []string{"sub/victim.yaml"}}
+			j := journal{Stage: stage, Puts: []string{"clusters/victim.yaml"}, Dels: []string{"sub/victim.yaml"}}
 			must(t, os.WriteFile(filepath.Join(meta, committedFile), j.marshal(), 0o644))
 		}, true},
 		{"stale files behind a symlinked folder", func(t *testing.T, dir, outside, victim string) {
 			meta := filepath.Join(dir, MetaDir)
 			must(t, os.MkdirAll(meta, 0o755))
 			must(t, os.Symlink(outside, filepath.Join(dir, "other")))
-			j := journal{dels: []string{"other/victim.yaml"}, news: []string{"other/victim.yaml"}}
+			j := journal{Dels: []string{"other/victim.yaml"}, News: []string{"other/victim.yaml"}}
 			must(t, os.WriteFile(filepath.Join(meta, committedFile), j.marshal(), 0o644))
 		}, false},
 		{"prepared journal of another lock", func(t *testing.T, dir, outside, victim string) {
 			meta := filepath.Join(dir, MetaDir)
 			must(t, os.MkdirAll(meta, 0o755))
-			j := journal{lockSum: strings.Repeat("0", 64), lockPath: sumHex([]byte(filepath.Join(outside, "fleet.lock.yaml")))}
+			j := journal{LockSum: strings.Repeat("0", 64), LockPath: sumHex([]byte(filepath.Join(outside, "fleet.lock.yaml")))}
 			must(t, os.WriteFile(filepath.Join(meta, preparedFile), j.marshal(), 0o644))
 		}, true},
 	}
@@ -466,7 +466,7 @@ func TestKilledBetweenOpenAndWrite(t *testing.T) {
 			must(t, os.MkdirAll(filepath.Join(dir, "clusters", "c1"), 0o755))
 			must(t, os.MkdirAll(meta, 0o755))
 			must(t, os.WriteFile(filepath.Join(dir, "clusters", "c1", "x.yaml"), []byte(tt.content), 0o644))
-			j := journal{mkdirs: []string{"clusters", "clusters/c1"}, news: []string{"a.yaml", "clusters/c1/x.yaml"}}
+			j := journal{Mkdirs: []string{"clusters", "clusters/c1"}, News: []string{"a.yaml", "clusters/c1/x.yaml"}}
 			must(t, os.WriteFile(filepath.Join(meta, preparedFile), j.marshal(), 0o644))
 			_, err := Write(dir, files)
 			if tt.conflict {

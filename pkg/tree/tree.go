@@ -12,9 +12,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -58,19 +60,9 @@ type Options struct {
 	Waiting func()
 }
 
-// writeHook, when set by a test, is called before each file is created (with
-// its name) and fails the write with the error it returns.
-var writeHook func(name string) error
-
-func hook(p string) error {
-	if writeHook == nil {
-		return nil
-	}
-	if err := writeHook(p); err != nil {
-		return fmt.Errorf("write %s: %w", p, err)
-	}
-	return nil
-}
+// writeHook, when set by a test, is called before each file of the tree is
+// created and fails the write with the error it returns.
+var writeHook func(p string) error
 
 // Write is WriteWith without a lock.
 func Write(dir string, files []generate.File) (Stats, error) {
@@ -84,17 +76,13 @@ func Write(dir string, files []generate.File) (Stats, error) {
 //
 // The update is atomic for the whole tree and the lock (see journal): after a
 // failure, a kill or a full disk at any point, dir and the lock hold the old
-// content or the new, and the next WriteWith finishes or undoes what a killed
-// one left. A power loss never empties a file that was there before (what
-// replaces a file is flushed before the commit point); one during an update
-// that adds files may leave some of them empty, which the next WriteWith
-// writes again. dir itself may not be a symlink; inside it, files are created
-// only with O_EXCL through real folders, so names planted in dir cannot
-// redirect a write. Every path is checked and every existing file compared
-// before anything in the tree changes, so an invalid path or a foreign file in
-// the way (an input error, *schema.InvalidError) leaves dir as it was. A
-// second WriteWith of the same dir waits for the first (flock on
-// dir/MetaDir/lock).
+// content or the new. A power loss never empties a file that was there (what
+// replaces one is flushed before the commit point). dir may not be a symlink;
+// inside it, files are created only with O_EXCL through real folders. Every
+// path is checked and every existing file compared before anything changes,
+// so an invalid path or a foreign file in the way (an input error,
+// *schema.InvalidError) leaves dir as it was. A second WriteWith of the same
+// dir waits for the first (flock on dir/MetaDir/lock).
 func WriteWith(dir string, files []generate.File, opt Options) (st Stats, err error) {
 	if err := checkPaths(files); err != nil {
 		return st, err
@@ -112,16 +100,14 @@ func WriteWith(dir string, files []generate.File, opt Options) (st Stats, err er
 		if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 			return st, fmt.Errorf("create %s: %w", dir, err)
 		}
-		switch merr := os.Mkdir(dir, 0o755); {
-		case merr == nil:
-			// Nothing written on failure: not even the folder.
-			defer func() {
+		if merr := os.Mkdir(dir, 0o755); merr != nil && !errors.Is(merr, fs.ErrExist) {
+			return st, fmt.Errorf("create %s: %w", dir, merr)
+		} else if merr == nil {
+			defer func() { // nothing written on failure: not even the folder
 				if err != nil {
 					os.RemoveAll(dir)
 				}
 			}()
-		case !errors.Is(merr, fs.ErrExist):
-			return st, fmt.Errorf("create %s: %w", dir, merr)
 		}
 	case lerr != nil:
 		return st, fmt.Errorf("read %s: %w", dir, lerr)
@@ -179,20 +165,19 @@ func (t *tree) update(lockPath string, files []generate.File, opt Options) (Stat
 			newLock = opt.Lock.New
 		}
 	}
-	p, err := t.plan(files)
+	j, leftovers, err := t.plan(files)
 	if err != nil {
 		return st, err
 	}
-	for _, l := range p.leftovers {
+	for _, l := range leftovers {
 		t.root.Remove(l)
 	}
-	st.Written = len(p.j.news) + len(p.j.puts)
+	st = Stats{Written: len(j.News) + len(j.Puts), Removed: len(j.Dels)}
 	st.Unchanged = len(files) - st.Written
-	st.Removed = len(p.j.dels)
 	if st.Written+st.Removed == 0 && newLock == nil {
 		return st, nil
 	}
-	if err := t.commit(files, &p.j, lockPath, newLock); err != nil {
+	if err := t.commit(files, j, lockPath, newLock); err != nil {
 		return Stats{}, err
 	}
 	return st, nil
@@ -219,6 +204,7 @@ type listing struct {
 func (t *tree) scan(file func(dirfd int, p string) error) (listing, error) {
 	l := listing{files: map[string]fileKind{}, dirs: map[string]bool{}}
 	var mu sync.Mutex
+	add := func(f func()) { mu.Lock(); f(); mu.Unlock() }
 	var g errgroup.Group
 	g.SetLimit(workers)
 	var visit func(f *os.File, rel string) error
@@ -240,9 +226,7 @@ func (t *tree) scan(file func(dirfd int, p string) error) (listing, error) {
 				if e.Name() == ".git" || p == MetaDir {
 					continue
 				}
-				mu.Lock()
-				l.dirs[p] = true
-				mu.Unlock()
+				add(func() { l.dirs[p] = true })
 				sub, err := openDirAt(fd, e.Name())
 				if err != nil {
 					return fmt.Errorf("read %s: %w", filepath.Join(t.dir, p), err)
@@ -255,23 +239,15 @@ func (t *tree) scan(file func(dirfd int, p string) error) (listing, error) {
 				}
 			case strings.HasPrefix(e.Name(), tmpPrefix):
 				if typ.IsRegular() || typ&fs.ModeSymlink != 0 {
-					mu.Lock()
-					l.leftovers = append(l.leftovers, p)
-					mu.Unlock()
+					add(func() { l.leftovers = append(l.leftovers, p) })
 				}
 			case typ.IsRegular():
-				mu.Lock()
-				l.files[p] = regular
-				mu.Unlock()
-				if file != nil {
-					if err := file(fd, p); err != nil {
-						return err
-					}
+				add(func() { l.files[p] = regular })
+				if err := file(fd, p); err != nil {
+					return err
 				}
 			default:
-				mu.Lock()
-				l.files[p] = other
-				mu.Unlock()
+				add(func() { l.files[p] = other })
 			}
 		}
 		return nil
@@ -284,18 +260,14 @@ func (t *tree) scan(file func(dirfd int, p string) error) (listing, error) {
 	if err := g.Wait(); err != nil {
 		return l, err
 	}
-	sort.Strings(l.leftovers)
 	t.mu.Lock()
-	for d := range l.dirs {
-		t.real[d] = true
-	}
+	maps.Copy(t.real, l.dirs)
 	t.mu.Unlock()
 	return l, nil
 }
 
-// byFolder groups sorted slash paths by folder and calls fn for each group
-// in parallel, with a root of that folder; the error of the first group that
-// failed is returned.
+// byFolder calls fn in parallel for each run of sorted slash paths that share
+// a folder, with a root of that folder.
 func (t *tree) byFolder(paths []string, fn func(r *os.Root, group []string) error) error {
 	var groups [][]string
 	for i := 0; i < len(paths); {
@@ -313,7 +285,7 @@ func (t *tree) byFolder(paths []string, fn func(r *os.Root, group []string) erro
 		}
 		r, err := t.root.OpenRoot(d)
 		if err != nil {
-			return fmt.Errorf("read %s: %w", d, err)
+			return err
 		}
 		defer r.Close()
 		return fn(r, groups[g])
@@ -322,19 +294,15 @@ func (t *tree) byFolder(paths []string, fn func(r *os.Root, group []string) erro
 
 // plan compares files with the tree and decides every step of the update
 // (p.j). It changes nothing.
-func (t *tree) plan(files []generate.File) (*updatePlan, error) {
+func (t *tree) plan(files []generate.File) (*journal, []string, error) {
 	want := make(map[string]int, len(files))
 	for i, f := range files {
 		want[f.Path] = i
 	}
-	p := &updatePlan{}
+	var j journal
 	var conflicts []string
 	var mu sync.Mutex
-	note := func(l *[]string, s string) {
-		mu.Lock()
-		*l = append(*l, s)
-		mu.Unlock()
-	}
+	note := func(l *[]string, s string) { mu.Lock(); *l = append(*l, s); mu.Unlock() }
 	// Every regular file is read as it is listed: a wanted one whole, to
 	// compare; another up to the header, to know whether it is fleetgen's.
 	existing, err := t.scan(func(dirfd int, q string) error {
@@ -342,7 +310,7 @@ func (t *tree) plan(files []generate.File) (*updatePlan, error) {
 		if !wanted {
 			head, err := readAt(dirfd, path.Base(q), int64(len(generate.Header)), false)
 			if err == nil && string(head) == generate.Header {
-				note(&p.j.dels, q)
+				note(&j.Dels, q)
 			}
 			return nil
 		}
@@ -354,22 +322,21 @@ func (t *tree) plan(files []generate.File) (*updatePlan, error) {
 		case bytes.HasPrefix(data, []byte(generate.Header)) || isCut(data):
 			// Ours, or cut short inside the header by a kill or a power
 			// loss (see commit): replaced.
-			note(&p.j.puts, q)
+			note(&j.Puts, q)
 		default:
 			note(&conflicts, q+" exists and was not written by fleetgen")
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	p.leftovers = existing.leftovers
 	for _, f := range files {
 		switch kind, ok := existing.files[f.Path]; {
 		case !ok && existing.dirs[f.Path]:
 			conflicts = append(conflicts, f.Path+" is a folder")
 		case !ok:
-			p.j.news = append(p.j.news, f.Path)
+			j.News = append(j.News, f.Path)
 		case kind != regular:
 			conflicts = append(conflicts, f.Path+" is not a regular file")
 		}
@@ -377,13 +344,13 @@ func (t *tree) plan(files []generate.File) (*updatePlan, error) {
 	// A wanted file below an existing file (a/b/c over the file a/b) is in the
 	// way unless that file is stale and ours; then the new file waits for the
 	// stale one to go, after the commit point.
-	stale := make(map[string]bool, len(p.j.dels))
-	for _, q := range p.j.dels {
+	stale := make(map[string]bool, len(j.Dels))
+	for _, q := range j.Dels {
 		stale[q] = true
 	}
-	news := p.j.news[:0:0]
+	var news []string
 	mkdirs := map[string]bool{}
-	for _, q := range p.j.news {
+	for _, q := range j.News {
 		blocked := false
 		for d := path.Dir(q); d != "."; d = path.Dir(d) {
 			if _, ok := existing.files[d]; ok {
@@ -394,7 +361,7 @@ func (t *tree) plan(files []generate.File) (*updatePlan, error) {
 			}
 		}
 		if blocked {
-			p.j.puts = append(p.j.puts, q)
+			j.Puts = append(j.Puts, q)
 			continue
 		}
 		news = append(news, q)
@@ -404,38 +371,30 @@ func (t *tree) plan(files []generate.File) (*updatePlan, error) {
 	}
 	if len(conflicts) > 0 {
 		sort.Strings(conflicts)
-		return nil, schema.Invalid(fmt.Errorf("write %s: refusing to overwrite files fleetgen does not own:\n  %s", t.dir, strings.Join(conflicts, "\n  ")))
+		return nil, nil, schema.Invalid(fmt.Errorf("write %s: refusing to overwrite files fleetgen does not own:\n  %s", t.dir, strings.Join(conflicts, "\n  ")))
 	}
-	p.j.news = news
-	for d := range mkdirs {
-		p.j.mkdirs = append(p.j.mkdirs, d)
+	j.News, j.Mkdirs = news, slices.Collect(maps.Keys(mkdirs))
+	for _, l := range [][]string{j.News, j.Mkdirs, j.Puts, j.Dels, existing.leftovers} {
+		sort.Strings(l)
 	}
-	sort.Strings(p.j.mkdirs)
-	sort.Strings(p.j.puts)
-	sort.Strings(p.j.dels)
-	return p, nil
-}
-
-type updatePlan struct {
-	j         journal
-	leftovers []string
+	return &j, existing.leftovers, nil
 }
 
 // commit carries out a planned update: journal, writes, flush, commit point,
 // roll-forward. On an error before the commit point it rolls back.
 func (t *tree) commit(files []generate.File, j *journal, lockPath string, newLock []byte) (err error) {
-	if len(j.puts) > 0 {
-		j.stage = stagePrefix + randomName()
+	if len(j.Puts) > 0 {
+		j.Stage = stagePrefix + randomName()
 	}
 	if newLock != nil {
-		j.lockSum, j.lockPath = sumHex(newLock), sumHex([]byte(lockPath))
+		j.LockSum, j.LockPath = sumHex(newLock), sumHex([]byte(lockPath))
 	}
 	data := make(map[string][]byte, len(files))
 	for _, f := range files {
 		data[f.Path] = f.Data
 	}
 	prepared := MetaDir + "/" + preparedFile
-	if err := createFile(t.root, prepared, j.marshal(), true); err != nil {
+	if err := createFile(t.root, prepared, j.marshal(), true, ""); err != nil {
 		return fmt.Errorf("write %s: %w", filepath.Join(t.dir, prepared), err)
 	}
 	done := false
@@ -449,21 +408,17 @@ func (t *tree) commit(files []generate.File, j *journal, lockPath string, newLoc
 	if err := t.syncPath(MetaDir); err != nil {
 		return fmt.Errorf("write %s: %w", MetaDir, err)
 	}
-	for _, d := range j.mkdirs {
+	for _, d := range j.Mkdirs {
 		if err := t.root.Mkdir(d, 0o755); err != nil {
 			return fmt.Errorf("create %s: %w", d, err)
 		}
 	}
-	// New files folder by folder, as cp -r creates them. They are not
-	// flushed, as cp -r does not flush them: no old content is at stake, and
-	// after a power loss the next render takes a file left empty, or cut
-	// inside the header, for one of its own and writes it again (plan).
-	err = t.byFolder(j.news, func(r *os.Root, group []string) error {
+	// New files folder by folder, as cp -r writes them, and not flushed: no
+	// old content is at stake, and after a power loss the next render takes
+	// a file left empty, or cut inside the header, for its own (plan).
+	err = t.byFolder(j.News, func(r *os.Root, group []string) error {
 		for _, q := range group {
-			if err := hook(q); err != nil {
-				return err
-			}
-			if err := createFile(r, path.Base(q), data[q], false); err != nil {
+			if err := createFile(r, path.Base(q), data[q], false, q); err != nil {
 				return fmt.Errorf("write %s: %w", q, err)
 			}
 		}
@@ -475,8 +430,8 @@ func (t *tree) commit(files []generate.File, j *journal, lockPath string, newLoc
 	// What replaces a file (the staged files, the lock) is on disk before
 	// the commit point: a power loss leaves the old content or the new,
 	// never a file emptied.
-	if j.stage != "" {
-		stage := MetaDir + "/" + j.stage
+	if j.Stage != "" {
+		stage := MetaDir + "/" + j.Stage
 		if err := t.root.Mkdir(stage, 0o700); err != nil {
 			return fmt.Errorf("create %s: %w", stage, err)
 		}
@@ -485,12 +440,9 @@ func (t *tree) commit(files []generate.File, j *journal, lockPath string, newLoc
 			return fmt.Errorf("create %s: %w", stage, err)
 		}
 		defer sr.Close()
-		err = parallel(len(j.puts), func(i int) error {
-			if err := hook(j.puts[i]); err != nil {
-				return err
-			}
-			if err := createFile(sr, strconv.Itoa(i), data[j.puts[i]], true); err != nil {
-				return fmt.Errorf("write %s: %w", j.puts[i], err)
+		err = parallel(len(j.Puts), func(i int) error {
+			if err := createFile(sr, strconv.Itoa(i), data[j.Puts[i]], true, j.Puts[i]); err != nil {
+				return fmt.Errorf("write %s: %w", j.Puts[i], err)
 			}
 			return nil
 		})
@@ -505,14 +457,13 @@ func (t *tree) commit(files []generate.File, j *journal, lockPath string, newLoc
 		return fmt.Errorf("write %s: %w", MetaDir, err)
 	}
 	if newLock != nil {
-		if err := commitLock(lockPath, j.lockSum, newLock); err != nil {
+		if err := commitLock(lockPath, j.LockSum, newLock); err != nil {
 			return err
 		}
 		done = true
 	}
-	// Without a lock change this rename is the commit point; with one, the
-	// update is committed already and the next render finishes it should
-	// this fail.
+	// The commit point without a lock change; with one, the next render
+	// finishes the update should this fail.
 	if err := t.root.Rename(prepared, MetaDir+"/"+committedFile); err != nil {
 		return fmt.Errorf("commit %s: %w", t.dir, err)
 	}
@@ -535,11 +486,10 @@ func commitLock(lockPath, sum string, newLock []byte) error {
 	}
 	defer r.Close()
 	tmp := lockTmpName(lockPath, sum)
-	err = createFile(r, tmp, newLock, true)
-	if errors.Is(err, fs.ErrExist) {
-		// A leftover of a killed render of the same lock, or another name.
+	err = createFile(r, tmp, newLock, true, "")
+	if errors.Is(err, fs.ErrExist) { // a killed render's, when it holds this lock
 		removeLockTmp(lockPath, sum)
-		err = createFile(r, tmp, newLock, true)
+		err = createFile(r, tmp, newLock, true, "")
 	}
 	if err == nil {
 		err = r.Rename(tmp, filepath.Base(lockPath))
@@ -610,7 +560,7 @@ func checkPaths(files []generate.File) error {
 // fleetgen's lock and journal out of a commit of the output folder without
 // the user's help. O_EXCL: a planted name is never followed.
 func (t *tree) ignoreMeta() error {
-	err := createFile(t.root, MetaDir+"/.gitignore", []byte("# fleetgen's own files (lock, journal): never committed.\n*\n"), false)
+	err := createFile(t.root, MetaDir+"/.gitignore", []byte("# fleetgen's own files (lock, journal): never committed.\n*\n"), false, "")
 	if err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("create %s: %w", filepath.Join(t.dir, MetaDir, ".gitignore"), err)
 	}
