@@ -1,6 +1,7 @@
 package tree
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -8,7 +9,6 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 
 	"golang.org/x/sync/errgroup"
@@ -18,15 +18,12 @@ import (
 	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
-// tree is an output folder opened as an os.Root: every file of it is reached
-// through that handle, so no name in it (a symlink planted by a pull request,
-// a path from a forged journal) leads out of it.
+// tree is an output folder opened as an os.Root: no name in it (a planted
+// symlink, a path from a forged journal) leads out of it.
 type tree struct {
 	dir  string
 	root *os.Root
-
-	mu   sync.Mutex
-	real map[string]bool // folders checked to be real folders (no symlink on the way)
+	real map[string]bool // folders known to be real folders (no symlink on the way)
 }
 
 func openTree(dir string) (*tree, error) {
@@ -37,11 +34,6 @@ func openTree(dir string) (*tree, error) {
 	return &tree{dir: dir, root: r, real: map[string]bool{".": true}}, nil
 }
 
-func (t *tree) Close() error { return t.root.Close() }
-
-// nonblock opens without blocking on a FIFO planted where a file should be.
-const nonblock = syscall.O_NONBLOCK
-
 // readRegular reads name (a slash path in r) when it is a regular file of
 // at most limit bytes: a symlink there is not followed, a FIFO not waited for.
 func readRegular(r *os.Root, name string, limit int64) ([]byte, error) {
@@ -50,17 +42,14 @@ func readRegular(r *os.Root, name string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	defer d.Close()
-	return readAt(int(d.Fd()), path.Base(name), limit, true)
+	return readAt(int(d.Fd()), path.Base(name), limit)
 }
 
-// readAt reads the regular file name, an element listed in the folder dirfd,
-// without following a symlink there or blocking on a FIFO: whole (an error
-// beyond limit bytes), or its first limit bytes. One element opened
-// relative to a folder of the tree with O_NOFOLLOW cannot lead out of it.
-// It calls the system directly because os.File registers every file with the
-// runtime's poller: two fcntl and a failing epoll_ctl more per file, a third
-// of the system calls of comparing an unchanged tree (strace -c).
-func readAt(dirfd int, name string, limit int64, whole bool) ([]byte, error) {
+// readAt reads the regular file name (one path element, O_NOFOLLOW: it
+// cannot lead out) of the folder dirfd, of at most limit bytes, never waiting
+// on a FIFO. It calls the system directly: os.File registers every file with
+// the runtime's poller, a third of the system calls of an unchanged render.
+func readAt(dirfd int, name string, limit int64) ([]byte, error) {
 	const flags = unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
 	fd, err := unix.Openat(dirfd, name, flags, 0)
 	for err == unix.EINTR {
@@ -78,10 +67,7 @@ func readAt(dirfd int, name string, limit int64, whole bool) ([]byte, error) {
 		return nil, fmt.Errorf("%s: not a regular file", name)
 	}
 	size := st.Size
-	switch {
-	case !whole:
-		size = min(size, limit)
-	case size > limit:
+	if size > limit {
 		return nil, fmt.Errorf("%s: larger than %d bytes", name, limit)
 	}
 	buf := make([]byte, size)
@@ -101,9 +87,8 @@ func readAt(dirfd int, name string, limit int64, whole bool) ([]byte, error) {
 	return buf, nil
 }
 
-// openDirAt opens the folder name, an element listed in the folder dirfd,
-// without following a symlink there, for scan (as readAt, and for the same
-// reason: an os.File of os.Root's costs four system calls more per folder).
+// openDirAt opens the folder name of the folder dirfd for scan, as readAt
+// opens a file (an os.Root's os.File costs four system calls more).
 func openDirAt(dirfd int, name string) (*os.File, error) {
 	const flags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
 	fd, err := unix.Openat(dirfd, name, flags, 0)
@@ -122,70 +107,49 @@ const maxFile = 256 << 20
 // readLock reads the lock file as it is now; nil when there is none.
 func readLock(p string) ([]byte, error) {
 	r, err := os.OpenRoot(filepath.Dir(p))
+	if err == nil {
+		defer r.Close()
+		var b []byte
+		if b, err = readRegular(r, filepath.Base(p), maxFile); err == nil {
+			return b, nil
+		}
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", p, err)
-	}
-	defer r.Close()
-	b, err := readRegular(r, filepath.Base(p), maxFile)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, schema.Invalid(fmt.Errorf("read %s: %w", p, err))
-	}
-	return b, nil
+	return nil, schema.Invalid(fmt.Errorf("read %s: %w", p, err))
 }
 
-// isCut reports whether data, a whole file, is shorter than generate.Header
-// and begins like it (an empty file does): a file fleetgen created and was
-// killed while writing, or lost to a power cut before it was flushed.
+// isCut reports whether data, a whole file, is a strict start of the header
+// (empty, say): fleetgen's, cut by a kill or a power loss before a flush.
 func isCut(data []byte) bool {
 	return len(data) < len(generate.Header) && strings.HasPrefix(generate.Header, string(data))
 }
 
 // ownedFile reports whether rel, reached through real folders only, is a
-// regular file fleetgen wrote, or one cut short inside the header. A
-// journal's replay removes or replaces only such files.
+// regular file fleetgen wrote, or cut (isCut): all that replay may touch.
 func (t *tree) ownedFile(rel string) bool {
 	if !t.realDir(path.Dir(rel)) {
 		return false
 	}
-	d, err := t.root.Open(path.Dir(rel))
-	if err != nil {
-		return false
-	}
-	defer d.Close()
-	head, err := readAt(int(d.Fd()), path.Base(rel), int64(len(generate.Header)), false)
-	return err == nil && (string(head) == generate.Header || isCut(head))
+	b, err := readRegular(t.root, rel, maxFile)
+	return err == nil && (bytes.HasPrefix(b, []byte(generate.Header)) || isCut(b))
 }
 
-// realDir reports whether every folder from d up to the root is a real
-// folder, not a symlink.
+// realDir reports whether every folder from d up to the root is a real one.
 func (t *tree) realDir(d string) bool {
-	t.mu.Lock()
-	ok := t.real[d]
-	t.mu.Unlock()
-	if ok {
+	if t.real[d] {
 		return true
 	}
 	if d == "" || !t.realDir(path.Dir(d)) {
 		return false
 	}
 	fi, err := t.root.Lstat(d)
-	if err != nil || !fi.IsDir() {
-		return false
-	}
-	t.mu.Lock()
-	t.real[d] = true
-	t.mu.Unlock()
-	return true
+	t.real[d] = err == nil && fi.IsDir()
+	return t.real[d]
 }
 
-// ensureDir creates the folders up to d that are missing; it fails when one
-// on the way is not a real folder.
+// ensureDir creates the missing folders up to d, all real folders.
 func (t *tree) ensureDir(d string) error {
 	if t.realDir(d) {
 		return nil
@@ -202,8 +166,7 @@ func (t *tree) ensureDir(d string) error {
 	return nil
 }
 
-// removeEmptyParents removes the folders of removed files, and their parents,
-// that are now empty, never the root itself.
+// removeEmptyParents removes the folders that removed files left empty.
 func (t *tree) removeEmptyParents(removed []string) {
 	seen := map[string]bool{}
 	for _, p := range removed {
@@ -213,17 +176,14 @@ func (t *tree) removeEmptyParents(removed []string) {
 			if !t.realDir(d) || t.root.Remove(d) != nil {
 				break
 			}
-			t.mu.Lock()
 			delete(t.real, d)
-			t.mu.Unlock()
 		}
 	}
 }
 
 // createFile writes data to a new file name in r (O_EXCL: never through a
-// name that exists, symlink or not), flushed to disk with sync. A
-// part-written file (a full disk) is removed. p, when set, is the file's path
-// in the tree, for writeHook.
+// name that exists), flushed with sync; a part-written one (a full disk) goes.
+// p, when set, is its path in the tree, for writeHook.
 func createFile(r *os.Root, name string, data []byte, sync bool, p string) error {
 	if writeHook != nil && p != "" {
 		if err := writeHook(p); err != nil {
@@ -250,25 +210,27 @@ func createFile(r *os.Root, name string, data []byte, sync bool, p string) error
 // syncPath flushes one file or folder (root-relative).
 func (t *tree) syncPath(name string) error {
 	f, err := t.root.Open(name)
-	if err != nil {
-		return err
+	if err == nil {
+		err = f.Sync()
+		f.Close()
 	}
-	defer f.Close()
-	return f.Sync()
+	if err != nil {
+		return fmt.Errorf("flush %s: %w", filepath.Join(t.dir, name), err)
+	}
+	return nil
 }
 
-// flock locks name in r, created when missing (exclusive) or skipped when
-// missing (shared: nil, nil). It calls waiting once when another process
-// holds it, then waits.
+// flock locks name in r, created when missing (exclusive) or skipped (shared:
+// nil, nil); it calls waiting when another process holds it, then waits.
 func flock(r *os.Root, name string, shared bool, waiting func()) (*os.File, error) {
 	flags, how := os.O_RDWR|os.O_CREATE, unix.LOCK_EX
 	if shared {
 		flags, how = os.O_RDONLY, unix.LOCK_SH
 	}
 	if fi, err := r.Lstat(name); err == nil && !fi.Mode().IsRegular() {
-		return nil, invalidMeta(filepath.Dir(r.Name()), name+" is not a lock file fleetgen made")
+		return nil, invalidMeta(r.Name(), name+" is not a lock file fleetgen made")
 	}
-	f, err := r.OpenFile(name, flags|nonblock, 0o644)
+	f, err := r.OpenFile(name, flags|syscall.O_NONBLOCK, 0o644) // a planted FIFO does not block
 	if shared && errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -312,6 +274,5 @@ func parallel(n int, fn func(i int) error) error {
 	return nil
 }
 
-// workers bounds parallel file I/O: system calls block their thread, so a
-// few more workers than cores keep the disk busy.
+// workers bounds parallel file I/O: more than cores, as system calls block.
 const workers = 16

@@ -11,17 +11,16 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
 	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
-// MetaDir is the folder inside the output folder where fleetgen keeps its own
-// files: the lock a render holds, the journal of an update and the files
-// staged for it. Nothing in it is part of the rendered tree: Diff ignores it
-// and publish must not push it (see IsInternal).
+// MetaDir is the folder of the output folder where fleetgen keeps the lock a
+// render holds, the journal of an update and the files staged for it. It is
+// not part of the tree: Diff ignores it, publish must not push it.
 const MetaDir = ".fleetgen"
 
 // IsInternal reports whether rel (a slash path relative to the output folder)
@@ -41,23 +40,18 @@ const (
 	maxJournal     = 64 << 20
 )
 
-// A journal describes one update of the output folder. An update writes the
-// journal as "prepared", writes every new file in place and every changed
-// file into a staging folder (flat: the i-th staged file is named i), flushes
-// what replaces old content, and commits: by renaming the staged lock over
-// fleet.lock.yaml when the lock changes (the lock then hashes to lockSum),
-// else by renaming "prepared" to "committed". After the commit point the
-// update is rolled forward (stale files removed, staged files renamed into
-// place); before it, rolled back (new files removed). The next render
-// finishes either, so after a kill or a full disk the folder holds the old
-// tree or the new one, and Diff reads it as one of them meanwhile.
+// A journal describes one update. It is written as "prepared"; new files go
+// in place, changed ones into a flat staging folder (the i-th is named i);
+// what replaces old content is flushed; the commit point is the rename of the
+// staged lock over the lock (which then hashes to LockSum) when the lock
+// changes, else of "prepared" to "committed". After it the next render rolls
+// the update forward (stale files removed, staged ones renamed into place),
+// before it back (new files removed), and Diff reads the tree as new or old.
 //
-// The journal sits in the output folder, whose content is untrusted (a pull
-// request can commit it): it names only slash paths checked like rendered
-// ones and reached through the root handle of the output folder, real folders
-// only; it never names the lock, only its content's and its path's hashes, so
-// the lock (and its staged copy) is always the one the caller passes. Replay
-// removes or replaces only files fleetgen wrote.
+// The output folder is untrusted (a pull request can commit MetaDir): a
+// journal names only clean paths inside it, reached through its root and real
+// folders, and never the lock, only hashes of its content and path: the lock
+// is always the caller's. Replay removes or replaces only fleetgen's files.
 type journal struct {
 	Version int    `json:"version"`         // journalVersion
 	Stage   string `json:"stage,omitempty"` // folder under MetaDir holding the changed files
@@ -83,7 +77,7 @@ func isHex(s string, n int) bool {
 }
 
 // parseJournal decodes and checks a journal read from the output folder.
-func parseJournal(data []byte) (*journal, error) {
+func parseJournal(data []byte) (*journal, bool) {
 	var j journal
 	d := json.NewDecoder(bytes.NewReader(data))
 	d.DisallowUnknownFields()
@@ -95,10 +89,7 @@ func parseJournal(data []byte) (*journal, error) {
 			ok = ok && pathProblem(p) == ""
 		}
 	}
-	if !ok {
-		return nil, errors.New("not a journal this fleetgen wrote")
-	}
-	return &j, nil
+	return &j, ok
 }
 
 func sumHex(b []byte) string {
@@ -106,8 +97,7 @@ func sumHex(b []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
-// lockTmpName is the staged lock's name beside the lock: made from the new
-// lock's hash, never read from the journal.
+// lockTmpName is the staged lock's name beside the lock, from its hash.
 func lockTmpName(lockPath, sum string) string {
 	return "." + filepath.Base(lockPath) + "." + sum[:16] + ".tmp"
 }
@@ -117,22 +107,18 @@ func invalidMeta(dir, what string) error {
 	return schema.Invalid(fmt.Errorf("%s: %s; remove %s", filepath.Join(dir, MetaDir), what, filepath.Join(dir, MetaDir)))
 }
 
-// readJournal returns the journal of an unfinished update of t, if any, and
-// whether it passed its commit point. lockPath is the lock of the render now
-// running ("" for none): a prepared journal that changes another lock cannot
-// be judged and is refused.
+// readJournal returns the journal of an unfinished update, if any, and
+// whether it passed its commit point. A prepared journal that changes another
+// lock than lockPath (this render's, "" for none) cannot be judged: refused.
 func (t *tree) readJournal(lockPath string) (*journal, bool, error) {
 	for _, name := range []string{committedFile, preparedFile} {
 		data, err := readRegular(t.root, MetaDir+"/"+name, maxJournal)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
-		if err != nil {
+		j, ok := parseJournal(data)
+		if err != nil || !ok {
 			return nil, false, invalidMeta(t.dir, name+" is not a journal this fleetgen wrote")
-		}
-		j, err := parseJournal(data)
-		if err != nil {
-			return nil, false, invalidMeta(t.dir, name+": "+err.Error())
 		}
 		if err := t.checkStage(j); err != nil {
 			return nil, false, err
@@ -180,35 +166,26 @@ func (t *tree) staged(j *journal, i int) string {
 }
 
 // finish rolls an unfinished update forward or back, then removes what is
-// left of it: the journal, staging folders and the staged lock.
+// left of it: the journal, staging folders and the staged lock (only when it
+// is beside this render's lock and holds exactly the lock the journal hashes).
 func (t *tree) finish(j *journal, committed bool, lockPath string) error {
-	if j != nil {
-		if committed {
-			if err := t.rollForward(j); err != nil {
-				return err
-			}
-		} else {
-			t.rollBack(j)
+	if j != nil && committed {
+		if err := t.rollForward(j); err != nil {
+			return err
 		}
-		if j.LockSum != "" && lockPath != "" && j.LockPath == sumHex([]byte(lockPath)) {
-			removeLockTmp(lockPath, j.LockSum)
+	} else if j != nil {
+		t.rollBack(j)
+	}
+	if j != nil && j.LockSum != "" && lockPath != "" && j.LockPath == sumHex([]byte(lockPath)) {
+		if r, err := os.OpenRoot(filepath.Dir(lockPath)); err == nil {
+			name := lockTmpName(lockPath, j.LockSum)
+			if b, err := readRegular(r, name, maxJournal); err == nil && sumHex(b) == j.LockSum {
+				r.Remove(name)
+			}
+			r.Close()
 		}
 	}
 	return t.cleanMeta()
-}
-
-// removeLockTmp removes the staged lock beside lockPath, when it is a regular
-// file holding exactly the lock whose hash is sum: only what fleetgen wrote.
-func removeLockTmp(lockPath, sum string) {
-	r, err := os.OpenRoot(filepath.Dir(lockPath))
-	if err != nil {
-		return
-	}
-	defer r.Close()
-	name := lockTmpName(lockPath, sum)
-	if b, err := readRegular(r, name, maxJournal); err == nil && sumHex(b) == sum {
-		r.Remove(name)
-	}
 }
 
 // cleanMeta removes journals and staging folders from MetaDir.
@@ -278,39 +255,9 @@ func (t *tree) rollBack(j *journal) {
 			t.root.Remove(p)
 		}
 	}
-	ds := append([]string(nil), j.Mkdirs...)
-	sort.Sort(sort.Reverse(sort.StringSlice(ds)))
-	for _, d := range ds {
+	for _, d := range slices.Backward(slices.Sorted(slices.Values(j.Mkdirs))) {
 		if t.realDir(d) {
 			t.root.Remove(d) // fails when not empty: that is the test
 		}
 	}
-}
-
-// view is how Diff reads an output folder that an unfinished update left:
-// as the tree before it (hide the files it created) or after it (hide the
-// stale files, read changed ones from the staging folder while they are
-// there).
-type view struct {
-	hidden map[string]bool
-	staged map[string]string // path → staged file, root-relative
-}
-
-func (t *tree) view(j *journal, committed bool) view {
-	v := view{hidden: map[string]bool{}, staged: map[string]string{}}
-	switch {
-	case j == nil:
-	case !committed:
-		for _, p := range j.News {
-			v.hidden[p] = true
-		}
-	default:
-		for _, p := range j.Dels {
-			v.hidden[p] = true
-		}
-		for i, p := range j.Puts {
-			v.staged[p] = t.staged(j, i)
-		}
-	}
-	return v
 }

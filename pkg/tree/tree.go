@@ -1,8 +1,7 @@
 // Package tree writes a rendered file set to disk and compares it with what is
-// there. It owns only files that start with generate.Header, and its own
-// folder MetaDir. Every file of the output folder is reached through an
-// os.Root of it, so nothing in the folder (which a pull request may have
-// filled) leads a read, write or removal out of it.
+// there. It owns only files that start with generate.Header, and MetaDir. It
+// reaches the output folder's files through an os.Root of it: nothing in the
+// folder (a pull request may have filled it) leads anything out of it.
 package tree
 
 import (
@@ -33,35 +32,25 @@ type Stats struct {
 	Written, Unchanged, Removed int
 }
 
-// tmpPrefix starts the name of the temporary files earlier versions made
-// beside each file; Write removes such leftovers and Diff ignores them.
+// tmpPrefix starts the temporary files of earlier versions: removed, ignored.
 const tmpPrefix = ".fleetgen-tmp-"
 
-// Lock is fleet.lock.yaml as WriteWith commits it: in the same commit point
-// as the tree, so that a reader never sees a tree that names client IDs the
-// lock lacks.
+// Lock is fleet.lock.yaml as WriteWith commits it, in one commit with the tree.
 type Lock struct {
 	// Path is fleet.lock.yaml.
 	Path string
-	// Old is what the render read from Path (nil: no file). When the file no
-	// longer holds it at commit time (another render or a mirror ran
-	// meanwhile), WriteWith fails and writes nothing.
-	Old []byte
-	// New is the lock to write; equal to Old when it does not change.
-	New []byte
+	// Old is what the render read (nil: no file); WriteWith fails when the
+	// file no longer holds it. New is the lock to write (Old: no change).
+	Old, New []byte
 }
 
 // Options are WriteWith's and DiffWith's.
 type Options struct {
-	// Lock, when set, is committed with the tree.
-	Lock *Lock
-	// Waiting is called once when another render holds the output folder and
-	// the call waits for it.
-	Waiting func()
+	Lock    *Lock  // when set, committed with the tree
+	Waiting func() // called when the call waits for another render of the folder
 }
 
-// writeHook, when set by a test, is called before each file of the tree is
-// created and fails the write with the error it returns.
+// writeHook, when set by a test, can fail the creation of each file.
 var writeHook func(p string) error
 
 // Write is WriteWith without a lock.
@@ -74,15 +63,12 @@ func Write(dir string, files []generate.File) (Stats, error) {
 // render wrote (they start with generate.Header) that files no longer has are
 // removed with the folders that leaves empty, and no other file is touched.
 //
-// The update is atomic for the whole tree and the lock (see journal): after a
-// failure, a kill or a full disk at any point, dir and the lock hold the old
-// content or the new. A power loss never empties a file that was there (what
-// replaces one is flushed before the commit point). dir may not be a symlink;
-// inside it, files are created only with O_EXCL through real folders. Every
-// path is checked and every existing file compared before anything changes,
-// so an invalid path or a foreign file in the way (an input error,
-// *schema.InvalidError) leaves dir as it was. A second WriteWith of the same
-// dir waits for the first (flock on dir/MetaDir/lock).
+// The update is atomic for the tree and the lock (see journal): after a
+// failure, a kill or a full disk, both hold the old content or the new. dir
+// may not be a symlink; in it, files are created with O_EXCL through real
+// folders. An invalid path or a foreign file in the way is an input error
+// (*schema.InvalidError) found before anything changes. A second WriteWith
+// of the same dir waits for the first (flock on dir/MetaDir/lock).
 func WriteWith(dir string, files []generate.File, opt Options) (st Stats, err error) {
 	if err := checkPaths(files); err != nil {
 		return st, err
@@ -116,7 +102,7 @@ func WriteWith(dir string, files []generate.File, opt Options) (st Stats, err er
 	if err != nil {
 		return st, err
 	}
-	defer t.Close()
+	defer t.root.Close()
 	if err := t.root.Mkdir(MetaDir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		return st, fmt.Errorf("create %s: %w", filepath.Join(dir, MetaDir), err)
 	}
@@ -183,28 +169,19 @@ func (t *tree) update(lockPath string, files []generate.File, opt Options) (Stat
 	return st, nil
 }
 
-type fileKind int
-
-const (
-	regular fileKind = iota
-	other            // symlink, device, FIFO, socket, …: never ours
-)
-
-// listing is what scan found in the output folder.
+// listing is what scan found (MetaDir, .git folders and leftovers aside).
 type listing struct {
-	files     map[string]fileKind // slash paths relative to dir
+	files     map[string][]byte // slash path → content; nil: not a regular file fleetgen can read
 	dirs      map[string]bool
 	leftovers []string // temporary files of earlier versions
 }
 
-// scan lists the tree without following symlinks, leaving out MetaDir, .git
-// folders and leftovers, and calls file, concurrently, for every regular file
-// with its folder's descriptor (for readAt). Folders are listed in parallel,
-// each opened from its parent's descriptor (openDirAt), from the root down.
-func (t *tree) scan(file func(dirfd int, p string) error) (listing, error) {
-	l := listing{files: map[string]fileKind{}, dirs: map[string]bool{}}
+// scan reads the tree without following symlinks. Folders are listed in
+// parallel, each opened from its parent's descriptor (openDirAt), from the
+// root down, and files read relative to their folder's (readAt).
+func (t *tree) scan() (listing, error) {
+	l := listing{files: map[string][]byte{}, dirs: map[string]bool{}}
 	var mu sync.Mutex
-	add := func(f func()) { mu.Lock(); f(); mu.Unlock() }
 	var g errgroup.Group
 	g.SetLimit(workers)
 	var visit func(f *os.File, rel string) error
@@ -214,41 +191,37 @@ func (t *tree) scan(file func(dirfd int, p string) error) (listing, error) {
 		if err != nil {
 			return fmt.Errorf("read %s: %w", filepath.Join(t.dir, rel), err)
 		}
-		fd := int(f.Fd())
 		for _, e := range ents {
-			p := e.Name()
-			if rel != "." {
-				p = rel + "/" + p
-			}
-			typ := e.Type()
-			switch {
-			case typ.IsDir():
-				if e.Name() == ".git" || p == MetaDir {
-					continue
-				}
-				add(func() { l.dirs[p] = true })
-				sub, err := openDirAt(fd, e.Name())
+			p := path.Join(rel, e.Name())
+			var data []byte
+			switch typ := e.Type(); {
+			case typ.IsDir() && e.Name() != ".git" && p != MetaDir:
+				sub, err := openDirAt(int(f.Fd()), e.Name())
 				if err != nil {
 					return fmt.Errorf("read %s: %w", filepath.Join(t.dir, p), err)
 				}
-				job := func() error { return visit(sub, p) }
-				if !g.TryGo(job) {
+				if job := func() error { return visit(sub, p) }; !g.TryGo(job) {
 					if err := job(); err != nil {
 						return err
 					}
 				}
-			case strings.HasPrefix(e.Name(), tmpPrefix):
-				if typ.IsRegular() || typ&fs.ModeSymlink != 0 {
-					add(func() { l.leftovers = append(l.leftovers, p) })
-				}
+			case typ.IsDir():
+				continue
+			case strings.HasPrefix(e.Name(), tmpPrefix) && (typ.IsRegular() || typ&fs.ModeSymlink != 0):
+				mu.Lock()
+				l.leftovers = append(l.leftovers, p)
+				mu.Unlock()
+				continue
 			case typ.IsRegular():
-				add(func() { l.files[p] = regular })
-				if err := file(fd, p); err != nil {
-					return err
-				}
-			default:
-				add(func() { l.files[p] = other })
+				data, _ = readAt(int(f.Fd()), e.Name(), maxFile)
 			}
+			mu.Lock()
+			if e.IsDir() {
+				l.dirs[p] = true
+			} else {
+				l.files[p] = data
+			}
+			mu.Unlock()
 		}
 		return nil
 	}
@@ -257,17 +230,13 @@ func (t *tree) scan(file func(dirfd int, p string) error) (listing, error) {
 		return l, fmt.Errorf("read %s: %w", t.dir, err)
 	}
 	g.Go(func() error { return visit(top, ".") })
-	if err := g.Wait(); err != nil {
-		return l, err
-	}
-	t.mu.Lock()
+	err = g.Wait()
 	maps.Copy(t.real, l.dirs)
-	t.mu.Unlock()
-	return l, nil
+	return l, err
 }
 
-// byFolder calls fn in parallel for each run of sorted slash paths that share
-// a folder, with a root of that folder.
+// byFolder calls fn in parallel, with a root of the folder, for each run of
+// sorted slash paths that share one.
 func (t *tree) byFolder(paths []string, fn func(r *os.Root, group []string) error) error {
 	var groups [][]string
 	for i := 0; i < len(paths); {
@@ -292,53 +261,34 @@ func (t *tree) byFolder(paths []string, fn func(r *os.Root, group []string) erro
 	})
 }
 
-// plan compares files with the tree and decides every step of the update
-// (p.j). It changes nothing.
+// plan decides every step of the update, and the leftovers to remove.
 func (t *tree) plan(files []generate.File) (*journal, []string, error) {
-	want := make(map[string]int, len(files))
-	for i, f := range files {
-		want[f.Path] = i
-	}
-	var j journal
-	var conflicts []string
-	var mu sync.Mutex
-	note := func(l *[]string, s string) { mu.Lock(); *l = append(*l, s); mu.Unlock() }
-	// Every regular file is read as it is listed: a wanted one whole, to
-	// compare; another up to the header, to know whether it is fleetgen's.
-	existing, err := t.scan(func(dirfd int, q string) error {
-		i, wanted := want[q]
-		if !wanted {
-			head, err := readAt(dirfd, path.Base(q), int64(len(generate.Header)), false)
-			if err == nil && string(head) == generate.Header {
-				note(&j.Dels, q)
-			}
-			return nil
-		}
-		data, err := readAt(dirfd, path.Base(q), maxFile, true)
-		switch {
-		case err != nil:
-			return schema.Invalid(fmt.Errorf("read %s in %s: %w", q, t.dir, err))
-		case bytes.Equal(data, files[i].Data):
-		case bytes.HasPrefix(data, []byte(generate.Header)) || isCut(data):
-			// Ours, or cut short inside the header by a kill or a power
-			// loss (see commit): replaced.
-			note(&j.Puts, q)
-		default:
-			note(&conflicts, q+" exists and was not written by fleetgen")
-		}
-		return nil
-	})
+	existing, err := t.scan()
 	if err != nil {
 		return nil, nil, err
 	}
+	var j journal
+	var conflicts []string
+	want := make(map[string]bool, len(files))
 	for _, f := range files {
-		switch kind, ok := existing.files[f.Path]; {
+		want[f.Path] = true
+		switch old, ok := existing.files[f.Path]; {
 		case !ok && existing.dirs[f.Path]:
 			conflicts = append(conflicts, f.Path+" is a folder")
 		case !ok:
 			j.News = append(j.News, f.Path)
-		case kind != regular:
-			conflicts = append(conflicts, f.Path+" is not a regular file")
+		case old == nil:
+			conflicts = append(conflicts, f.Path+" is not a regular file fleetgen can read")
+		case bytes.Equal(old, f.Data):
+		case bytes.HasPrefix(old, []byte(generate.Header)) || isCut(old): // ours, or cut by a power loss
+			j.Puts = append(j.Puts, f.Path)
+		default:
+			conflicts = append(conflicts, f.Path+" exists and was not written by fleetgen")
+		}
+	}
+	for q, old := range existing.files {
+		if !want[q] && bytes.HasPrefix(old, []byte(generate.Header)) {
+			j.Dels = append(j.Dels, q)
 		}
 	}
 	// A wanted file below an existing file (a/b/c over the file a/b) is in the
@@ -399,14 +349,12 @@ func (t *tree) commit(files []generate.File, j *journal, lockPath string, newLoc
 	}
 	done := false
 	defer func() {
-		if !done {
-			// Before the commit point: undo. A kill here leaves the same to
-			// the next render.
+		if !done { // before the commit point: undo, as the next render would
 			t.finish(j, false, lockPath)
 		}
 	}()
 	if err := t.syncPath(MetaDir); err != nil {
-		return fmt.Errorf("write %s: %w", MetaDir, err)
+		return err
 	}
 	for _, d := range j.Mkdirs {
 		if err := t.root.Mkdir(d, 0o755); err != nil {
@@ -427,9 +375,8 @@ func (t *tree) commit(files []generate.File, j *journal, lockPath string, newLoc
 	if err != nil {
 		return err
 	}
-	// What replaces a file (the staged files, the lock) is on disk before
-	// the commit point: a power loss leaves the old content or the new,
-	// never a file emptied.
+	// What replaces a file (staged files, the lock) is flushed before the
+	// commit point: a power loss never leaves a file emptied.
 	if j.Stage != "" {
 		stage := MetaDir + "/" + j.Stage
 		if err := t.root.Mkdir(stage, 0o700); err != nil {
@@ -450,11 +397,11 @@ func (t *tree) commit(files []generate.File, j *journal, lockPath string, newLoc
 			return err
 		}
 		if err := t.syncPath(stage); err != nil {
-			return fmt.Errorf("write %s: %w", stage, err)
+			return err
 		}
 	}
 	if err := t.syncPath(MetaDir); err != nil {
-		return fmt.Errorf("write %s: %w", MetaDir, err)
+		return err
 	}
 	if newLock != nil {
 		if err := commitLock(lockPath, j.LockSum, newLock); err != nil {
@@ -469,7 +416,7 @@ func (t *tree) commit(files []generate.File, j *journal, lockPath string, newLoc
 	}
 	done = true
 	if err := t.syncPath(MetaDir); err != nil {
-		return fmt.Errorf("commit %s: %w", t.dir, err)
+		return err
 	}
 	if err := t.rollForward(j); err != nil {
 		return err
@@ -478,7 +425,7 @@ func (t *tree) commit(files []generate.File, j *journal, lockPath string, newLoc
 }
 
 // commitLock writes the new lock beside lockPath, flushed, and renames it
-// over lockPath: the commit point of an update that changes the lock.
+// over lockPath: the commit point of an update that changes it.
 func commitLock(lockPath, sum string, newLock []byte) error {
 	r, err := os.OpenRoot(filepath.Dir(lockPath))
 	if err != nil {
@@ -486,12 +433,7 @@ func commitLock(lockPath, sum string, newLock []byte) error {
 	}
 	defer r.Close()
 	tmp := lockTmpName(lockPath, sum)
-	err = createFile(r, tmp, newLock, true, "")
-	if errors.Is(err, fs.ErrExist) { // a killed render's, when it holds this lock
-		removeLockTmp(lockPath, sum)
-		err = createFile(r, tmp, newLock, true, "")
-	}
-	if err == nil {
+	if err = createFile(r, tmp, newLock, true, ""); err == nil {
 		err = r.Rename(tmp, filepath.Base(lockPath))
 	}
 	if err != nil {
@@ -528,8 +470,8 @@ func pathProblem(p string) string {
 	return ""
 }
 
-// checkPaths rejects empty, absolute, unclean, escaping, reserved and
-// duplicate paths, and a path that is also another path's folder.
+// checkPaths rejects bad paths (pathProblem), duplicates, and a path that is
+// also another's folder.
 func checkPaths(files []generate.File) error {
 	var bad []string
 	seen := make(map[string]bool, len(files))
@@ -556,9 +498,8 @@ func checkPaths(files []generate.File) error {
 	return nil
 }
 
-// ignoreMeta writes MetaDir/.gitignore ("*") once, so that Git leaves
-// fleetgen's lock and journal out of a commit of the output folder without
-// the user's help. O_EXCL: a planted name is never followed.
+// ignoreMeta writes MetaDir/.gitignore ("*") once (O_EXCL), so that Git
+// leaves fleetgen's own files out of a commit of the output folder.
 func (t *tree) ignoreMeta() error {
 	err := createFile(t.root, MetaDir+"/.gitignore", []byte("# fleetgen's own files (lock, journal): never committed.\n*\n"), false, "")
 	if err != nil && !errors.Is(err, fs.ErrExist) {
