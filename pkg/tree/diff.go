@@ -43,25 +43,19 @@ func DiffWith(dir string, files []generate.File, opt Options) (string, error) {
 		path string
 		text []byte
 	}
-	out := make([]entry, len(files))
+	var out []entry
 	want := make(map[string]bool, len(files))
-	for i, f := range files {
+	for _, f := range files {
 		want[f.Path] = true
-		if old, ok := have[f.Path]; ok && old == nil {
-			return "", schema.Invalid(fmt.Errorf("%s in %s: not a regular file fleetgen can read", f.Path, dir))
-		}
-		out[i].path = f.Path
-	}
-	parallel(len(files), func(i int) error {
-		f := files[i]
 		switch old, ok := have[f.Path]; {
+		case ok && old == nil:
+			return "", schema.Invalid(fmt.Errorf("%s in %s: not a regular file fleetgen can read", f.Path, dir))
 		case !ok:
-			out[i].text = fileDiff("/dev/null", nil, "b/"+f.Path, f.Data, f.Secret)
+			out = append(out, entry{f.Path, fileDiff("/dev/null", nil, "b/"+f.Path, f.Data, f.Secret)})
 		case !bytes.Equal(old, f.Data):
-			out[i].text = fileDiff("a/"+f.Path, old, "b/"+f.Path, f.Data, f.Secret)
+			out = append(out, entry{f.Path, fileDiff("a/"+f.Path, old, "b/"+f.Path, f.Data, f.Secret)})
 		}
-		return nil
-	})
+	}
 	for p, old := range have {
 		if !want[p] && bytes.HasPrefix(old, []byte(generate.Header)) {
 			out = append(out, entry{p, fileDiff("a/"+p, old, "/dev/null", nil, false)})

@@ -19,9 +19,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
-
-	"golang.org/x/sync/errgroup"
 
 	"fleetgen.dev/fleetgen/pkg/generate"
 	"fleetgen.dev/fleetgen/pkg/schema"
@@ -176,14 +173,11 @@ type listing struct {
 	leftovers []string // temporary files of earlier versions
 }
 
-// scan reads the tree without following symlinks. Folders are listed in
-// parallel, each opened from its parent's descriptor (openDirAt), from the
-// root down, and files read relative to their folder's (readAt).
+// scan reads the tree without following symlinks: each folder opened from
+// its parent's descriptor (openDirAt), from the root down, and each file read
+// relative to its folder's (readAt), as cp -r does.
 func (t *tree) scan() (listing, error) {
 	l := listing{files: map[string][]byte{}, dirs: map[string]bool{}}
-	var mu sync.Mutex
-	var g errgroup.Group
-	g.SetLimit(workers)
 	var visit func(f *os.File, rel string) error
 	visit = func(f *os.File, rel string) error {
 		defer f.Close()
@@ -200,28 +194,22 @@ func (t *tree) scan() (listing, error) {
 				if err != nil {
 					return fmt.Errorf("read %s: %w", filepath.Join(t.dir, p), err)
 				}
-				if job := func() error { return visit(sub, p) }; !g.TryGo(job) {
-					if err := job(); err != nil {
-						return err
-					}
+				if err := visit(sub, p); err != nil {
+					return err
 				}
 			case typ.IsDir():
 				continue
 			case strings.HasPrefix(e.Name(), tmpPrefix) && (typ.IsRegular() || typ&fs.ModeSymlink != 0):
-				mu.Lock()
 				l.leftovers = append(l.leftovers, p)
-				mu.Unlock()
 				continue
 			case typ.IsRegular():
 				data, _ = readAt(int(f.Fd()), e.Name(), maxFile)
 			}
-			mu.Lock()
 			if e.IsDir() {
 				l.dirs[p] = true
 			} else {
 				l.files[p] = data
 			}
-			mu.Unlock()
 		}
 		return nil
 	}
@@ -229,36 +217,31 @@ func (t *tree) scan() (listing, error) {
 	if err != nil {
 		return l, fmt.Errorf("read %s: %w", t.dir, err)
 	}
-	g.Go(func() error { return visit(top, ".") })
-	err = g.Wait()
+	err = visit(top, ".")
 	maps.Copy(t.real, l.dirs)
 	return l, err
 }
 
-// byFolder calls fn in parallel, with a root of the folder, for each run of
-// sorted slash paths that share one.
+// byFolder calls fn, with a root of the folder, for each run of sorted slash
+// paths that share one: one walk to the folder for all its files.
 func (t *tree) byFolder(paths []string, fn func(r *os.Root, group []string) error) error {
-	var groups [][]string
 	for i := 0; i < len(paths); {
 		k := i + 1
 		for k < len(paths) && path.Dir(paths[k]) == path.Dir(paths[i]) {
 			k++
 		}
-		groups = append(groups, paths[i:k])
-		i = k
-	}
-	return parallel(len(groups), func(g int) error {
-		d := path.Dir(groups[g][0])
-		if d == "." {
-			return fn(t.root, groups[g])
-		}
-		r, err := t.root.OpenRoot(d)
+		r, err := t.root.OpenRoot(path.Dir(paths[i]))
 		if err != nil {
 			return err
 		}
-		defer r.Close()
-		return fn(r, groups[g])
-	})
+		err = fn(r, paths[i:k])
+		r.Close()
+		if err != nil {
+			return err
+		}
+		i = k
+	}
+	return nil
 }
 
 // plan decides every step of the update, and the leftovers to remove.
