@@ -160,10 +160,6 @@ is adding the client ID of a new agent cluster; with --locked it refuses that
 (exit 2, nothing written), so that CI never renders an identity nobody
 committed.
 
-When fleet.yaml's folder, the lock, the flags and DIR are as the last render
-left them, render reads and writes nothing more and logs "unchanged" (see
-docs/cli.md for what counts).
-
 With --check, render writes nothing (not even the lock), prints a unified diff
 on stdout and exits 3 when DIR is not what a render would write; with
 --output github it first prints a workflow command per warning and changed

@@ -58,43 +58,15 @@ func Render(ctx context.Context, cfg Config) error {
 	if err := checkOutDir(cfg); err != nil {
 		return err
 	}
-	// An output folder an earlier render wrote is locked now and read while
-	// fleet.yaml loads and renders (tree.Prepare writes nothing).
-	file := cfg.file()
-	start := time.Now()
-	lockPath := filepath.Join(filepath.Dir(file), lock.FileName)
-	pr, err := tree.Prepare(cfg.OutDir, lockPath, tree.Options{Waiting: cfg.waiting})
-	if err != nil {
-		return err
-	}
-	defer pr.Close()
-	// Inputs the last render recorded, and an output folder as it left
-	// it: nothing to load, render or write.
-	in, inOK := readInputs(cfg, file)
-	if inOK && pr != nil {
-		if lockBytes, err := safefs.ReadFile(filepath.Dir(lockPath), lock.FileName, lock.MaxSize); err == nil || errors.Is(err, fs.ErrNotExist) {
-			if pr.Unchanged(in.digest(lockBytes)) {
-				cfg.logger().Info("unchanged", "dir", cfg.OutDir, "why", "fleet.yaml, the lock, the layers and the output folder are as the last render left them",
-					"duration", time.Since(start).Round(time.Millisecond))
-				return nil
-			}
-		}
-	}
-	pr.ReadAhead() // while fleet.yaml loads and renders
 	ld, err := Load(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	var record *inputs
-	if inOK && inputsSafe(ld, in) {
-		record = &in
-	}
-	return renderLoaded(ctx, cfg, ld, pr, record)
+	return renderLoaded(ctx, cfg, ld)
 }
 
-// renderLoaded renders ld into cfg.OutDir, through pr when the folder was
-// prepared (nil: not); in, when set, are the inputs to record with the tree.
-func renderLoaded(ctx context.Context, cfg Config, ld *Loaded, pr *tree.Prepared, in *inputs) error {
+// renderLoaded renders ld into cfg.OutDir.
+func renderLoaded(ctx context.Context, cfg Config, ld *Loaded) error {
 	r, err := render(ctx, cfg, ld, false)
 	if err != nil {
 		return err
@@ -106,16 +78,7 @@ func renderLoaded(ctx context.Context, cfg Config, ld *Loaded, pr *tree.Prepared
 	if r.lockChanged {
 		lk.New = r.lock.Marshal()
 	}
-	opt := tree.Options{Lock: lk, Waiting: cfg.waiting}
-	if in != nil {
-		opt.Input = in.digest(lk.New)
-	}
-	var st tree.Stats
-	if pr != nil {
-		st, err = pr.Write(r.files, opt)
-	} else {
-		st, err = tree.WriteWith(cfg.OutDir, r.files, opt)
-	}
+	st, err := tree.WriteWith(cfg.OutDir, r.files, tree.Options{Lock: lk, Waiting: cfg.waiting})
 	if err != nil {
 		return err
 	}
@@ -127,14 +90,15 @@ func renderLoaded(ctx context.Context, cfg Config, ld *Loaded, pr *tree.Prepared
 		cfg.logger().Warn("re-sealed Secrets whose ciphertext did not decrypt to the render", "files", r.forged)
 	}
 	cfg.logger().Info("wrote", "dir", cfg.OutDir, "written", st.Written,
-		"unchanged", st.Unchanged, "removed", st.Removed, "listed", st.Listed, "duration", time.Since(start).Round(time.Millisecond),
-		"plan", st.Plan.Round(time.Millisecond), "write", st.Write.Round(time.Millisecond),
-		"flush", st.Flush.Round(time.Millisecond), "commit", st.Commit.Round(time.Millisecond))
+		"unchanged", st.Unchanged, "removed", st.Removed, "duration", time.Since(start).Round(time.Millisecond))
 	return nil
 }
 
 // checkOutDir refuses an output folder that is the fleet's folder or holds
-// fleet.yaml: a render would mix its files with the input. It reads nothing.
+// fleet.yaml (a render would mix its files with the input), and one that is,
+// or is reached through, a symlink below the current folder or the fleet's
+// (a checkout can plant one: the tree would be written, or read, wherever it
+// points). It writes nothing.
 func checkOutDir(cfg Config) error {
 	file := cfg.file()
 	// Compare real paths where they exist, so that a symlink cannot hide it.
@@ -153,6 +117,12 @@ func checkOutDir(cfg Config) error {
 	if inside {
 		return schema.Invalid(fmt.Errorf("-o %s: the output folder may not be the folder of %s or hold it; choose a folder of its own (e.g. %s)",
 			cfg.OutDir, filepath.Base(file), filepath.Join(filepath.Dir(file), "out")))
+	}
+	if link, err := symlinkOnTheWay(cfg.OutDir, filepath.Dir(file)); err != nil {
+		return err
+	} else if link != "" {
+		return schema.Invalid(fmt.Errorf("-o %s: %s is a symlink; the output folder must be reached through real folders (name the folder it points to instead)",
+			cfg.OutDir, link))
 	}
 	return nil
 }
@@ -244,7 +214,7 @@ func Build(ctx context.Context, cfg Config, publish bool) error {
 			return validate(cfg, ld, outputRules)
 		}},
 		{"mirror", func() error { return mirrorLoaded(ctx, cfg, ld, io.Discard, false) }},
-		{"render", func() error { return renderLoaded(ctx, cfg, ld, nil, nil) }},
+		{"render", func() error { return renderLoaded(ctx, cfg, ld) }},
 	}
 	if publish {
 		steps = append(steps, struct {

@@ -2,15 +2,18 @@ package tree
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/rogpeppe/go-internal/diff"
-	"golang.org/x/sys/unix"
 
 	"fleetgen.dev/fleetgen/pkg/generate"
+	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
 // Diff is DiffWith without a lock.
@@ -18,103 +21,45 @@ func Diff(dir string, files []generate.File) (string, error) {
 	return DiffWith(dir, files, Options{})
 }
 
-// DiffWith returns a unified diff (diff -u style, a/ and b/ prefixes) from
-// what dir holds to files, covering changed, missing and stale fleetgen-owned
-// files; "" when they are equal. opt.Lock.Path names the lock of this render
-// (only Path is used).
-//
-// A missing side is /dev/null. The content of Secrets (files marked
-// generate.File.Secret, or holding "kind: Secret" on either side) is never
-// shown: their hunk says only that they differ. DiffWith writes nothing: it
-// ignores MetaDir and leftovers, and reads a folder that a killed render left
-// half-updated as the tree before the update or after it, whichever the
-// update's commit point says.
+// DiffWith returns a unified diff (a/ and b/ prefixes, /dev/null for a
+// missing side) from what dir holds to files, covering changed, missing and
+// stale fleetgen-owned files; "" when equal. opt.Lock.Path names this
+// render's lock. Secrets' content (generate.File.Secret, or "kind: Secret" on
+// either side) is never shown. It writes nothing, and reads a folder a killed
+// render left half-updated as the tree before or after the update.
 func DiffWith(dir string, files []generate.File, opt Options) (string, error) {
 	if err := checkPaths(files); err != nil {
 		return "", err
 	}
-	lockPath := ""
-	if opt.Lock != nil {
-		var err error
-		if lockPath, err = filepath.Abs(opt.Lock.Path); err != nil {
-			return "", err
-		}
-	}
-	// Wait for a render that is writing dir, if there is one.
-	if held, err := flock(filepath.Join(dir, MetaDir, lockFile), true, opt.Waiting); err == nil {
-		defer held.Close()
-	}
-	existing, err := scan(dir)
+	lockPath, err := absLock(opt)
 	if err != nil {
 		return "", err
 	}
-	j, committed, err := readJournal(dir, lockPath)
+	have, err := readTree(filepath.Clean(dir), lockPath, opt.Waiting)
 	if err != nil {
 		return "", err
-	}
-	v := newView(dir, j, committed)
-	// read returns what the tree holds at p (nil, false when nothing).
-	read := func(p string) ([]byte, bool, error) {
-		if v.hidden[p] {
-			return nil, false, nil
-		}
-		if s, ok := v.staged[p]; ok {
-			var st unix.Stat_t
-			if unix.Lstat(s, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
-				b, err := readFile(s, st.Size)
-				return b, err == nil, err
-			}
-		}
-		switch kind, ok := existing.files[p]; {
-		case !ok:
-			return nil, false, nil
-		case kind != regular:
-			return nil, false, fmt.Errorf("%s in %s is not a regular file", p, dir)
-		}
-		b, err := readFile(filepath.Join(dir, filepath.FromSlash(p)), 0)
-		return b, err == nil, err
-	}
-	want := make(map[string]bool, len(files))
-	for _, f := range files {
-		want[f.Path] = true
 	}
 	type entry struct {
 		path string
 		text []byte
 	}
-	out := make([]entry, len(files))
-	err = parallel(len(files), func(i int) error {
-		f := files[i]
-		old, ok, err := read(f.Path)
-		if err != nil {
-			return fmt.Errorf("read %s: %w", f.Path, err)
+	var out []entry
+	want := make(map[string]bool, len(files))
+	for _, f := range files {
+		want[f.Path] = true
+		switch old, ok := have[f.Path]; {
+		case ok && old == nil:
+			return "", schema.Invalid(fmt.Errorf("%s in %s: not a regular file fleetgen can read", f.Path, dir))
+		case !ok:
+			out = append(out, entry{f.Path, fileDiff("/dev/null", nil, "b/"+f.Path, f.Data, f.Secret)})
+		case !bytes.Equal(old, f.Data):
+			out = append(out, entry{f.Path, fileDiff("a/"+f.Path, old, "b/"+f.Path, f.Data, f.Secret)})
 		}
-		oldName := "a/" + f.Path
-		if !ok {
-			oldName = "/dev/null"
-		}
-		if ok && bytes.Equal(old, f.Data) {
-			return nil
-		}
-		out[i] = entry{f.Path, fileDiff(oldName, old, "b/"+f.Path, f.Data, f.Secret)}
-		return nil
-	})
-	if err != nil {
-		return "", err
 	}
-	for p, kind := range existing.files {
-		if want[p] || kind != regular || v.hidden[p] {
-			continue
+	for p, old := range have {
+		if !want[p] && bytes.HasPrefix(old, []byte(generate.Header)) {
+			out = append(out, entry{p, fileDiff("a/"+p, old, "/dev/null", nil, false)})
 		}
-		full := filepath.Join(dir, filepath.FromSlash(p))
-		old, err := readFile(full, 0)
-		if err != nil {
-			return "", fmt.Errorf("read %s: %w", p, err)
-		}
-		if !bytes.HasPrefix(old, []byte(generate.Header)) {
-			continue
-		}
-		out = append(out, entry{p, fileDiff("a/"+p, old, "/dev/null", nil, false)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].path < out[j].path })
 	var b strings.Builder
@@ -122,6 +67,62 @@ func DiffWith(dir string, files []generate.File, opt Options) (string, error) {
 		b.Write(e.text)
 	}
 	return b.String(), nil
+}
+
+// readTree returns what dir holds, as Diff reads it: every file outside
+// MetaDir (nil for one that is not a regular file fleetgen can read), as the
+// tree before an unfinished update or after it. A missing dir is empty.
+func readTree(dir, lockPath string, waiting func()) (map[string][]byte, error) {
+	switch fi, err := os.Lstat(dir); {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("read %s: %w", dir, err)
+	case !fi.IsDir():
+		return nil, schema.Invalid(fmt.Errorf("output %s is not a folder", dir))
+	}
+	t, err := openTree(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer t.root.Close()
+	if fi, err := t.root.Lstat(MetaDir); err == nil && !fi.IsDir() {
+		return nil, invalidMeta(dir, "not a folder fleetgen made")
+	} else if err == nil {
+		// Wait for a render that is writing dir, if there is one.
+		held, err := flock(t.root, MetaDir+"/"+lockFile, true, waiting)
+		if err != nil {
+			return nil, fmt.Errorf("lock %s: %w", dir, err)
+		}
+		if held != nil {
+			defer held.Close()
+		}
+	}
+	l, err := t.scan()
+	if err != nil {
+		return nil, err
+	}
+	have := l.files
+	j, committed, err := t.readJournal(lockPath)
+	switch {
+	case err != nil:
+		return nil, err
+	case j == nil:
+	case !committed:
+		for _, p := range j.News {
+			delete(have, p)
+		}
+	default:
+		for _, p := range j.Dels {
+			delete(have, p)
+		}
+		for i, p := range j.Puts {
+			if b, err := readRegular(t.root, t.staged(j, i), maxFile); err == nil {
+				have[p] = b
+			}
+		}
+	}
+	return have, nil
 }
 
 // fileDiff is the unified diff of one file, with a secret's content hidden.
