@@ -68,7 +68,7 @@ func newBuilder(root string) (*builder, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &builder{root: abs, fs: &recordFS{FileSystem: guard}, guard: guard}, nil
+	return &builder{root: abs, fs: guard, guard: guard}, nil
 }
 
 // build runs kustomize on the layer folder rel (slash-separated, relative to
@@ -90,9 +90,6 @@ func (b *builder) build(rel string) (objs []object, err error) {
 		}
 	}()
 	dir := filepath.Join(b.root, filepath.FromSlash(rel))
-	if r, ok := b.fs.(*recordFS); ok {
-		r.note(dir) // Flux's generator lists it with a file system of its own
-	}
 	if !b.fs.Exists(dir) {
 		if _, err := os.Lstat(dir); err == nil {
 			return nil, errors.New("it resolves to a path that is not in or below the folder of fleet.yaml (a symlink): want a folder inside it")

@@ -38,10 +38,6 @@ type Result struct {
 	// spec.images cannot rewrite them.
 	LayerImages map[string][]string
 
-	// Touched is every path (absolute, cleaned, symlinks not resolved) the
-	// layer builds asked the file system about: what they may have read.
-	Touched []string
-
 	// builds holds each built layer path's objects, for Substitutions.
 	builds map[string][]object
 }
@@ -183,9 +179,6 @@ func Discover(f *schema.Fleet) (*Result, error) {
 	}
 	if len(errs) > 0 {
 		return nil, schema.Sorted(errs)
-	}
-	if r, ok := b.fs.(*recordFS); ok {
-		res.Touched = sortedKeys(r.seen)
 	}
 	for _, ref := range sortedKeys(why) {
 		u := Use{Ref: ref, Why: sortedKeys(why[ref])}

@@ -21,7 +21,7 @@ func cloneTree(t testing.TB, url string) (map[string]string, string) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "clone")
 	testenv.Git(t, "", "clone", "--quiet", "--branch", "main", url, dir)
-	return readDir(t, dir), dir
+	return testenv.ReadTree(t, dir, ".git"), dir
 }
 
 // seed pushes files as one commit to branch main of url and returns the commit.
@@ -29,7 +29,7 @@ func seed(t testing.TB, url string, files map[string]string) string {
 	t.Helper()
 	work := t.TempDir()
 	testenv.Git(t, work, "init", "--quiet", "--initial-branch=main")
-	writeFiles(t, work, files)
+	testenv.WriteTree(t, work, files)
 	testenv.Git(t, work, "add", "-A")
 	testenv.Git(t, work, "commit", "--quiet", "-m", "seed")
 	testenv.Git(t, work, "push", "--quiet", url, "main")
@@ -188,7 +188,7 @@ func TestGitRetriesOnMovedBranch(t *testing.T) {
 		if attempt != 1 {
 			return
 		}
-		writeFiles(t, other, map[string]string{"docs/other.md": "someone else\n"})
+		testenv.WriteTree(t, other, map[string]string{"docs/other.md": "someone else\n"})
 		testenv.Git(t, other, "add", "-A")
 		testenv.Git(t, other, "commit", "--quiet", "-m", "someone else")
 		testenv.Git(t, other, "push", "--quiet", "origin", "main")
@@ -219,7 +219,7 @@ func TestGitGivesUpWhenBranchKeepsMoving(t *testing.T) {
 	other := filepath.Join(t.TempDir(), "other")
 	testenv.Git(t, "", "clone", "--quiet", url, other)
 	hook := func(attempt int) {
-		writeFiles(t, other, map[string]string{"docs/other.md": fmt.Sprintf("push %d\n", attempt)})
+		testenv.WriteTree(t, other, map[string]string{"docs/other.md": fmt.Sprintf("push %d\n", attempt)})
 		testenv.Git(t, other, "add", "-A")
 		testenv.Git(t, other, "commit", "--quiet", "-m", "other", "--allow-empty")
 		testenv.Git(t, other, "push", "--quiet", "origin", "main")

@@ -1,13 +1,12 @@
 package publish
 
 import (
-	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 
+	"fleetgen.dev/fleetgen/internal/testenv"
 	"fleetgen.dev/fleetgen/pkg/generate"
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/schema"
@@ -100,8 +99,8 @@ func newFixture(t testing.TB, kind, url, srcPath, variant string) *fixture {
 		ref = "v1"
 	}
 	y := strings.NewReplacer("%KIND%", kind, "%URL%", url, "%REF%", ref, "%PATH%", srcPath).Replace(fleetYAML)
-	writeFiles(t, root, map[string]string{"fleet.yaml": y})
-	writeFiles(t, root, sourceFiles)
+	testenv.WriteTree(t, root, map[string]string{"fleet.yaml": y})
+	testenv.WriteTree(t, root, sourceFiles)
 	f, err := schema.Load(filepath.Join(root, "fleet.yaml"), schema.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -143,46 +142,6 @@ func quiet(t testing.TB) *options {
 	return o
 }
 
-func writeFiles(t testing.TB, dir string, files map[string]string) {
-	t.Helper()
-	for p, d := range files {
-		full := filepath.Join(dir, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(d), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// readDir returns every file under dir (skipping .git) by slash path.
-func readDir(t testing.TB, dir string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if d.Name() == ".git" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		out[filepath.ToSlash(rel)] = string(b)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
 
 // env is a LookupEnv over a fixed map.
 func env(m map[string]string) func(string) (string, bool) {

@@ -105,7 +105,7 @@ func TestGitLayerFileOwnership(t *testing.T) {
 	seed(t, bare, map[string]string{"apps/theirs-from-the-start.yaml": "theirs\n"})
 	fx := newFixture(t, "git", clusterURL, "", "")
 	root := fx.f.Dir
-	writeFiles(t, root, map[string]string{
+	testenv.WriteTree(t, root, map[string]string{
 		"apps/prod/dropped.yaml":      "kind: ConfigMap\n",
 		"apps/prod/edited-later.yaml": "kind: ConfigMap\n",
 		"infrastructure/dev/old.yaml": "kind: ConfigMap\n",
@@ -117,7 +117,7 @@ func TestGitLayerFileOwnership(t *testing.T) {
 	// Someone else adds a file to a layer folder and edits one fleetgen copied.
 	work := filepath.Join(t.TempDir(), "work")
 	testenv.Git(t, "", "clone", "--quiet", bare, work)
-	writeFiles(t, work, map[string]string{"apps/prod/theirs.yaml": "theirs\n", "apps/prod/edited-later.yaml": "kind: ConfigMap # edited\n"})
+	testenv.WriteTree(t, work, map[string]string{"apps/prod/theirs.yaml": "theirs\n", "apps/prod/edited-later.yaml": "kind: ConfigMap # edited\n"})
 	testenv.Git(t, work, "add", "-A")
 	testenv.Git(t, work, "commit", "--quiet", "-m", "someone else")
 	testenv.Git(t, work, "push", "--quiet", "origin", "main")

@@ -63,7 +63,7 @@ func TestPublishRefusesPlaintextSecrets(t *testing.T) {
 				}
 				fx := newFixture(t, kind, url, "", "")
 				fx.f.Spec.Source.Insecure = true
-				writeFiles(t, fx.f.Dir, tc.layer)
+				testenv.WriteTree(t, fx.f.Dir, tc.layer)
 				for p, d := range tc.render {
 					setFile(fx, p, d)
 					for i := range fx.files {
@@ -107,7 +107,7 @@ func TestPublishRefusesPlaintextSecrets(t *testing.T) {
 // top-level folder is not published as layer files.
 func TestPublishSkipsOutDirInLayerFolder(t *testing.T) {
 	fx := newFixture(t, schema.SourceGit, clusterURL, "", "")
-	writeFiles(t, fx.f.Dir, map[string]string{"apps/out/clusters/prod-1/dropped.yaml": kubeconfigSecret})
+	testenv.WriteTree(t, fx.f.Dir, map[string]string{"apps/out/clusters/prod-1/dropped.yaml": kubeconfigSecret})
 	o := quiet(t)
 	o.outDir = fx.f.Dir + "/apps/out"
 	c, err := collect(fx.f, fx.files, o)
@@ -150,7 +150,7 @@ func TestContentCheck(t *testing.T) {
 func TestCollectRefusesSymlinkedLayerFolder(t *testing.T) {
 	fx := newFixture(t, schema.SourceGit, clusterURL, "", "")
 	outside := t.TempDir()
-	writeFiles(t, outside, map[string]string{"prod/secret.yaml": "outside the source root\n"})
+	testenv.WriteTree(t, outside, map[string]string{"prod/secret.yaml": "outside the source root\n"})
 	if err := os.RemoveAll(filepath.Join(fx.f.Dir, "apps")); err != nil {
 		t.Fatal(err)
 	}
