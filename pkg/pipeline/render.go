@@ -58,15 +58,25 @@ func Render(ctx context.Context, cfg Config) error {
 	if err := checkOutDir(cfg); err != nil {
 		return err
 	}
+	// A folder an earlier render wrote is locked now and read while
+	// fleet.yaml loads and renders; the lock is read after the folder's
+	// journal is recovered (tree.Prepare).
+	pr, err := tree.Prepare(cfg.OutDir, filepath.Join(filepath.Dir(cfg.file()), lock.FileName), cfg.waiting)
+	if err != nil {
+		return err
+	}
+	if pr != nil {
+		defer pr.Close()
+	}
 	ld, err := Load(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	return renderLoaded(ctx, cfg, ld)
+	return renderLoaded(ctx, cfg, ld, pr)
 }
 
-// renderLoaded renders ld into cfg.OutDir.
-func renderLoaded(ctx context.Context, cfg Config, ld *Loaded) error {
+// renderLoaded renders ld into cfg.OutDir, through pr when it was prepared.
+func renderLoaded(ctx context.Context, cfg Config, ld *Loaded, pr *tree.Prepared) error {
 	r, err := render(ctx, cfg, ld, false)
 	if err != nil {
 		return err
@@ -78,7 +88,13 @@ func renderLoaded(ctx context.Context, cfg Config, ld *Loaded) error {
 	if r.lockChanged {
 		lk.New = r.lock.Marshal()
 	}
-	st, err := tree.WriteWith(cfg.OutDir, r.files, tree.Options{Lock: lk, Waiting: cfg.waiting})
+	opt := tree.Options{Lock: lk, Waiting: cfg.waiting}
+	var st tree.Stats
+	if pr != nil {
+		st, err = pr.Write(r.files, opt)
+	} else {
+		st, err = tree.WriteWith(cfg.OutDir, r.files, opt)
+	}
 	if err != nil {
 		return err
 	}
@@ -214,7 +230,7 @@ func Build(ctx context.Context, cfg Config, publish bool) error {
 			return validate(cfg, ld, outputRules)
 		}},
 		{"mirror", func() error { return mirrorLoaded(ctx, cfg, ld, io.Discard, false) }},
-		{"render", func() error { return renderLoaded(ctx, cfg, ld) }},
+		{"render", func() error { return renderLoaded(ctx, cfg, ld, nil) }},
 	}
 	if publish {
 		steps = append(steps, struct {

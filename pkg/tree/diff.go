@@ -16,11 +16,6 @@ import (
 	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
-// Diff is DiffWith without a lock.
-func Diff(dir string, files []generate.File) (string, error) {
-	return DiffWith(dir, files, Options{})
-}
-
 // DiffWith returns a unified diff (a/ and b/ prefixes, /dev/null for a
 // missing side) from what dir holds to files, covering changed, missing and
 // stale fleetgen-owned files; "" when equal. opt.Lock.Path names this

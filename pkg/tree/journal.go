@@ -18,14 +18,12 @@ import (
 	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
-// MetaDir is the folder of the output folder where fleetgen keeps the lock a
-// render holds, the journal of an update and the files staged for it. It is
-// not part of the tree: Diff ignores it, publish must not push it.
+// MetaDir holds fleetgen's lock, journal and staged files in the output
+// folder; not part of the tree (Diff ignores it, publish never pushes it).
 const MetaDir = ".fleetgen"
 
-// IsInternal reports whether rel (a slash path relative to the output folder)
-// is one of fleetgen's own files rather than part of the rendered tree: the
-// MetaDir folder and the temporary files of earlier versions.
+// IsInternal reports whether rel (slash, relative to the output folder) is
+// fleetgen's own (MetaDir, temporary files of earlier versions), not the tree.
 func IsInternal(rel string) bool {
 	first, _, _ := strings.Cut(rel, "/")
 	return first == MetaDir || strings.HasPrefix(path.Base(rel), tmpPrefix)
@@ -40,18 +38,15 @@ const (
 	maxJournal     = 64 << 20
 )
 
-// A journal describes one update. It is written as "prepared"; new files go
-// in place, changed ones into a flat staging folder (the i-th is named i);
-// what replaces old content is flushed; the commit point is the rename of the
-// staged lock over the lock (which then hashes to LockSum) when the lock
-// changes, else of "prepared" to "committed". After it the next render rolls
-// the update forward (stale files removed, staged ones renamed into place),
-// before it back (new files removed), and Diff reads the tree as new or old.
-//
-// The output folder is untrusted (a pull request can commit MetaDir): a
-// journal names only clean paths inside it, reached through its root and real
-// folders, and never the lock, only hashes of its content and path: the lock
-// is always the caller's. Replay removes or replaces only fleetgen's files.
+// A journal describes one update, written as "prepared": new files go in
+// place, changed ones into a flat staging folder (the i-th named i), what
+// replaces old content is flushed, and the commit point is the rename of the
+// staged lock over the lock when it changes (it then hashes to LockSum), else
+// of "prepared" to "committed". After it the next render rolls forward (stale
+// files removed, staged ones moved in), before it back (new files removed).
+// MetaDir is untrusted (a pull request can commit it): a journal names only
+// clean paths inside the root, never the lock (only hashes of its content and
+// path), and replay removes or replaces only fleetgen's files.
 type journal struct {
 	Version int    `json:"version"`         // journalVersion
 	Stage   string `json:"stage,omitempty"` // folder under MetaDir holding the changed files

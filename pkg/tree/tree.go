@@ -20,25 +20,21 @@ import (
 	"strconv"
 	"strings"
 
+	"golang.org/x/sync/errgroup"
+
 	"fleetgen.dev/fleetgen/pkg/generate"
 	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
-// Stats counts what Write did.
-type Stats struct {
-	Written, Unchanged, Removed int
-}
+// Stats counts what WriteWith did.
+type Stats struct{ Written, Unchanged, Removed int }
 
-// tmpPrefix starts the temporary files of earlier versions: removed, ignored.
-const tmpPrefix = ".fleetgen-tmp-"
+const tmpPrefix = ".fleetgen-tmp-" // temporary files of earlier versions: removed, ignored
 
 // Lock is fleet.lock.yaml as WriteWith commits it, in one commit with the tree.
 type Lock struct {
-	// Path is fleet.lock.yaml.
-	Path string
-	// Old is what the render read (nil: no file); WriteWith fails when the
-	// file no longer holds it. New is the lock to write (Old: no change).
-	Old, New []byte
+	Path     string // fleet.lock.yaml
+	Old, New []byte // as the render read it (nil: no file; WriteWith fails when it changed since), and to write
 }
 
 // Options are WriteWith's and DiffWith's.
@@ -50,22 +46,14 @@ type Options struct {
 // writeHook, when set by a test, can fail the creation of each file.
 var writeHook func(p string) error
 
-// Write is WriteWith without a lock.
-func Write(dir string, files []generate.File) (Stats, error) {
-	return WriteWith(dir, files, Options{})
-}
-
-// WriteWith makes dir hold files, and opt.Lock its new content: new and
-// changed files are written, identical ones left alone, files an earlier
-// render wrote (they start with generate.Header) that files no longer has are
-// removed with the folders that leaves empty, and no other file is touched.
-//
-// The update is atomic for the tree and the lock (see journal): after a
-// failure, a kill or a full disk, both hold the old content or the new. dir
-// may not be a symlink; in it, files are created with O_EXCL through real
-// folders. An invalid path or a foreign file in the way is an input error
-// (*schema.InvalidError) found before anything changes. A second WriteWith
-// of the same dir waits for the first (flock on dir/MetaDir/lock).
+// WriteWith makes dir hold files, and opt.Lock its new content: changed files
+// written, fleetgen's files (generate.Header) that files lacks removed with
+// the folders left empty, no other file touched. The update is atomic for
+// tree and lock (see journal): after a failure, a kill or a full disk both
+// are old or new. dir may not be a symlink; files are created with O_EXCL
+// through real folders. A bad path or a foreign file in the way is an input
+// error (*schema.InvalidError) before anything changes. A second WriteWith of
+// dir waits for the first (flock on dir/MetaDir/lock).
 func WriteWith(dir string, files []generate.File, opt Options) (st Stats, err error) {
 	if err := checkPaths(files); err != nil {
 		return st, err
@@ -95,26 +83,94 @@ func WriteWith(dir string, files []generate.File, opt Options) (st Stats, err er
 	case lerr != nil:
 		return st, fmt.Errorf("read %s: %w", dir, lerr)
 	}
-	t, err := openTree(dir)
-	if err != nil {
-		return st, err
-	}
-	defer t.root.Close()
-	if err := t.root.Mkdir(MetaDir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+	if err := os.Mkdir(filepath.Join(dir, MetaDir), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		return st, fmt.Errorf("create %s: %w", filepath.Join(dir, MetaDir), err)
 	}
-	if !t.realDir(MetaDir) {
-		return st, invalidMeta(dir, "not a folder fleetgen made")
-	}
-	if err := t.ignoreMeta(); err != nil {
+	p, err := prepare(dir, lockPath, opt.Waiting)
+	if err != nil {
 		return st, err
 	}
-	held, err := flock(t.root, MetaDir+"/"+lockFile, false, opt.Waiting)
-	if err != nil {
-		return st, fmt.Errorf("lock %s: %w", dir, err)
+	defer p.Close()
+	return p.Write(files, opt)
+}
+
+// Prepared is an output folder locked for one update and read in the
+// background while the fleet loads and renders (docs/performance.md).
+type Prepared struct {
+	t        *tree
+	held     *os.File
+	lockPath string
+	done     chan struct{} // closed when existing and scanErr are set
+	existing listing
+	scanErr  error
+}
+
+// Prepare locks dir as WriteWith does, finishes what a killed render left
+// (call it before reading the lock: that may commit it) and starts reading
+// dir. It returns nil, touching nothing, when no render wrote dir (no
+// MetaDir): use WriteWith. Close releases it.
+func Prepare(dir, lockPath string, waiting func()) (*Prepared, error) {
+	dir = filepath.Clean(dir)
+	for _, d := range []string{dir, filepath.Join(dir, MetaDir)} { // WriteWith refuses a symlink
+		if fi, err := os.Lstat(d); err != nil || !fi.IsDir() {
+			return nil, nil
+		}
 	}
-	defer held.Close()
-	return t.update(lockPath, files, opt)
+	lockPath, err := absLock(Options{Lock: &Lock{Path: lockPath}})
+	if err != nil {
+		return nil, err
+	}
+	return prepare(dir, lockPath, waiting)
+}
+
+// prepare is Prepare once MetaDir exists; lockPath is absolute or "".
+func prepare(dir, lockPath string, waiting func()) (*Prepared, error) {
+	t, err := openTree(dir)
+	if err != nil {
+		return nil, err
+	}
+	if !t.realDir(MetaDir) {
+		t.root.Close()
+		return nil, invalidMeta(dir, "not a folder fleetgen made")
+	}
+	held, err := flock(t.root, MetaDir+"/"+lockFile, false, waiting)
+	if err != nil {
+		t.root.Close()
+		return nil, fmt.Errorf("lock %s: %w", dir, err)
+	}
+	p := &Prepared{t: t, held: held, lockPath: lockPath, done: make(chan struct{})}
+	if err := t.recover(lockPath); err != nil {
+		held.Close()
+		t.root.Close()
+		return nil, err
+	}
+	go func() {
+		defer close(p.done)
+		p.existing, p.scanErr = t.scan()
+	}()
+	return p, nil
+}
+
+// Write is WriteWith on the prepared folder, once, with Prepare's lock.
+func (p *Prepared) Write(files []generate.File, opt Options) (Stats, error) {
+	<-p.done
+	if err := checkPaths(files); err != nil {
+		return Stats{}, err
+	}
+	if p.scanErr != nil {
+		return Stats{}, p.scanErr
+	}
+	if err := p.t.ignoreMeta(); err != nil {
+		return Stats{}, err
+	}
+	return p.t.update(p.lockPath, files, p.existing, opt)
+}
+
+// Close releases the folder once the read ended.
+func (p *Prepared) Close() error {
+	<-p.done
+	p.held.Close()
+	return p.t.root.Close()
 }
 
 func absLock(opt Options) (string, error) {
@@ -124,17 +180,20 @@ func absLock(opt Options) (string, error) {
 	return filepath.Abs(opt.Lock.Path)
 }
 
-// update is WriteWith once MetaDir exists and is locked.
-func (t *tree) update(lockPath string, files []generate.File, opt Options) (Stats, error) {
-	var st Stats
-	// Finish what a killed render left before looking at the tree.
+// recover finishes what a killed render left, before anything looks at the
+// tree or the lock.
+func (t *tree) recover(lockPath string) error {
 	j, committed, err := t.readJournal(lockPath)
 	if err != nil {
-		return st, err
+		return err
 	}
-	if err := t.finish(j, committed, lockPath); err != nil {
-		return st, err
-	}
+	return t.finish(j, committed, lockPath)
+}
+
+// update is WriteWith once MetaDir exists, is locked and was recovered, and
+// the tree was read into existing.
+func (t *tree) update(lockPath string, files []generate.File, existing listing, opt Options) (Stats, error) {
+	var st Stats
 	var newLock []byte
 	if opt.Lock != nil {
 		cur, err := readLock(lockPath)
@@ -148,7 +207,7 @@ func (t *tree) update(lockPath string, files []generate.File, opt Options) (Stat
 			newLock = opt.Lock.New
 		}
 	}
-	j, leftovers, err := t.plan(files)
+	j, leftovers, err := t.plan(files, existing)
 	if err != nil {
 		return st, err
 	}
@@ -244,12 +303,9 @@ func (t *tree) byFolder(paths []string, fn func(r *os.Root, group []string) erro
 	return nil
 }
 
-// plan decides every step of the update, and the leftovers to remove.
-func (t *tree) plan(files []generate.File) (*journal, []string, error) {
-	existing, err := t.scan()
-	if err != nil {
-		return nil, nil, err
-	}
+// plan decides every step of the update from what scan found, and the
+// leftovers to remove.
+func (t *tree) plan(files []generate.File, existing listing) (*journal, []string, error) {
 	var j journal
 	var conflicts []string
 	want := make(map[string]bool, len(files))
@@ -370,13 +426,17 @@ func (t *tree) commit(files []generate.File, j *journal, lockPath string, newLoc
 			return fmt.Errorf("create %s: %w", stage, err)
 		}
 		defer sr.Close()
-		err = parallel(len(j.Puts), func(i int) error {
-			if err := createFile(sr, strconv.Itoa(i), data[j.Puts[i]], true, j.Puts[i]); err != nil {
-				return fmt.Errorf("write %s: %w", j.Puts[i], err)
-			}
-			return nil
-		})
-		if err != nil {
+		var g errgroup.Group
+		g.SetLimit(16) // more than cores: each waits in fsync
+		for i, q := range j.Puts {
+			g.Go(func() error {
+				if err := createFile(sr, strconv.Itoa(i), data[q], true, q); err != nil {
+					return fmt.Errorf("write %s: %w", q, err)
+				}
+				return nil
+			})
+		}
+		if err := g.Wait(); err != nil {
 			return err
 		}
 		if err := t.syncPath(stage); err != nil {

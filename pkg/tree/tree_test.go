@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"fleetgen.dev/fleetgen/internal/testenv"
 	"fleetgen.dev/fleetgen/pkg/generate"
 	"fleetgen.dev/fleetgen/pkg/schema"
 )
@@ -22,15 +23,7 @@ func file(p, body string) generate.File {
 // put creates files (path → content) under dir.
 func put(t testing.TB, dir string, files map[string]string) {
 	t.Helper()
-	for p, c := range files {
-		full := filepath.Join(dir, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testenv.WriteTree(t, dir, files)
 }
 
 // read returns every file under dir (path → content) and every folder as
@@ -306,4 +299,14 @@ func TestWriteFreshFailureLeavesNothing(t *testing.T) {
 	if diff := cmp.Diff(map[string]string{}, read(t, parent)); diff != "" {
 		t.Errorf("parent of dir (-want +got):\n%s", diff)
 	}
+}
+
+// Write is WriteWith without a lock.
+func Write(dir string, files []generate.File) (Stats, error) {
+	return WriteWith(dir, files, Options{})
+}
+
+// Diff is DiffWith without a lock.
+func Diff(dir string, files []generate.File) (string, error) {
+	return DiffWith(dir, files, Options{})
 }
