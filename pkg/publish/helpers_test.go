@@ -142,7 +142,6 @@ func quiet(t testing.TB) *options {
 	return o
 }
 
-
 // env is a LookupEnv over a fixed map.
 func env(m map[string]string) func(string) (string, bool) {
 	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
