@@ -138,12 +138,7 @@ func (p *parser) images(n *yaml.Node) []Image {
 			case "target":
 				img.Target, _ = p.str(v, path+".target")
 			case "digest":
-				if s, ok := p.str(v, path+".digest"); ok {
-					if !digestRE.MatchString(s) {
-						p.errorf(v, path+".digest", "malformed digest: want sha256: and 64 lower-case hex digits")
-					}
-					img.Digest = s
-				}
+				img.Digest = p.digest(v, path+".digest")
 			case "referrers":
 				img.Referrers = p.referrers(v, path+".referrers")
 			default:
@@ -161,6 +156,15 @@ func (p *parser) images(n *yaml.Node) []Image {
 	return out
 }
 
+// digest reads a digest field, reporting one that is not sha256 in hex.
+func (p *parser) digest(v *yaml.Node, path string) string {
+	s, ok := p.str(v, path)
+	if ok && !digestRE.MatchString(s) {
+		p.errorf(v, path, "malformed digest: want sha256: and 64 lower-case hex digits")
+	}
+	return s
+}
+
 func (p *parser) referrers(n *yaml.Node, path string) []Referrer {
 	var out []Referrer
 	seen := map[Referrer]int{}
@@ -169,12 +173,7 @@ func (p *parser) referrers(n *yaml.Node, path string) []Referrer {
 		p.fields(item, ipath, func(key string, _, v *yaml.Node) bool {
 			switch key {
 			case "digest":
-				if s, ok := p.str(v, ipath+".digest"); ok {
-					if !digestRE.MatchString(s) {
-						p.errorf(v, ipath+".digest", "malformed digest: want sha256: and 64 lower-case hex digits")
-					}
-					r.Digest = s
-				}
+				r.Digest = p.digest(v, ipath+".digest")
 			case "artifactType":
 				r.ArtifactType, _ = p.str(v, ipath+".artifactType")
 			case "tag":
