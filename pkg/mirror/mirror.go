@@ -7,15 +7,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -71,48 +67,10 @@ type options struct {
 	sources   []SourceMirror
 }
 
-// SourceMirror reads the images of the source registry Host from Mirror
-// (HOST[:PORT][/PREFIX]): the same repository paths below it. Pairs, lock
-// entries and messages keep naming Host.
-type SourceMirror struct {
-	Host, Mirror string
-	// Insecure talks plain HTTP to Mirror.
-	Insecure bool
-}
-
-// WithSourceMirrors reads each source registry named in ms from its mirror
-// (spec.sourceMirrors). Host docker.io also covers index.docker.io.
-func WithSourceMirrors(ms []SourceMirror) Option {
-	return func(o *options) error { o.sources = append([]SourceMirror(nil), ms...); return nil }
-}
-
 // WithReferrers copies each image's supply chain with it (default true):
 // see Run. False leaves signatures, attestations and SBOMs behind, for
 // registries that refuse artifact manifests.
 func WithReferrers(b bool) Option { return func(o *options) error { o.referrers = b; return nil } }
-
-// Timeouts bound each request to a registry, so that one that accepts
-// connections and never answers fails (and is retried, then reported) in
-// bounded time instead of hanging the run. Zero leaves a bound unset.
-type Timeouts struct {
-	// Dial bounds opening a TCP connection.
-	Dial time.Duration
-	// TLSHandshake bounds the TLS handshake.
-	TLSHandshake time.Duration
-	// ResponseHeader bounds the wait for a response's headers after the
-	// request (body included) was sent; a large upload is not cut short.
-	ResponseHeader time.Duration
-	// BodyIdle bounds the time a response body may take to move
-	// BodyProgress bytes (or reach its end): a stalled or trickling body
-	// fails with *StallError.
-	BodyIdle time.Duration
-}
-
-// DefaultTimeouts are go-containerregistry's dial and TLS bounds plus a
-// response-header bound and a body bound, which it lacks: a registry slower
-// than a minute to start answering, or whose body moves less than 16 KiB in
-// 30 s, is treated as down (after the retries of DefaultBackoff).
-var DefaultTimeouts = Timeouts{Dial: 30 * time.Second, TLSHandshake: 10 * time.Second, ResponseHeader: time.Minute, BodyIdle: 30 * time.Second}
 
 // Option configures Run.
 type Option func(*options) error
@@ -165,113 +123,6 @@ func WithTargetCredentials(user, password string) Option {
 // WithTimeouts does not apply to t.
 func WithTransport(t http.RoundTripper) Option {
 	return func(o *options) error { o.transport = t; return nil }
-}
-
-// WithTimeouts bounds each request of the default transport (default
-// DefaultTimeouts).
-func WithTimeouts(t Timeouts) Option {
-	return func(o *options) error {
-		if t.Dial < 0 || t.TLSHandshake < 0 || t.ResponseHeader < 0 || t.BodyIdle < 0 {
-			return fmt.Errorf("timeouts %+v: want 0 or more", t)
-		}
-		o.timeouts = t
-		return nil
-	}
-}
-
-// newTransport is remote.DefaultTransport with the timeouts t.
-func newTransport(t Timeouts) http.RoundTripper {
-	base, ok := remote.DefaultTransport.(*http.Transport)
-	if !ok {
-		base = http.DefaultTransport.(*http.Transport)
-	}
-	tr := base.Clone()
-	tr.DialContext = (&net.Dialer{Timeout: t.Dial, KeepAlive: 30 * time.Second}).DialContext
-	tr.TLSHandshakeTimeout = t.TLSHandshake
-	tr.ResponseHeaderTimeout = t.ResponseHeader
-	if t.BodyIdle > 0 {
-		return &idleTransport{next: tr, idle: t.BodyIdle}
-	}
-	return tr
-}
-
-// WithBackoff sets the retry backoff for transient failures (timeouts,
-// connection resets, idle connections the server closed, 429, 5xx, an upload
-// that arrived truncated). The default waits 100ms, doubling, 6 tries.
-func WithBackoff(b remote.Backoff) Option {
-	return func(o *options) error { o.backoff = b; return nil }
-}
-
-// DefaultBackoff is the retry schedule Run uses unless told otherwise: about
-// 3 s in all before a transient failure is reported.
-var DefaultBackoff = remote.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 6}
-
-// retryCodes are the statuses retried: timeouts, rate limits, server errors.
-var retryCodes = []int{
-	http.StatusRequestTimeout, http.StatusTooManyRequests,
-	http.StatusInternalServerError, http.StatusBadGateway,
-	http.StatusServiceUnavailable, http.StatusGatewayTimeout,
-}
-
-// transient reports whether err is worth retrying. A digest mismatch of the
-// source's content never is; DIGEST_INVALID from the target after an upload
-// is (see digestInvalid).
-func transient(err error) bool {
-	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrDigestMismatch) {
-		return false
-	}
-	// go-containerregistry's checksum errors (internal/verify): the source
-	// served bytes that do not match their digest, even when they surface
-	// through a network error while streaming an upload.
-	if strings.Contains(err.Error(), "error verifying ") {
-		return false
-	}
-	// net/http's error when a reused keep-alive connection turns out to have
-	// been closed by the server; a body it could not replay is not resent.
-	if strings.Contains(err.Error(), "server closed idle connection") {
-		return true
-	}
-	if digestInvalid(err) {
-		return true
-	}
-	var te *transport.Error
-	if errors.As(err, &te) {
-		for _, c := range retryCodes {
-			if te.StatusCode == c {
-				return true
-			}
-		}
-		return te.Temporary()
-	}
-	var ne interface{ Timeout() bool }
-	if errors.As(err, &ne) && ne.Timeout() {
-		return true
-	}
-	var oe *net.OpError
-	if errors.As(err, &oe) || errors.Is(err, net.ErrClosed) {
-		return true // connection refused, reset or closed under us
-	}
-	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
-		errors.Is(err, syscall.ECONNREFUSED) || strings.Contains(err.Error(), "connection reset")
-}
-
-// digestInvalid reports whether the target refused a blob upload because the
-// bytes it received do not hash to the digest: the body was cut or damaged on
-// the way (the source's bytes are verified as they are read, so a source that
-// lies fails with "error verifying" first). go-containerregistry retries the
-// whole upload (new session, bytes read again), up to the backoff's steps.
-func digestInvalid(err error) bool {
-	var te *transport.Error
-	if !errors.As(err, &te) {
-		return false
-	}
-	for _, d := range te.Errors {
-		if d.Code == transport.DigestInvalidErrorCode {
-			return true
-		}
-	}
-	return false
 }
 
 // targetKeychain answers with fixed credentials for the target registries and
@@ -528,15 +379,6 @@ type runner struct {
 	probes map[string]chan struct{}
 }
 
-// blobState is one blob's upload: the first image to need it uploads it; the
-// others wait and mount it from the repository it landed in.
-type blobState struct {
-	done  chan struct{}
-	repo  name.Repository // where it landed, when err is nil
-	err   error
-	repos map[string]bool // target repositories known to have it
-}
-
 // ErrDigestMismatch is returned (wrapped) when the target does not hold what was
 // copied. It is never retried.
 var ErrDigestMismatch = errors.New("digest mismatch")
@@ -666,60 +508,6 @@ func (r *runner) subjects(ctx context.Context, src name.Reference, want v1.Hash,
 	return subjects, nil
 }
 
-// sourceRef parses a pair's source and, when spec.sourceMirrors names its
-// registry, points it at the mirror: the same repository path below the
-// mirror's prefix, the same tag or digest.
-func (r *runner) sourceRef(source string) (name.Reference, error) {
-	src, err := name.ParseReference(source)
-	if err != nil {
-		return nil, err
-	}
-	m, ok := r.mirrorFor(src.Context().RegistryStr())
-	if !ok {
-		return src, nil
-	}
-	s := strings.TrimSuffix(m.Mirror, "/") + "/" + src.Context().RepositoryStr()
-	if d, ok := src.(name.Digest); ok {
-		s += "@" + d.DigestStr()
-	} else {
-		s += ":" + src.Identifier()
-	}
-	var opts []name.Option
-	if m.Insecure {
-		opts = append(opts, name.Insecure)
-	}
-	ref, err := name.ParseReference(s, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("source mirror %s for %s: %w", m.Mirror, m.Host, err)
-	}
-	return ref, nil
-}
-
-// mirrorFor returns the source mirror of registry reg (as name parses it:
-// Docker Hub is index.docker.io).
-func (r *runner) mirrorFor(reg string) (SourceMirror, bool) {
-	for _, m := range r.o.sources {
-		h := m.Host
-		if h == "docker.io" || h == "registry-1.docker.io" {
-			h = name.DefaultRegistry
-		}
-		if h == reg {
-			return m, true
-		}
-	}
-	return SourceMirror{}, false
-}
-
-// via says where a source was read from when a source mirror served it.
-func (r *runner) via(src name.Reference) string {
-	for _, m := range r.o.sources {
-		if strings.HasPrefix(src.Context().String(), strings.TrimSuffix(m.Mirror, "/")+"/") {
-			return " (read from source mirror " + src.Context().RegistryStr() + ")"
-		}
-	}
-	return ""
-}
-
 // copyManifest copies what manifest raw (digest d) refers to into dst, and, when
 // put, the manifest itself by digest. Children of an index are copied
 // concurrently; each is skipped when dst already has it.
@@ -781,127 +569,6 @@ func (r *runner) copyManifest(ctx context.Context, srcRepo, dstRepo name.Reposit
 	}
 	return nil
 }
-
-// blob makes sure dst has blob b: uploaded from the source the first time this
-// run needs it, mounted from the repository it went to ever after.
-func (r *runner) blob(ctx context.Context, srcRepo, dstRepo name.Repository, b v1.Descriptor, pushed *atomic.Int64) error {
-	key := dstRepo.RegistryStr() + "/" + b.Digest.String()
-	r.mu.Lock()
-	st, ok := r.blobs[key]
-	if !ok {
-		st = &blobState{done: make(chan struct{}), repos: map[string]bool{}}
-		r.blobs[key] = st
-	}
-	r.mu.Unlock()
-
-	layer := &sourceBlob{ctx: ctx, desc: b, repo: srcRepo, puller: r.puller, pushed: pushed}
-	if !ok {
-		err := r.upload(ctx, dstRepo, layer)
-		r.mu.Lock()
-		st.err = err
-		if err == nil {
-			st.repo = dstRepo
-			st.repos[dstRepo.String()] = true
-		}
-		r.mu.Unlock()
-		close(st.done)
-		if err != nil {
-			return fmt.Errorf("blob %s (from %s): %w", b.Digest, srcRepo.RegistryStr(), err)
-		}
-		return nil
-	}
-	select {
-	case <-st.done:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	r.mu.Lock()
-	have, from, ownerErr := st.repos[dstRepo.String()], st.repo, st.err
-	r.mu.Unlock()
-	if have {
-		return nil
-	}
-	var err error
-	if ownerErr == nil {
-		// A mount moves no bytes: it does not wait for an upload slot, so that
-		// mounts never queue behind the uploads that hold the slots. (A registry
-		// that refuses the mount gets the bytes instead, outside the slots; the
-		// images in flight still bound how many such uploads there are.)
-		l := &remote.MountableLayer{Layer: layer, Reference: from.Digest(b.Digest.String())}
-		err = r.pusher.Upload(ctx, dstRepo, l)
-	} else {
-		err = r.upload(ctx, dstRepo, layer)
-	}
-	if err != nil {
-		return fmt.Errorf("blob %s (from %s): %w", b.Digest, srcRepo.RegistryStr(), err)
-	}
-	r.mu.Lock()
-	st.repos[dstRepo.String()] = true
-	if ownerErr != nil && st.err != nil {
-		st.err, st.repo = nil, dstRepo
-	}
-	r.mu.Unlock()
-	return nil
-}
-
-// upload pushes (or mounts) l into dst, at most jobs at a time. go-containerregistry
-// checks whether dst has it first and retries transient failures.
-func (r *runner) upload(ctx context.Context, dst name.Repository, l v1.Layer) error {
-	select {
-	case r.blobSem <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	defer func() { <-r.blobSem }()
-	return r.pusher.Upload(ctx, dst, l)
-}
-
-// sourceBlob is a blob of the source repository as a v1.Layer whose digest,
-// size and media type come from the manifest, so that nothing is asked of the
-// source until the bytes are needed. Compressed verifies the digest as it reads
-// and counts the bytes read into pushed.
-type sourceBlob struct {
-	ctx    context.Context
-	desc   v1.Descriptor
-	repo   name.Repository
-	puller *remote.Puller
-	pushed *atomic.Int64
-}
-
-func (b *sourceBlob) Digest() (v1.Hash, error) { return b.desc.Digest, nil }
-func (b *sourceBlob) DiffID() (v1.Hash, error) {
-	return v1.Hash{}, errors.New("diff ID of a copied blob is not known")
-}
-func (b *sourceBlob) Size() (int64, error)                { return b.desc.Size, nil }
-func (b *sourceBlob) MediaType() (types.MediaType, error) { return b.desc.MediaType, nil }
-func (b *sourceBlob) Uncompressed() (io.ReadCloser, error) {
-	return nil, errors.New("a copied blob is never uncompressed")
-}
-
-func (b *sourceBlob) Compressed() (io.ReadCloser, error) {
-	l, err := b.puller.Layer(b.ctx, b.repo.Digest(b.desc.Digest.String()))
-	if err != nil {
-		return nil, err
-	}
-	rc, err := l.Compressed()
-	if err != nil {
-		return nil, err
-	}
-	return &countingReader{rc: rc, n: b.pushed}, nil
-}
-
-type countingReader struct {
-	rc io.ReadCloser
-	n  *atomic.Int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.rc.Read(p)
-	c.n.Add(int64(n))
-	return n, err
-}
-
-func (c *countingReader) Close() error { return c.rc.Close() }
 
 // rawManifest is manifest bytes with their media type, as remote.Put wants them.
 type rawManifest struct {
