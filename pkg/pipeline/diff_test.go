@@ -10,12 +10,14 @@ import (
 
 	"fleetgen.dev/fleetgen/internal/testenv"
 	"fleetgen.dev/fleetgen/pkg/generate"
+	"fleetgen.dev/fleetgen/pkg/tree"
 )
 
 // TestReadRenderedUntrusted: diff reads the output folder, which a pull
 // request may fill. A symlink (to a file outside with fleetgen's header, or
 // inside), a FIFO and files without the header are never read or taken in;
-// .git, .fleetgen and flux-system are skipped.
+// .git and .fleetgen are skipped. It reads DIR once, through tree.Read, as
+// render --check does.
 func TestReadRenderedUntrusted(t *testing.T) {
 	t.Parallel()
 	outside := filepath.Join(t.TempDir(), "secret.yaml")
@@ -41,13 +43,15 @@ func TestReadRenderedUntrusted(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(dir, "manager", "fifo.yaml"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	got, err := readRendered(dir)
+	had, err := tree.Read(dir, tree.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	got := owned(had)
 	want := map[string][]byte{
-		"manager/kustomization.yaml":   []byte(own),
-		"manager/fleet/c/cluster.yaml": []byte(own),
+		"manager/kustomization.yaml":            []byte(own),
+		"manager/fleet/c/cluster.yaml":          []byte(own),
+		"clusters/c/flux-system/gotk-sync.yaml": []byte(own), // as render --check sees it
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("read (-want +got):\n%s", d)

@@ -248,8 +248,6 @@ func TestOCIRejectsNonOCIURL(t *testing.T) {
 	}
 }
 
-func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
-
 func TestCollectRejectsEscapingPaths(t *testing.T) {
 	fx := newFixture(t, "git", clusterURL, "", "")
 	fx.f.Spec.Source.Path = "../elsewhere"

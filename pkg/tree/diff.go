@@ -16,22 +16,13 @@ import (
 	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
-// DiffWith returns a unified diff (a/ and b/ prefixes, /dev/null for a
-// missing side) from what dir holds to files, covering changed, missing and
-// stale fleetgen-owned files; "" when equal. opt.Lock.Path names this
-// render's lock. Secrets' content (generate.File.Secret, or "kind: Secret" on
-// either side) is never shown. It writes nothing, and reads a folder a killed
-// render left half-updated as the tree before or after the update.
-func DiffWith(dir string, files []generate.File, opt Options) (string, error) {
+// Compare returns a unified diff (a/ and b/ prefixes, /dev/null for a
+// missing side) from have, what Read found in dir, to files, covering
+// changed, missing and stale fleetgen-owned files; "" when equal. Secrets'
+// content (generate.File.Secret, or "kind: Secret" on either side) is never
+// shown.
+func Compare(dir string, have map[string][]byte, files []generate.File) (string, error) {
 	if err := checkPaths(files); err != nil {
-		return "", err
-	}
-	lockPath, err := absLock(opt)
-	if err != nil {
-		return "", err
-	}
-	have, err := readTree(filepath.Clean(dir), lockPath, opt.Waiting)
-	if err != nil {
 		return "", err
 	}
 	type entry struct {
@@ -64,10 +55,16 @@ func DiffWith(dir string, files []generate.File, opt Options) (string, error) {
 	return b.String(), nil
 }
 
-// readTree returns what dir holds, as Diff reads it: every file outside
-// MetaDir (nil for one that is not a regular file fleetgen can read), as the
-// tree before an unfinished update or after it. A missing dir is empty.
-func readTree(dir, lockPath string, waiting func()) (map[string][]byte, error) {
+// Read returns what dir holds: every file outside MetaDir (nil for one that
+// is not a regular file fleetgen can read), a folder a killed render left
+// half-updated as the tree before or after the update (opt.Lock.Path names
+// this render's lock). A missing dir is empty. It writes nothing.
+func Read(dir string, opt Options) (map[string][]byte, error) {
+	lockPath, err := absLock(opt)
+	if err != nil {
+		return nil, err
+	}
+	dir = filepath.Clean(dir)
 	switch fi, err := os.Lstat(dir); {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, nil
@@ -85,7 +82,7 @@ func readTree(dir, lockPath string, waiting func()) (map[string][]byte, error) {
 		return nil, invalidMeta(dir, "not a folder fleetgen made")
 	} else if err == nil {
 		// Wait for a render that is writing dir, if there is one.
-		held, err := flock(t.root, MetaDir+"/"+lockFile, true, waiting)
+		held, err := flock(t.root, MetaDir+"/"+lockFile, true, opt.Waiting)
 		if err != nil {
 			return nil, fmt.Errorf("lock %s: %w", dir, err)
 		}

@@ -225,7 +225,7 @@ func TestKilledWrite(t *testing.T) {
 		default:
 			t.Fatalf("lock is neither old nor new: %q", cur)
 		}
-		d, derr := DiffWith(dir, want, Options{Lock: &Lock{Path: lockPath}})
+		d, derr := diffWith(dir, want, Options{Lock: &Lock{Path: lockPath}})
 		if derr != nil || d != "" {
 			t.Fatalf("iteration %d (child %v): tree disagrees with lock %q: %v\n%.2000s", it, err, cur, derr, d)
 		}

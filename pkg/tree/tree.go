@@ -37,7 +37,7 @@ type Lock struct {
 	Old, New []byte // as the render read it (nil: no file; WriteWith fails when it changed since), and to write
 }
 
-// Options are WriteWith's and DiffWith's.
+// Options are WriteWith's and Read's.
 type Options struct {
 	Lock    *Lock  // when set, committed with the tree
 	Waiting func() // called when the call waits for another render of the folder

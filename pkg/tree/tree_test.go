@@ -308,5 +308,14 @@ func Write(dir string, files []generate.File) (Stats, error) {
 
 // Diff is DiffWith without a lock.
 func Diff(dir string, files []generate.File) (string, error) {
-	return DiffWith(dir, files, Options{})
+	return diffWith(dir, files, Options{})
+}
+
+// diffWith is Read, then Compare.
+func diffWith(dir string, files []generate.File, opt Options) (string, error) {
+	have, err := Read(dir, opt)
+	if err != nil {
+		return "", err
+	}
+	return Compare(dir, have, files)
 }
