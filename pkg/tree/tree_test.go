@@ -306,7 +306,7 @@ func Write(dir string, files []generate.File) (Stats, error) {
 	return WriteWith(dir, files, Options{})
 }
 
-// Diff is DiffWith without a lock.
+// Diff is diffWith without a lock.
 func Diff(dir string, files []generate.File) (string, error) {
 	return diffWith(dir, files, Options{})
 }
