@@ -64,11 +64,11 @@ fuzz:
 
 ## bench: render generated fleets of 1,000 and 10,000 clusters to disk
 bench: build
-	$(GO) run ./internal/cmd/benchrender -bin $(BIN)
+	$(GO) run ./test/cmd/benchrender -bin $(BIN)
 
 ## bench-mirror: fleetgen mirror vs a crane copy loop vs the floor, two local registries
 bench-mirror:
-	$(GO) run ./internal/cmd/benchmirror
+	$(GO) run ./test/cmd/benchmirror
 
 ## lint: gofmt and go vet
 lint:

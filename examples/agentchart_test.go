@@ -12,10 +12,10 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"fleetgen.dev/fleetgen/internal/crdcheck"
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/pipeline"
 	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/test/crdcheck"
 )
 
 // agentChart is the fleet-agent chart of Fleet v0.16.1, copied unchanged

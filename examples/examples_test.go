@@ -16,12 +16,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"fleetgen.dev/fleetgen/internal/crdcheck"
-	"fleetgen.dev/fleetgen/internal/testenv"
 	"fleetgen.dev/fleetgen/pkg/images"
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/pipeline"
 	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/test/crdcheck"
+	"fleetgen.dev/fleetgen/test/testenv"
 )
 
 var update = flag.Bool("update", false, "rewrite each example's fleet.lock.yaml with placeholder digests")

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"fleetgen.dev/fleetgen/internal/testenv"
+	"fleetgen.dev/fleetgen/test/testenv"
 )
 
 // TestTryLocally runs examples/try-locally.sh (docs/try-locally.md) end to

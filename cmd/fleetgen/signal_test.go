@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"fleetgen.dev/fleetgen/internal/testenv"
 	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/test/testenv"
 )
 
 // TestSignalStopsABlockedCommand builds fleetgen, starts a render that blocks

@@ -14,7 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.yaml.in/yaml/v3"
 
-	"fleetgen.dev/fleetgen/internal/testenv"
+	"fleetgen.dev/fleetgen/test/testenv"
 )
 
 // TestRenderStream checks that `render -o -` is one YAML stream that a YAML

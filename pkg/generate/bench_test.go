@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"testing"
 
-	"fleetgen.dev/fleetgen/internal/synthetic"
 	"fleetgen.dev/fleetgen/pkg/generate"
+	"fleetgen.dev/fleetgen/test/synthetic"
 )
 
 // BenchmarkRender renders synthetic fleets (mixed modes, two layers, image

@@ -14,9 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"fleetgen.dev/fleetgen/internal/crdcheck"
 	"fleetgen.dev/fleetgen/pkg/generate"
 	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/test/crdcheck"
 )
 
 // bootstrapFiles is what `flux bootstrap git --path <dir>` commits into

@@ -15,9 +15,9 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
-	"fleetgen.dev/fleetgen/internal/crdcheck"
-	"fleetgen.dev/fleetgen/internal/synthetic"
 	"fleetgen.dev/fleetgen/pkg/generate"
+	"fleetgen.dev/fleetgen/test/crdcheck"
+	"fleetgen.dev/fleetgen/test/synthetic"
 )
 
 // upstreamType returns a new upstream Go object for apiVersion/kind, or nil

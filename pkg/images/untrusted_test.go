@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"fleetgen.dev/fleetgen/internal/testenv"
 	"fleetgen.dev/fleetgen/pkg/images"
 	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/test/testenv"
 )
 
 // Issue 20, item 1: names kustomize takes for a Git repository (or a URL),

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"fleetgen.dev/fleetgen/internal/testenv"
 	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/test/testenv"
 )
 
 // TestBuildRefusesPlaintextBeforeMirror: build meets the plaintext rule in

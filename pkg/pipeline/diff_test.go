@@ -8,9 +8,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"fleetgen.dev/fleetgen/internal/testenv"
 	"fleetgen.dev/fleetgen/pkg/generate"
 	"fleetgen.dev/fleetgen/pkg/tree"
+	"fleetgen.dev/fleetgen/test/testenv"
 )
 
 // TestReadRenderedUntrusted: diff reads the output folder, which a pull

@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"fleetgen.dev/fleetgen/internal/testenv"
 	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/test/testenv"
 )
 
 // copyTree copies the example folder src to a temporary folder.

@@ -7,8 +7,8 @@ import (
 	"sync"
 	"testing"
 
-	"fleetgen.dev/fleetgen/internal/testenv"
 	"fleetgen.dev/fleetgen/pkg/pipeline"
+	"fleetgen.dev/fleetgen/test/testenv"
 )
 
 // An unreachable registry is one line per image, naming the registry and the

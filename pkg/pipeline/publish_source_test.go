@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"fleetgen.dev/fleetgen/internal/testenv"
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/test/testenv"
 )
 
 // gitCommitAll makes dir a Git work tree (when it is not one yet) and commits

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"testing"
 
-	"fleetgen.dev/fleetgen/internal/testenv"
 	"fleetgen.dev/fleetgen/pkg/generate"
+	"fleetgen.dev/fleetgen/test/testenv"
 )
 
 // bigTree makes fx's render a tree shaped like 10,000 clusters (7 files

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"fleetgen.dev/fleetgen/internal/testenv"
 	"fleetgen.dev/fleetgen/pkg/generate"
+	"fleetgen.dev/fleetgen/test/testenv"
 	"github.com/google/go-cmp/cmp"
 )
 

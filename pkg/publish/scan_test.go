@@ -11,9 +11,9 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"fleetgen.dev/fleetgen/internal/testenv"
 	"fleetgen.dev/fleetgen/pkg/generate"
 	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/test/testenv"
 	"github.com/google/go-containerregistry/pkg/registry"
 )
 

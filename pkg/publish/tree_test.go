@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"fleetgen.dev/fleetgen/internal/testenv"
 	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/test/testenv"
 )
 
 // TestReadTreeSpecialFiles: a layer folder a pull request commits may hold a

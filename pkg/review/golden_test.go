@@ -12,9 +12,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"fleetgen.dev/fleetgen/internal/testenv"
 	"fleetgen.dev/fleetgen/pkg/pipeline"
 	"fleetgen.dev/fleetgen/pkg/review"
+	"fleetgen.dev/fleetgen/test/testenv"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")

@@ -25,9 +25,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
-	"fleetgen.dev/fleetgen/internal/testenv"
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/pipeline"
+	"fleetgen.dev/fleetgen/test/testenv"
 )
 
 // The quickstart's clusters the test follows: the management cluster, an
@@ -299,8 +299,8 @@ func managerCRDs(t *testing.T) []byte {
 	t.Helper()
 	var all []byte
 	for _, f := range []string{
-		"../../internal/crdcheck/crds/fleet/fleet-crds.yaml",
-		"../../internal/crdcheck/crds/verrazzano/clusters.verrazzano.io_verrazzanomanagedclusters.yaml",
+		"../../test/crdcheck/crds/fleet/fleet-crds.yaml",
+		"../../test/crdcheck/crds/verrazzano/clusters.verrazzano.io_verrazzanomanagedclusters.yaml",
 	} {
 		b, err := os.ReadFile(f)
 		if err != nil {

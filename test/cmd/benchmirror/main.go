@@ -9,8 +9,8 @@
 // cold mirror, its warm re-run (best of three), the crane loop and the floor, each with the
 // blob bytes that reached its (fresh) target registry, and their ratios.
 //
-//	go run ./internal/cmd/benchmirror            # full size, about a minute
-//	go run ./internal/cmd/benchmirror -scale 0.05
+//	go run ./test/cmd/benchmirror            # full size, about a minute
+//	go run ./test/cmd/benchmirror -scale 0.05
 //
 // It needs /usr/bin/docker-registry (Debian package docker-registry) and builds
 // crane from the module cache with `go build`.
@@ -39,9 +39,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
-	"fleetgen.dev/fleetgen/internal/testenv"
 	"fleetgen.dev/fleetgen/pkg/mirror"
 	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/test/testenv"
 )
 
 const mib = 1 << 20

@@ -11,7 +11,7 @@
 // removed until the pass is done, so that no run pays for an earlier one's
 // removal.
 //
-//	go run ./internal/cmd/benchrender -bin bin/fleetgen
+//	go run ./test/cmd/benchrender -bin bin/fleetgen
 package main
 
 import (
@@ -27,8 +27,8 @@ import (
 	"syscall"
 	"time"
 
-	"fleetgen.dev/fleetgen/internal/synthetic"
 	"fleetgen.dev/fleetgen/pkg/tree"
+	"fleetgen.dev/fleetgen/test/synthetic"
 )
 
 // Targets (issue 19), as ratios to `cp -r` measured in the same run.
