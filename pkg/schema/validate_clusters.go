@@ -1,0 +1,96 @@
+package schema
+
+import "fmt"
+
+func (v *validator) groups() {
+	seen := map[string]int{}
+	for i, g := range v.f.Spec.Groups {
+		p := fmt.Sprintf("spec.groups[%d]", i)
+		if v.name(p+".name", "group name", g.Name) {
+			if j, dup := seen[g.Name]; dup {
+				v.add(p+".name", "duplicate group name %q (also spec.groups[%d]): want unique names", g.Name, j)
+			} else {
+				seen[g.Name] = i
+			}
+		}
+		v.labels(p+".selector", "selector", g.Selector, nil)
+	}
+}
+
+func (v *validator) defaults() {
+	d := &v.f.Spec.Defaults
+	v.labels("spec.defaults.labels", "label", d.Labels, nil)
+	v.mode("spec.defaults.registration", d.Registration)
+	v.tokenTTL("spec.defaults.tokenTTL", d.TokenTTL)
+}
+
+func (v *validator) clusters() {
+	f := v.f
+	names := map[string]int{}
+	clientIDs := map[string]int{}
+	defaultLabels := f.Spec.Defaults.Labels
+	for i := range f.Spec.Clusters {
+		c := &f.Spec.Clusters[i]
+		p := fmt.Sprintf("spec.clusters[%d]", i)
+		if v.name(p+".name", "cluster name", c.Name) {
+			switch j, dup := names[c.Name]; {
+			case dup:
+				v.add(p+".name", "duplicate cluster name %q (also spec.clusters[%d]): want unique names", c.Name, j)
+			case c.Name == f.Spec.Manager.Name:
+				v.add(p+".name", "cluster name %q is the manager's name (spec.manager.name), whose entry point is clusters/%s/: want another name", c.Name, c.Name)
+			default:
+				names[c.Name] = i
+			}
+		}
+		// Labels merged in from defaults.labels were checked there.
+		v.labels(p+".labels", "label", c.Labels, func(k, val string) bool {
+			dv, fromDefaults := defaultLabels[k]
+			return fromDefaults && dv == val && !f.Has(p+".labels["+k+"]")
+		})
+
+		r := &c.Registration
+		rp := p + ".registration"
+		d := &f.Spec.Defaults
+		// A mode or TTL inherited from defaults was checked there.
+		if f.Has(rp+".mode") || r.Mode != d.Registration {
+			v.mode(rp+".mode", r.Mode)
+		}
+		m := LookupMode(r.Mode)
+		if m == nil {
+			continue // which fields apply depends on the mode
+		}
+		for _, fld := range registrationFields {
+			if fld.set(r) && !fld.applies(m) {
+				v.add(rp+"."+fld.name, "%s applies only to mode %s, not %s: remove it", fld.name, orList(modeNames(fld.applies)), r.Mode)
+			}
+		}
+		switch {
+		case !m.Kubeconfig:
+		case r.Kubeconfig == nil:
+			v.add(rp+".kubeconfig", "mode %s needs the cluster's kubeconfig: want kubeconfig: {file: PATH} or {env: VAR}", r.Mode)
+		default:
+			v.ref(rp+".kubeconfig", r.Kubeconfig, formFile|formEnv, false)
+			if len(r.Kubeconfig.Data) > 0 {
+				if err := v.kubeconfig(r.Kubeconfig.Data); err != nil {
+					v.add(rp+".kubeconfig", "%v", err)
+				}
+			}
+		}
+		if m.CACert && r.CACert != nil {
+			v.ref(rp+".caCert", r.CACert, formFile|formValue, true)
+		}
+		if !m.Agent {
+			continue
+		}
+		if f.Has(rp+".tokenTTL") || r.TokenTTL != d.TokenTTL {
+			v.tokenTTL(rp+".tokenTTL", r.TokenTTL)
+		}
+		if r.ClientID != "" && r.ClientID != "auto" {
+			if j, dup := clientIDs[r.ClientID]; dup {
+				v.add(rp+".clientID", "duplicate clientID %q (also spec.clusters[%d]): want a unique client ID, or auto", r.ClientID, j)
+			} else {
+				clientIDs[r.ClientID] = i
+			}
+		}
+	}
+}
