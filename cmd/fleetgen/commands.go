@@ -17,10 +17,7 @@ import (
 var version = ""
 
 func newValidate(g *globals) *cobra.Command {
-	var o struct {
-		file           string
-		allowPlaintext bool
-	}
+	in := new(input)
 	cmd := &cobra.Command{
 		Use:   "validate [PATH]",
 		Short: "Check fleet.yaml and every file it refers to",
@@ -35,11 +32,10 @@ what would be valid) and writes nothing. Exit code 2 when the input is invalid.`
 			"fleetgen validate -o json | jq -r .code  # one JSON object per problem",
 		),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := g.configFor(cmd, o.file, args)
+			cfg, err := g.configFor(cmd, in, args)
 			if err != nil {
 				return err
 			}
-			cfg.AllowPlaintextSecrets = o.allowPlaintext
 			return wrap(pipeline.Validate(cmd.Context(), cfg))
 		},
 	}
@@ -53,14 +49,13 @@ what would be valid) and writes nothing. Exit code 2 when the input is invalid.`
 		return pflag.NormalizedName(name)
 	})
 	_ = cmd.RegisterFlagCompletionFunc("output", completeValues(formatText, formatJSON, formatGitHub))
-	cmd.Flags().BoolVar(&o.allowPlaintext, "allow-plaintext-secrets", false, "accept kubeconfig Secrets written unencrypted when spec.encryption is not set, as render --allow-plaintext-secrets does")
-	addFile(g, cmd, &o.file)
+	in.add(g, cmd, withPlaintext)
 	return cmd
 }
 
 func newImages(g *globals, stdout io.Writer) *cobra.Command {
+	in := new(input)
 	var o struct {
-		file   string
 		why    bool
 		format string
 	}
@@ -81,7 +76,7 @@ fleet.lock.yaml keys them.`,
 			if err := checkFormat(cmd, o.format, formatText, formatJSON); err != nil {
 				return err
 			}
-			cfg, err := g.configFor(cmd, o.file, args)
+			cfg, err := g.configFor(cmd, in, args)
 			if err != nil {
 				return err
 			}
@@ -91,7 +86,7 @@ fleet.lock.yaml keys them.`,
 			return wrap(pipeline.Images(cmd.Context(), cfg, stdout, o.why))
 		},
 	}
-	addFile(g, cmd, &o.file)
+	in.add(g, cmd, 0)
 	cmd.Flags().BoolVar(&o.why, "why", false, "print who needs each image")
 	cmd.Flags().StringVarP(&o.format, "output", "o", formatText, "text (one image per line) or json (an array of {image, neededBy, locked})")
 	_ = cmd.RegisterFlagCompletionFunc("output", completeValues(formatText, formatJSON))
@@ -99,8 +94,8 @@ fleet.lock.yaml keys them.`,
 }
 
 func newMirror(g *globals, stdout io.Writer) *cobra.Command {
+	in := new(input)
 	var o struct {
-		file        string
 		dryRun      bool
 		jobs        int
 		noReferrers bool
@@ -121,7 +116,7 @@ FLEETGEN_REGISTRY_PASSWORD.`,
 			"fleetgen mirror --jobs 8",
 		),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := g.configFor(cmd, o.file, args)
+			cfg, err := g.configFor(cmd, in, args)
 			if err != nil {
 				return err
 			}
@@ -130,7 +125,7 @@ FLEETGEN_REGISTRY_PASSWORD.`,
 			return wrap(pipeline.Mirror(cmd.Context(), cfg, stdout, o.dryRun))
 		},
 	}
-	addFile(g, cmd, &o.file)
+	in.add(g, cmd, 0)
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "print the plan and copy nothing")
 	cmd.Flags().IntVar(&o.jobs, "jobs", 0, "images copied at once (0: default)")
 	cmd.Flags().BoolVar(&o.noReferrers, "no-referrers", false, noReferrersUsage)
@@ -138,13 +133,11 @@ FLEETGEN_REGISTRY_PASSWORD.`,
 }
 
 func newRender(g *globals, stdout io.Writer) *cobra.Command {
+	in := new(input)
 	var o struct {
-		file           string
-		out            string
-		check          bool
-		locked         bool
-		format         string
-		allowPlaintext bool
+		out    string
+		check  bool
+		format string
 	}
 	cmd := &cobra.Command{
 		Use:   "render [PATH] -o DIR",
@@ -185,13 +178,11 @@ until 'fleetgen render -o DIR' has minted it.`,
 			if o.format != formatText && !o.check {
 				return usagef("%s: --output %s formats the report of --check: add --check", cmd.CommandPath(), o.format)
 			}
-			cfg, err := g.configFor(cmd, o.file, args)
+			cfg, err := g.configFor(cmd, in, args)
 			if err != nil {
 				return err
 			}
 			cfg.OutDir = o.out
-			cfg.AllowPlaintextSecrets = o.allowPlaintext
-			cfg.Locked = o.locked
 			if o.out == "-" {
 				if o.check {
 					return usagef("%s: --check compares with a folder: give -o DIR, not -o -", cmd.CommandPath())
@@ -222,22 +213,19 @@ until 'fleetgen render -o DIR' has minted it.`,
 			return errDrift
 		},
 	}
-	addFile(g, cmd, &o.file)
+	in.add(g, cmd, withPlaintext|withLocked)
 	addOutput(cmd, &o.out)
 	cmd.Flags().BoolVar(&o.check, "check", false, "write nothing; print a diff and exit 3 when DIR differs")
-	addLocked(cmd, &o.locked)
 	cmd.Flags().StringVar(&o.format, "output", formatText, "with --check: text (the diff) or github (workflow commands, then the diff)")
 	_ = cmd.RegisterFlagCompletionFunc("output", completeValues(formatText, formatGitHub))
-	cmd.Flags().BoolVar(&o.allowPlaintext, "allow-plaintext-secrets", false, "write kubeconfig Secrets unencrypted when spec.encryption is not set")
 	return cmd
 }
 
 func newPublish(g *globals, stdout io.Writer) *cobra.Command {
+	in := new(input)
 	var o struct {
-		file       string
 		out        string
 		pushURL    string
-		locked     bool
 		dryRun     bool
 		allowDirty bool
 	}
@@ -263,13 +251,12 @@ the commit would add, change and remove.`,
 			if err := checkOutFlag(cmd, o.out, false); err != nil {
 				return err
 			}
-			cfg, err := g.configFor(cmd, o.file, args)
+			cfg, err := g.configFor(cmd, in, args)
 			if err != nil {
 				return err
 			}
 			cfg.OutDir = o.out
 			cfg.PushURL = o.pushURL
-			cfg.Locked = o.locked
 			cfg.AllowDirty = o.allowDirty
 			if o.dryRun {
 				cfg.DryRun = stdout
@@ -277,26 +264,23 @@ the commit would add, change and remove.`,
 			return wrap(pipeline.Publish(cmd.Context(), cfg))
 		},
 	}
-	addFile(g, cmd, &o.file)
+	in.add(g, cmd, withLocked)
 	addOutput(cmd, &o.out)
 	cmd.Flags().StringVar(&o.pushURL, "push-url", "", "push here instead of spec.source.url")
-	addLocked(cmd, &o.locked)
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "do everything but push; print what the commit would change")
 	cmd.Flags().BoolVar(&o.allowDirty, "allow-dirty", false, "publish even when fleet.yaml, the lock or a layer folder has uncommitted changes")
 	return cmd
 }
 
 func newBuild(g *globals) *cobra.Command {
+	in := new(input)
 	var o struct {
-		file           string
-		out            string
-		publish        bool
-		pushURL        string
-		allowPlaintext bool
-		jobs           int
-		locked         bool
-		allowDirty     bool
-		noReferrers    bool
+		out         string
+		publish     bool
+		pushURL     string
+		jobs        int
+		allowDirty  bool
+		noReferrers bool
 	}
 	cmd := &cobra.Command{
 		Use:   "build [PATH] -o DIR",
@@ -313,27 +297,23 @@ an image the registry lacks.`,
 			if err := checkOutFlag(cmd, o.out, false); err != nil {
 				return err
 			}
-			cfg, err := g.configFor(cmd, o.file, args)
+			cfg, err := g.configFor(cmd, in, args)
 			if err != nil {
 				return err
 			}
 			cfg.OutDir = o.out
 			cfg.PushURL = o.pushURL
-			cfg.AllowPlaintextSecrets = o.allowPlaintext
 			cfg.Jobs = o.jobs
-			cfg.Locked = o.locked
 			cfg.AllowDirty = o.allowDirty
 			cfg.NoReferrers, cfg.OnMirror = o.noReferrers, mirrorProgress(cfg.Progress)
 			return wrap(pipeline.Build(cmd.Context(), cfg, o.publish))
 		},
 	}
-	addFile(g, cmd, &o.file)
+	in.add(g, cmd, withPlaintext|withLocked)
 	addOutput(cmd, &o.out)
 	cmd.Flags().BoolVar(&o.publish, "publish", false, "publish after rendering")
 	cmd.Flags().StringVar(&o.pushURL, "push-url", "", "push here instead of spec.source.url")
-	cmd.Flags().BoolVar(&o.allowPlaintext, "allow-plaintext-secrets", false, "write kubeconfig Secrets unencrypted when spec.encryption is not set")
 	cmd.Flags().IntVar(&o.jobs, "jobs", 0, "images copied at once (0: default)")
-	addLocked(cmd, &o.locked)
 	cmd.Flags().BoolVar(&o.allowDirty, "allow-dirty", false, "with --publish: publish even when fleet.yaml, the lock or a layer folder has uncommitted changes")
 	cmd.Flags().BoolVar(&o.noReferrers, "no-referrers", false, noReferrersUsage)
 	return cmd

@@ -17,12 +17,10 @@ import (
 const formatMarkdown = "markdown"
 
 func newDiff(g *globals, stdout io.Writer) *cobra.Command {
+	in := new(input)
 	var o struct {
-		file           string
-		out            string
-		format         string
-		locked         bool
-		allowPlaintext bool
+		out    string
+		format string
 	}
 	cmd := &cobra.Command{
 		Use:   "diff [PATH] -o DIR",
@@ -54,13 +52,11 @@ write, 3 when not.`,
 			if err := checkFormat(cmd, o.format, formatText, formatMarkdown, formatJSON, formatGitHub); err != nil {
 				return err
 			}
-			cfg, err := g.configFor(cmd, o.file, args)
+			cfg, err := g.configFor(cmd, in, args)
 			if err != nil {
 				return err
 			}
 			cfg.OutDir = o.out
-			cfg.AllowPlaintextSecrets = o.allowPlaintext
-			cfg.Locked = o.locked
 			rep, diff, err := pipeline.Diff(cmd.Context(), cfg)
 			if err != nil {
 				return wrap(err)
@@ -68,12 +64,10 @@ write, 3 when not.`,
 			return writeDiff(stdout, rep, diff, o.format)
 		},
 	}
-	addFile(g, cmd, &o.file)
+	in.add(g, cmd, withPlaintext|withLocked)
 	addOutput(cmd, &o.out)
 	cmd.Flags().StringVar(&o.format, "output", formatText, "report format: text, markdown, json or github")
 	_ = cmd.RegisterFlagCompletionFunc("output", completeValues(formatText, formatMarkdown, formatJSON, formatGitHub))
-	addLocked(cmd, &o.locked)
-	cmd.Flags().BoolVar(&o.allowPlaintext, "allow-plaintext-secrets", false, "render kubeconfig Secrets unencrypted when spec.encryption is not set")
 	return cmd
 }
 
@@ -122,11 +116,6 @@ func (changedError) Error() string {
 
 // Is makes errChanged an errDrift (exit 3).
 func (changedError) Is(target error) bool { return target == errDrift }
-
-// addLocked adds --locked (SPEC §2).
-func addLocked(cmd *cobra.Command, locked *bool) {
-	cmd.Flags().BoolVar(locked, "locked", false, "fail (exit 2, nothing written) when fleet.lock.yaml would change: a new clientID or image")
-}
 
 // outputFormats are values of -o that mean a format, not a folder.
 var outputFormats = []string{"json", "yaml", "yml", "text", "txt", "markdown", "md", "github", "wide", "name"}

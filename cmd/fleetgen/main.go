@@ -208,13 +208,47 @@ func (g *globals) setup(stderr io.Writer) error {
 }
 
 // configFor is the pipeline.Config every command that reads fleet.yaml
-// starts from: the fleet file from -f or the argument (fleetFile).
-func (g *globals) configFor(cmd *cobra.Command, file string, args []string) (pipeline.Config, error) {
-	f, err := fleetFile(cmd, file, args)
+// starts from: the fleet file from -f or the argument (fleetFile), and the
+// input flags the command takes.
+func (g *globals) configFor(cmd *cobra.Command, in *input, args []string) (pipeline.Config, error) {
+	f, err := fleetFile(cmd, in.file, args)
 	if err != nil {
 		return pipeline.Config{}, err
 	}
-	return pipeline.Config{File: f, Logger: g.logger, Progress: g.progress, KubeconfigEnvPrefix: g.envPrefix, AgeKeyFile: g.ageKeyFile}, nil
+	return pipeline.Config{File: f, Logger: g.logger, Progress: g.progress, KubeconfigEnvPrefix: g.envPrefix, AgeKeyFile: g.ageKeyFile,
+		AllowPlaintextSecrets: in.allowPlaintext, Locked: in.locked}, nil
+}
+
+// input holds the flags of a command that reads fleet.yaml, declared once for
+// every command by input.add: -f (or [PATH]) and, where the command takes
+// them, --allow-plaintext-secrets and --locked. The environment prefix
+// (--kubeconfig-env-prefix) and --age-key-file are global flags.
+type input struct {
+	file           string
+	allowPlaintext bool
+	locked         bool
+}
+
+// inputFlags chooses the optional input flags of a command.
+type inputFlags uint8
+
+const (
+	// withPlaintext: --allow-plaintext-secrets (commands that render Secrets).
+	withPlaintext inputFlags = 1 << iota
+	// withLocked: --locked (commands that would change the lock by rendering).
+	withLocked
+)
+
+// add declares in's flags on cmd: -f and the optional [PATH] argument (see
+// fleetFile), --error-format, and those of which.
+func (in *input) add(g *globals, cmd *cobra.Command, which inputFlags) {
+	addFile(g, cmd, &in.file)
+	if which&withPlaintext != 0 {
+		cmd.Flags().BoolVar(&in.allowPlaintext, "allow-plaintext-secrets", false, "accept Secrets that hold credentials in plaintext when spec.encryption is not set (render writes them unencrypted)")
+	}
+	if which&withLocked != 0 {
+		cmd.Flags().BoolVar(&in.locked, "locked", false, "fail (exit 2, nothing written) when fleet.lock.yaml would change: a new clientID or image")
+	}
 }
 
 // wrap marks an error from a command's work so that report does not take it
