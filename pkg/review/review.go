@@ -14,6 +14,7 @@ package review
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -59,6 +60,22 @@ type Cluster struct {
 	Change   string   `json:"change"` // Added, Removed or Update
 	Changes  []Change `json:"changes"`
 	Warnings []string `json:"warnings"`
+	// Objects are the objects the cluster receives from its layers (the
+	// layer's build with the cluster's post-build substitution, SPEC §5) that
+	// the change adds, removes or changes, sorted by layer, kind, namespace
+	// and name. Never their values. Set by AddObjects.
+	Objects []Object `json:"objects,omitempty"`
+}
+
+// Object is one object a cluster receives from a layer that a change adds,
+// removes or changes.
+type Object struct {
+	Layer      string `json:"layer"`
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name"`
+	Change     string `json:"change"` // Added, Removed or Update
 }
 
 // Change is one field that moved; From or To is "" when the field is new or
@@ -83,9 +100,46 @@ type Files struct {
 	Changed []string `json:"changed"`
 }
 
-// Empty reports whether the trees were equal.
+// Empty reports whether the trees were equal and no cluster receives other
+// objects.
 func (r Report) Empty() bool {
+	for _, c := range r.Clusters {
+		if len(c.Objects) > 0 {
+			return false
+		}
+	}
 	return len(r.Files.Added)+len(r.Files.Removed)+len(r.Files.Changed) == 0
+}
+
+// AddObjects records, per cluster name, the received objects a change adds,
+// removes or changes (see Cluster.Objects). A cluster the report does not list
+// yet is added as changed; one it lists as added or removed keeps that. An
+// empty list changes nothing. Clusters stay sorted by name.
+func (r *Report) AddObjects(byCluster map[string][]Object) {
+	for _, name := range sortedKeys(byCluster) {
+		objs := byCluster[name]
+		if len(objs) == 0 {
+			continue
+		}
+		i := sort.Search(len(r.Clusters), func(i int) bool { return r.Clusters[i].Name >= name })
+		if i == len(r.Clusters) || r.Clusters[i].Name != name {
+			r.Clusters = slices.Insert(r.Clusters, i, Cluster{Name: name, Change: Update, Changes: []Change{}, Warnings: []string{}})
+		}
+		r.Clusters[i].Objects = append(r.Clusters[i].Objects, objs...)
+		sort.SliceStable(r.Clusters[i].Objects, func(a, b int) bool {
+			x, y := r.Clusters[i].Objects[a], r.Clusters[i].Objects[b]
+			if x.Layer != y.Layer {
+				return x.Layer < y.Layer
+			}
+			if x.Kind != y.Kind {
+				return x.Kind < y.Kind
+			}
+			if x.Namespace != y.Namespace {
+				return x.Namespace < y.Namespace
+			}
+			return x.Name < y.Name
+		})
+	}
 }
 
 // Warnings returns every warning, cluster by cluster, then the manager's.
