@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"fleetgen.dev/fleetgen/pkg/images"
+	"fleetgen.dev/fleetgen/pkg/layers"
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/pipeline"
 	"fleetgen.dev/fleetgen/pkg/schema"
@@ -123,7 +124,11 @@ func TestExamples(t *testing.T) {
 // use.
 func wantImages(t testing.TB, f *schema.Fleet) []string {
 	t.Helper()
-	found, err := images.Discover(f)
+	m, err := layers.Load(f)
+	if err != nil {
+		t.Fatalf("build layers: %v", err)
+	}
+	found, err := images.Discover(f, m)
 	if err != nil {
 		t.Fatalf("discover images: %v", err)
 	}

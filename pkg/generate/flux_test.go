@@ -9,12 +9,11 @@ import (
 	"strings"
 	"testing"
 
-	fluxkustomize "github.com/fluxcd/pkg/kustomize"
 	"github.com/google/go-cmp/cmp"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
 	"fleetgen.dev/fleetgen/pkg/generate"
+	"fleetgen.dev/fleetgen/pkg/layers"
 	"fleetgen.dev/fleetgen/pkg/schema"
 	"fleetgen.dev/fleetgen/test/crdcheck"
 )
@@ -135,30 +134,18 @@ func fluxBuild(t testing.TB, f *schema.Fleet, files []generate.File, cluster str
 		write(path.Join(dir, "kustomization.yaml"), "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- "+strings.Join(own, "\n- ")+"\n")
 	}
 
-	var ks unstructured.Unstructured
-	for _, doc := range crdcheck.SplitDocuments([]byte(sync["gotk-sync.yaml"])) {
-		var obj map[string]any
-		if err := yaml.Unmarshal(doc, &obj); err != nil {
-			t.Fatal(err)
-		}
-		if obj["kind"] == "Kustomization" {
-			ks.Object = obj
-		}
-	}
-	full := filepath.Join(root, filepath.FromSlash(dir))
-	if _, err := fluxkustomize.NewGenerator(root, ks).WriteFile(full); err != nil {
-		t.Fatalf("flux generator over %s: %v", dir, err)
-	}
-	m, err := fluxkustomize.SecureBuild(root, full, false)
+	// Built as kustomize-controller builds it: Flux's generator and build,
+	// which pkg/layers does as Flux does (its equality test).
+	m, err := layers.New(root, []layers.Unit{{Cluster: cluster, Layer: "flux-system", Path: dir}}, layers.DefaultOptions())
 	if err != nil {
-		t.Fatalf("flux build of %s: %v", dir, err)
+		t.Fatal(err)
 	}
-	for _, r := range m.Resources() {
-		obj, err := r.Map()
-		if err != nil {
-			t.Fatal(err)
-		}
-		built = append(built, obj)
+	b := m.Builds[dir]
+	if b.Err != nil {
+		t.Fatalf("flux build of %s: %v", dir, b.Err)
+	}
+	for _, o := range b.Objects {
+		built = append(built, o.Map)
 	}
 	return built, rendered
 }

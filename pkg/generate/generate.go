@@ -42,6 +42,11 @@ type Options struct {
 	// Render gives every Kustomization of that path spec.images entries that
 	// rewrite each of them to its locked mirror by digest. nil: no rewriting.
 	LayerImages map[string][]string
+	// LayerDecryption reports whether what cluster receives from layer holds
+	// SOPS-encrypted content (layers.Model.Decrypts): only then, and when
+	// spec.encryption is set, does its Kustomization get decryption (SPEC
+	// §3); the manager's entry point always does. nil: no layer does.
+	LayerDecryption func(cluster, layer string) bool
 	// Workers is how many clusters are rendered at once; 0 means GOMAXPROCS.
 	// The output does not depend on it.
 	Workers int
@@ -264,15 +269,17 @@ func (r *renderer) layerKustomization(ly *schema.Layer, c *schema.Cluster, key s
 		APIVersion: kustomizeAPIVersion, Kind: "Kustomization",
 		Metadata: objectMeta{Name: ly.Name, Namespace: fluxNamespace},
 		Spec: kustomizationSpec{
-			Interval:   ly.Interval,
-			Path:       "./" + key,
-			Prune:      ly.Prune == nil || *ly.Prune,
-			Wait:       ly.Wait,
-			Timeout:    ly.Timeout,
-			SourceRef:  r.sourceRef,
-			PostBuild:  &postBuild{Substitute: subst},
-			Decryption: r.decrypt,
+			Interval:  ly.Interval,
+			Path:      "./" + key,
+			Prune:     ly.Prune == nil || *ly.Prune,
+			Wait:      ly.Wait,
+			Timeout:   ly.Timeout,
+			SourceRef: r.sourceRef,
+			PostBuild: &postBuild{Substitute: subst},
 		},
+	}
+	if r.opts.LayerDecryption != nil && r.opts.LayerDecryption(c.Name, ly.Name) {
+		k.Spec.Decryption = r.decrypt
 	}
 	if key == "." {
 		k.Spec.Path = "./"

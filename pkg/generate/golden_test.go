@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -82,6 +83,15 @@ func tryLoadCase(t testing.TB, name string) (*goldenCase, error) {
 		if err := yaml.UnmarshalStrict(data, &c.opts.LayerImages); err != nil {
 			t.Fatalf("layer-images.yaml of %s: %v", name, err)
 		}
+	}
+	// layer-decryption.yaml lists, per layer, the clusters whose build of it
+	// holds SOPS-encrypted objects (what layers.Model.Decrypts says).
+	if data, err := os.ReadFile(filepath.Join(dir, "layer-decryption.yaml")); err == nil {
+		var decrypt map[string][]string
+		if err := yaml.UnmarshalStrict(data, &decrypt); err != nil {
+			t.Fatalf("layer-decryption.yaml of %s: %v", name, err)
+		}
+		c.opts.LayerDecryption = func(cluster, layer string) bool { return slices.Contains(decrypt[layer], cluster) }
 	}
 	return c, nil
 }

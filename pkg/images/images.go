@@ -1,7 +1,7 @@
-// Package images builds every layer of a fleet with kustomize, confined to the
-// folder of fleet.yaml, and finds every image the fleet needs: spec.images plus
-// every image in those builds. It is also where the builds are checked the way
-// Flux will apply them (Substitutions).
+// Package images finds every image a fleet needs: spec.images plus every
+// image in what its clusters receive from their layers (the model of
+// pkg/layers: each layer's build with each cluster's post-build
+// substitution).
 package images
 
 import (
@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
+	"fleetgen.dev/fleetgen/pkg/layers"
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/schema"
 )
@@ -37,9 +38,6 @@ type Result struct {
 	// Container images only: chart references are mirrored, but Flux's
 	// spec.images cannot rewrite them.
 	LayerImages map[string][]string
-
-	// builds holds each built layer path's objects, for Substitutions.
-	builds map[string][]object
 }
 
 // Refs returns the normalised references of r.Images, sorted.
@@ -51,20 +49,17 @@ func (r *Result) Refs() []string {
 	return out
 }
 
-// Discover builds each distinct expanded layer path of f once, with kustomize
-// confined to the folder of fleet.yaml (see builder), and collects images from
-// pod templates of every workload kind (containers, initContainers,
-// ephemeralContainers; CronJob included) and HelmRelease / OCIRepository chart
-// references.
+// Discover collects the images of f's spec.images and of what each cluster
+// receives from its layers (m, built from f by layers.Load): images of pod
+// templates of every workload kind (containers, initContainers,
+// ephemeralContainers; CronJob included) and HelmRelease / OCIRepository
+// chart references, after post-build substitution.
 //
-// Problems are schema.Errors located at the layer concerned in fleet.yaml: a
-// layer path that does not exist or does not build (naming the cluster whose
-// labels expanded it), an invalid image (naming the object, never the value).
-// A folder without a kustomization.yaml is built the way Flux's
-// kustomize-controller does: as if it listed every Kubernetes manifest below it.
-// Paths that still hold a ${variable} after expansion are skipped (Validate
-// reports them).
-func Discover(f *schema.Fleet) (*Result, error) {
+// Problems are schema.Errors located at the layer concerned in fleet.yaml: an
+// invalid image (naming the object, never the value). Sets that Flux would
+// fail (a missing variable, a failed substitution: layers.Model.Check
+// reports them) give no images.
+func Discover(f *schema.Fleet, m *layers.Model) (*Result, error) {
 	why := map[string]map[string]bool{}
 	fields := map[string]map[int]string{} // ref → document order → field
 	var errs schema.Errors
@@ -86,96 +81,65 @@ func Discover(f *schema.Fleet) (*Result, error) {
 			errs = append(errs, f.Errorf(p, "invalid image reference: want [HOST[:PORT]/]PATH[:TAG][@sha256:DIGEST]"))
 		}
 	}
-
-	// Distinct expanded paths, each with the layers that use it and the
-	// first cluster that expands a layer to it.
-	type pathUse struct {
-		layers  map[int]bool
-		cluster string
+	layerIdx := make(map[string]int, len(f.Spec.Layers))
+	for i, l := range f.Spec.Layers {
+		layerIdx[l.Name] = i
 	}
-	uses := map[string]*pathUse{}
-	for i := range f.Spec.Clusters {
-		c := &f.Spec.Clusters[i]
-		for li := range f.Spec.Layers {
-			l := &f.Spec.Layers[li]
-			if !schema.Selects(l.Selector, c.Labels) {
-				continue
-			}
-			p := schema.CleanPath(schema.ExpandPath(l.Path, c))
-			if strings.Contains(p, "${") {
-				continue
-			}
-			u := uses[p]
-			if u == nil {
-				u = &pathUse{layers: map[int]bool{}}
-				if p != schema.CleanPath(l.Path) {
-					u.cluster = c.Name
-				}
-				uses[p] = u
-			}
-			u.layers[li] = true
+	res := &Result{LayerImages: map[string][]string{}}
+	written := map[string][]string{}
+	reported := map[string]bool{}
+	for _, s := range m.Sets {
+		if s.Objects == nil {
+			continue
 		}
-	}
-	dir := f.Dir
-	if dir == "" {
-		dir = "."
-	}
-	b, err := newBuilder(dir)
-	if err != nil {
-		return nil, fmt.Errorf("layers: %w", err)
-	}
-	res := &Result{LayerImages: map[string][]string{}, builds: map[string][]object{}}
-	for _, p := range sortedKeys(uses) {
-		u := uses[p]
+		// The layers that receive this set, in spec order; errors go to the
+		// first.
+		seen := map[int]bool{}
 		var idx []int
-		for li := range u.layers {
-			idx = append(idx, li)
+		for _, u := range s.Units {
+			if li := layerIdx[u.Layer]; !seen[li] {
+				seen[li] = true
+				idx = append(idx, li)
+			}
 		}
 		sort.Ints(idx)
-		// One error per path, at the first layer that uses it.
 		at := fmt.Sprintf("spec.layers[%d].path", idx[0])
 		var names []string
 		for _, li := range idx {
 			names = append(names, f.Spec.Layers[li].Name)
 		}
 		expanded := ""
-		if u.cluster != "" {
-			expanded = fmt.Sprintf(" (as expanded for cluster %s)", u.cluster)
+		if s.Path != schema.CleanPath(f.Spec.Layers[idx[0]].Path) {
+			expanded = fmt.Sprintf(" (as expanded for cluster %s)", s.Units[0].Cluster)
 		}
-		objs, err := b.build(p)
-		var fail *failure
-		if errors.As(err, &fail) {
-			// Not the input's fault: a runtime failure (exit 1).
-			return nil, fmt.Errorf("layer %s: folder %s: %w", strings.Join(names, ", "), p, fail.err)
-		}
-		if errors.Is(err, errNoFolder) {
-			errs = append(errs, f.Errorf(at, "layer %s: folder %s%s does not exist: want a folder inside the folder of fleet.yaml", strings.Join(names, ", "), p, expanded))
-			continue
-		}
-		if err != nil {
-			errs = append(errs, f.Errorf(at, "layer %s: folder %s%s does not build with kustomize: %v", strings.Join(names, ", "), p, expanded, err))
-			continue
-		}
-		res.builds[p] = objs
-		found, bad := collect(objs)
+		found, bad := collect(s.Objects)
 		for _, o := range bad {
-			errs = append(errs, f.Errorf(at, "layer %s: folder %s%s: %s", strings.Join(names, ", "), p, expanded, o))
+			if msg := fmt.Sprintf("layer %s: folder %s: %s", strings.Join(names, ", "), s.Path, o); !reported[msg] {
+				reported[msg] = true
+				errs = append(errs, f.Errorf(at, "layer %s: folder %s%s: %s", strings.Join(names, ", "), s.Path, expanded, o))
+			}
 		}
-		var written []string
 		for _, img := range found {
 			ok := true
 			for _, li := range idx {
-				ok = add(img.ref, fmt.Sprintf("layer %s (%s)", f.Spec.Layers[li].Name, p), len(f.Spec.Images)+li, fmt.Sprintf("spec.layers[%d].path", li)) && ok
+				ok = add(img.ref, fmt.Sprintf("layer %s (%s)", f.Spec.Layers[li].Name, s.Path), len(f.Spec.Images)+li, fmt.Sprintf("spec.layers[%d].path", li)) && ok
 			}
 			if !ok {
-				errs = append(errs, f.Errorf(at, "layer %s: folder %s%s: %s: invalid image reference: want [HOST[:PORT]/]PATH[:TAG][@sha256:DIGEST]", strings.Join(names, ", "), p, expanded, img.who))
+				if msg := fmt.Sprintf("layer %s: folder %s: %s: invalid", strings.Join(names, ", "), s.Path, img.who); !reported[msg] {
+					reported[msg] = true
+					errs = append(errs, f.Errorf(at, "layer %s: folder %s%s: %s: invalid image reference: want [HOST[:PORT]/]PATH[:TAG][@sha256:DIGEST]", strings.Join(names, ", "), s.Path, expanded, img.who))
+				}
 				continue
 			}
 			if !img.chart {
-				written = append(written, img.ref)
+				written[s.Path] = append(written[s.Path], img.ref)
 			}
 		}
-		res.LayerImages[p] = dedupe(written)
+	}
+	for p := range m.Builds {
+		if b := m.Builds[p]; b != nil && b.Err == nil {
+			res.LayerImages[p] = dedupe(written[p])
+		}
 	}
 	if len(errs) > 0 {
 		return nil, schema.Sorted(errs)
@@ -206,15 +170,11 @@ type found struct {
 // collect returns the images and charts objs refer to, in no particular
 // order, and the objects whose references cannot be mirrored (each named, its
 // values never quoted).
-func collect(objs []object) (out []found, bad []string) {
+func collect(objs []*layers.Object) (out []found, bad []string) {
 	maps := make([]map[string]any, len(objs))
 	byKey := map[string]map[string]any{}
 	for i, o := range objs {
-		m, err := o.res.Map()
-		if err != nil {
-			bad = append(bad, o.describe()+": not a valid object")
-			continue
-		}
+		m := o.Map
 		maps[i] = m
 		byKey[objKey(str(m, "kind"), str(m, "metadata", "namespace"), str(m, "metadata", "name"))] = m
 	}
@@ -229,7 +189,7 @@ func collect(objs []object) (out []found, bad []string) {
 					cm, _ := c.(map[string]any)
 					if img, _ := cm["image"].(string); img != "" {
 						cname, _ := cm["name"].(string)
-						out = append(out, found{ref: img, who: fmt.Sprintf("%s %s %s", objs[i].describe(), field, cname)})
+						out = append(out, found{ref: img, who: fmt.Sprintf("%s %s %s", objs[i].Describe(), field, cname)})
 					}
 				}
 			}
@@ -237,11 +197,11 @@ func collect(objs []object) (out []found, bad []string) {
 		if str(o, "kind") == "HelmRelease" && strings.HasPrefix(str(o, "apiVersion"), "helm.toolkit.fluxcd.io/") {
 			ref, err := chartRef(o, byKey)
 			if err != nil {
-				bad = append(bad, fmt.Sprintf("%s: %v", objs[i].describe(), err))
+				bad = append(bad, fmt.Sprintf("%s: %v", objs[i].Describe(), err))
 				continue
 			}
 			if ref != "" {
-				out = append(out, found{ref: ref, chart: true, who: objs[i].describe() + " chart"})
+				out = append(out, found{ref: ref, chart: true, who: objs[i].Describe() + " chart"})
 			}
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"fleetgen.dev/fleetgen/pkg/images"
+	"fleetgen.dev/fleetgen/pkg/layers"
 	"fleetgen.dev/fleetgen/pkg/schema"
 	"fleetgen.dev/fleetgen/test/testenv"
 )
@@ -189,7 +190,7 @@ func TestDiscover(t *testing.T) {
 		{Name: "apps-again", Path: "./apps/", Selector: map[string]string{"env": "prod"}},
 	}, "ghcr.io/kubereboot/kured:1.12.0", "docker.io/rancher/fleet-agent:v0.13.0")
 
-	got, err := images.Discover(f)
+	got, err := discover(f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +286,7 @@ spec:
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			dir := writeTree(t, tc.files)
-			_, err := images.Discover(fleet(dir, tc.layers, tc.images...))
+			_, err := discover(fleet(dir, tc.layers, tc.images...))
 			if err == nil {
 				t.Fatal("Discover succeeded")
 			}
@@ -299,4 +300,13 @@ spec:
 			}
 		})
 	}
+}
+
+// discover builds f's model and discovers its images, as the pipeline does.
+func discover(f *schema.Fleet) (*images.Result, error) {
+	m, err := layers.Load(f)
+	if err != nil {
+		return nil, err
+	}
+	return images.Discover(f, m)
 }

@@ -9,6 +9,7 @@ import (
 
 	"fleetgen.dev/fleetgen/pkg/generate"
 	"fleetgen.dev/fleetgen/pkg/images"
+	"fleetgen.dev/fleetgen/pkg/layers"
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/mirror"
 	"fleetgen.dev/fleetgen/pkg/schema"
@@ -25,7 +26,11 @@ type Loaded struct {
 	LockPath string
 	// LockBytes is the lock file as read; nil when there was none.
 	LockBytes []byte
-	// Images is every image the fleet needs, found in the layer builds.
+	// Model is what each cluster receives from its layers (pkg/layers): the
+	// one model the input checks, image discovery, render's decryption and
+	// diff read.
+	Model *layers.Model
+	// Images is every image the fleet needs, found in Model.
 	Images *images.Result
 
 	// allowPlaintext is Config.AllowPlaintextSecrets: the command line's
@@ -66,11 +71,15 @@ func Load(ctx context.Context, cfg Config) (*Loaded, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	found, err := images.Discover(f)
+	m, err := layers.Load(f)
 	if err != nil {
 		return nil, err
 	}
-	return &Loaded{Fleet: f, Lock: l, LockPath: filepath.Join(f.Dir, lock.FileName), LockBytes: data, Images: found,
+	found, err := images.Discover(f, m)
+	if err != nil {
+		return nil, err
+	}
+	return &Loaded{Fleet: f, Lock: l, LockPath: filepath.Join(f.Dir, lock.FileName), LockBytes: data, Model: m, Images: found,
 		allowPlaintext: cfg.AllowPlaintextSecrets}, nil
 }
 
@@ -95,7 +104,7 @@ const (
 // layer build or lock.
 func (ld *Loaded) check(r rules) error {
 	if !ld.inputDone {
-		ld.input = append(ld.collisions(), ld.Images.Substitutions(ld.Fleet)...)
+		ld.input = append(ld.collisions(), ld.Model.Check(ld.Fleet)...)
 		ld.inputDone = true
 	}
 	errs := append(schema.Errors(nil), ld.input...)

@@ -308,7 +308,7 @@ func render(ctx context.Context, cfg Config, ld *Loaded, placeholders bool) (*re
 		return nil, err
 	}
 
-	files, err := generate.Render(f, l, generate.Options{LayerImages: ld.Images.LayerImages})
+	files, err := generate.Render(f, l, generate.Options{LayerImages: ld.Images.LayerImages, LayerDecryption: ld.Model.Decrypts})
 	if err != nil {
 		return nil, err
 	}

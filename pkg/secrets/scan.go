@@ -244,6 +244,9 @@ func scanFile(f generate.File, lookup func(string) ([]byte, bool)) []string {
 				ns, _ := md["namespace"].(string)
 				if encrypted(o) {
 					sealed = true
+					if p := annotationCopy(md); p != "" {
+						out = append(out, fmt.Sprintf("%s: Secret %s %s", f.Path, qualified(ns, name), p))
+					}
 					continue
 				}
 				if !f.Secret && verrazzanoCA(o, ns, name) {

@@ -1,4 +1,4 @@
-package images_test
+package layers_test
 
 import (
 	"fmt"
@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"fleetgen.dev/fleetgen/pkg/images"
+	"fleetgen.dev/fleetgen/pkg/layers"
 	"fleetgen.dev/fleetgen/pkg/schema"
 	"fleetgen.dev/fleetgen/test/testenv"
 )
@@ -83,7 +83,7 @@ func TestHelperDiscover(t *testing.T) {
 	}
 	f := fleet(dir, []schema.Layer{{Name: "apps", Path: "./" + os.Getenv("FLEETGEN_HELPER_LAYER")}})
 	start := time.Now()
-	_, err := images.Discover(f)
+	_, err := discover(f)
 	verdict := "ok"
 	switch {
 	case schema.IsInvalid(err):
@@ -211,7 +211,7 @@ func TestSpecialFilesRefused(t *testing.T) {
 	big := func(t *testing.T, p string) {
 		// Real bytes, a little over the limit (the 90 MiB of the issue is
 		// in the script untrusted_files.txtar).
-		data := []byte(strings.Repeat("# padding padding padding padding\n", (images.MaxFileSize/34)+2))
+		data := []byte(strings.Repeat("# padding padding padding padding\n", (layers.MaxFileSize/34)+2))
 		if err := os.WriteFile(p, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -258,7 +258,7 @@ func TestSpecialFilesRefused(t *testing.T) {
 			done := make(chan error, 1)
 			start := time.Now()
 			go func() {
-				_, err := images.Discover(attackFleet(dir))
+				_, err := discover(attackFleet(dir))
 				done <- err
 			}()
 			select {

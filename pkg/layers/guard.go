@@ -1,4 +1,4 @@
-package images
+package layers
 
 import (
 	"errors"
@@ -79,6 +79,9 @@ type guardFS struct {
 	mu      sync.Mutex
 	refused error // first refusal: not regular, too large
 	failed  error // first I/O failure that is not the input's fault
+	// budget bounds the bytes read in all (0: no bound); read counts them.
+	// Past it every read fails and the builds stop with a *LimitError.
+	budget, read int64
 }
 
 func newGuardFS(inner filesys.FileSystem, root string) (*guardFS, error) {
@@ -141,7 +144,24 @@ func (g *guardFS) ReadFile(p string) ([]byte, error) {
 	if err != nil {
 		return nil, g.note(r, err)
 	}
+	if err := g.spend(len(data)); err != nil {
+		return nil, err
+	}
 	return data, nil
+}
+
+// spend counts n bytes read against the budget.
+func (g *guardFS) spend(n int) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.read += int64(n)
+	if g.budget > 0 && g.read > g.budget {
+		if g.refused == nil {
+			g.refused = &LimitError{fmt.Sprintf("the layer builds read more than %d MiB in all: want smaller layer folders", g.budget>>20)}
+		}
+		return g.refused
+	}
+	return nil
 }
 
 // Open checks p as ReadFile does before the secure file system opens it.
@@ -206,40 +226,4 @@ func (g *guardFS) note(r string, err error) error {
 		}
 	}
 	return err
-}
-
-// precheck refuses, before Flux's generator reads them with a file system of
-// its own, the files it would read in folder dir (absolute): its
-// kustomization file or, without one, every .yaml and .yml file below it
-// (not below a sub-folder that has a kustomization file, which kustomize
-// builds through g).
-func (g *guardFS) precheck(dir string) error {
-	for _, n := range kustomizationNames {
-		p := filepath.Join(dir, n)
-		if g.FileSystem.Exists(p) && !g.FileSystem.IsDir(p) {
-			r, _ := g.rel(p)
-			return g.check(r)
-		}
-	}
-	return g.FileSystem.Walk(dir, func(p string, info fs.FileInfo, err error) error {
-		if err != nil || p == dir {
-			return err
-		}
-		if info.IsDir() {
-			for _, n := range kustomizationNames {
-				if k := filepath.Join(p, n); g.FileSystem.Exists(k) && !g.FileSystem.IsDir(k) {
-					return filepath.SkipDir
-				}
-			}
-			return nil
-		}
-		if ext := filepath.Ext(p); ext != ".yaml" && ext != ".yml" {
-			return nil
-		}
-		r, ok := g.rel(p)
-		if !ok {
-			return nil // the secure file system refuses it
-		}
-		return g.check(r)
-	})
 }

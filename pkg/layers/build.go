@@ -1,41 +1,23 @@
-package images
+package layers
 
 import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
-	fluxkustomize "github.com/fluxcd/pkg/kustomize"
 	securefs "github.com/fluxcd/pkg/kustomize/filesys"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/resmap"
-	"sigs.k8s.io/kustomize/api/resource"
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/kustomize/kyaml/openapi"
 	"sigs.k8s.io/yaml"
 )
-
-// object is one object of a layer's build.
-type object struct {
-	res *resource.Resource
-	// origin is the manifest file the object came from, relative to the
-	// layer folder ("" for generated objects).
-	origin string
-}
-
-// describe names an object without quoting any of its values: kind,
-// namespace/name.
-func (o object) describe() string {
-	ns := o.res.GetNamespace()
-	if ns != "" {
-		ns += "/"
-	}
-	return o.res.GetKind() + " " + ns + o.res.GetName()
-}
 
 // builder runs kustomize confined to one folder (the folder of fleet.yaml).
 type builder struct {
@@ -78,15 +60,15 @@ func newBuilder(root string) (*builder, error) {
 //
 // A file the build may not read (not regular, too large) is an error that
 // names it; an I/O failure of the file system, or a panic in kustomize, is a
-// *failure (not the input's fault).
-func (b *builder) build(rel string) (objs []object, err error) {
+// *Failure (not the input's fault).
+func (b *builder) build(rel string) (objs []*Object, err error) {
 	defer func() {
 		refused, failed := b.guard.reset()
 		switch {
 		case refused != nil:
 			objs, err = nil, refused
 		case failed != nil:
-			objs, err = nil, &failure{failed}
+			objs, err = nil, &Failure{failed}
 		}
 	}()
 	dir := filepath.Join(b.root, filepath.FromSlash(rel))
@@ -99,13 +81,7 @@ func (b *builder) build(rel string) (objs []object, err error) {
 	if !b.fs.IsDir(dir) {
 		return nil, errors.New("not a folder")
 	}
-	// Flux's generator reads with a file system of its own: check first
-	// what it will read.
-	if err := b.guard.precheck(dir); err != nil {
-		return nil, err
-	}
-	gen := fluxkustomize.NewGenerator(b.root, unstructured.Unstructured{Object: map[string]any{}})
-	manifest, kfile, _, err := gen.GenerateManifest(dir)
+	manifest, kfile, err := kustomizationFor(b.fs, b.root, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -134,42 +110,57 @@ func (b *builder) build(rel string) (objs []object, err error) {
 	}
 	rm, err := run(mem, dir, scan.openAPI)
 	if errors.Is(err, errPanic) {
-		return nil, &failure{err}
+		return nil, &Failure{err}
 	}
 	if err != nil {
 		return nil, err
 	}
-	var out []object
+	var out []*Object
 	for _, r := range rm.Resources() {
-		o := object{res: r}
-		origin, err := r.GetOrigin()
+		var origin string
+		o, err := r.GetOrigin()
 		if err != nil {
 			return nil, err
 		}
-		if origin != nil {
-			o.origin = filepath.ToSlash(origin.Path)
+		if o != nil {
+			// kustomize records the file relative to the folder built.
+			origin = filepath.ToSlash(o.Path)
+			if origin == "" && o.ConfiguredIn != "" {
+				origin = filepath.ToSlash(o.ConfiguredIn)
+			}
+			if origin != "" {
+				origin = path.Join(rel, origin)
+			}
 			// Flux's build carries no such annotation: drop it.
 			if err := r.SetOrigin(nil); err != nil {
 				return nil, err
 			}
 		}
-		out = append(out, o)
+		obj, err := newObject(r, origin)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, obj)
 	}
 	return out, nil
 }
 
 var errNoFolder = errors.New("no such folder")
 
+// buildMu serialises kustomize builds: kustomize keeps global state (its
+// OpenAPI schema) and is not safe for concurrent builds.
+var buildMu sync.Mutex
+
 // errPanic marks a panic in kustomize, recovered: a bug, not the input's fault.
 var errPanic = errors.New("kustomize build panicked")
 
-// failure is a build error that is not the input's fault: an I/O error of the
+// Failure is a build error that is not the input's fault: an I/O error of the
 // file system, a panic in kustomize. Discover returns it as a runtime error
 // (exit 1), not as a problem of fleet.yaml.
-type failure struct{ err error }
+type Failure struct{ err error }
 
-func (e *failure) Error() string { return e.err.Error() }
-func (e *failure) Unwrap() error { return e.err }
+func (e *Failure) Error() string { return e.err.Error() }
+func (e *Failure) Unwrap() error { return e.err }
 
 // Kustomization fields whose entries kustomize loads as folders (another
 // kustomization) or files, and which kustomize would fetch when they name a
@@ -190,21 +181,27 @@ type scan struct {
 }
 
 // run builds dir with the options of fluxcd/pkg/kustomize.Build (files
-// outside the kustomization folder allowed, plugins off, panics recovered).
-// Flux resets kustomize's global OpenAPI schema around every build, which
-// costs about 0.1 s of CPU each; fleetgen builds one layer after another in
-// one process, so it resets only around a build whose kustomizations set
-// openapi, the only way a build changes that global.
+// outside the kustomization folder allowed, plugins off, panics recovered),
+// one build at a time (kustomize keeps global state). Flux resets kustomize's
+// global OpenAPI schema around every build, which costs about 0.1 s of CPU
+// each; fleetgen builds one layer after another in one process, so it resets
+// only around a build whose kustomizations set openapi, the only way a build
+// changes that global, and then as Flux does: built-in schema loaded first,
+// reset again afterwards.
 func run(fs filesys.FileSystem, dir string, resetOpenAPI bool) (rm resmap.ResMap, err error) {
-	if resetOpenAPI {
-		return fluxkustomize.Build(fs, dir)
-	}
+	buildMu.Lock()
+	defer buildMu.Unlock()
 	defer func() {
 		if r := recover(); r != nil {
 			// Not quoted: a panic's message may hold what a layer says.
-			err = errPanic
+			rm, err = nil, errPanic
 		}
 	}()
+	if resetOpenAPI {
+		openapi.ResetOpenAPI()
+		_ = openapi.Schema()
+		defer openapi.ResetOpenAPI()
+	}
 	k := krusty.MakeKustomizer(&krusty.Options{
 		LoadRestrictions: types.LoadRestrictionsNone,
 		PluginConfig:     types.DisabledPluginConfig(),

@@ -1,4 +1,4 @@
-package images_test
+package layers_test
 
 import (
 	"strings"
@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"fleetgen.dev/fleetgen/pkg/images"
+	"fleetgen.dev/fleetgen/pkg/layers"
 	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
@@ -48,12 +48,12 @@ data: {script: "${NOT_A_FLUX_VARIABLE}"}
 		}
 		f.Spec.Clusters[i].Labels["team"] = "blue"
 	}
-	res, err := images.Discover(f)
+	m, err := layers.Load(f)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got []string
-	for _, e := range res.Substitutions(f) {
+	for _, e := range m.Check(f) {
 		got = append(got, e.Error())
 	}
 	const tail = ", and Flux 2.9 substitutes strictly (the reconcile fails): want a label %[1]s on the cluster, spec.layers[0].substitute.%[1]s, or a default ${%[1]s:=VALUE}"

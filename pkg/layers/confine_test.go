@@ -1,4 +1,4 @@
-package images_test
+package layers_test
 
 import (
 	"net/http"
@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"fleetgen.dev/fleetgen/pkg/images"
 	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
@@ -50,7 +49,7 @@ func attackFleet(dir string) *schema.Fleet {
 // holds want and no secret marker.
 func refused(t *testing.T, f *schema.Fleet, want string) {
 	t.Helper()
-	_, err := images.Discover(f)
+	_, err := discover(f)
 	if err == nil {
 		t.Fatal("Discover succeeded")
 	}
@@ -200,7 +199,7 @@ spec:
 `,
 	})
 	f := fleet(dir, []schema.Layer{{Name: "a", Path: "./a"}, {Name: "b", Path: "./b"}})
-	res, err := images.Discover(f)
+	res, err := discover(f)
 	if err != nil {
 		t.Fatal(err)
 	}

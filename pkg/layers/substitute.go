@@ -1,0 +1,212 @@
+package layers
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/fluxcd/pkg/envsubst"
+	"github.com/fluxcd/pkg/envsubst/parse"
+	"sigs.k8s.io/kustomize/api/resource"
+	"sigs.k8s.io/yaml"
+)
+
+// Flux's post-build substitution, as kustomize-controller v1.9 (Flux 2.9)
+// runs it on every object of a build when the Kustomization has
+// spec.postBuild (fleetgen's always have: cluster and the labels), with the
+// feature gate StrictPostBuildSubstitutions on, its default since Flux 2.9
+// (fluxcd/pkg/kustomize SubstituteVariables and varSubstitution):
+//
+//   - an object labelled or annotated kustomize.toolkit.fluxcd.io/substitute:
+//     disabled is left as it is;
+//   - every variable name must match ^[_[:alpha:]][_[:alpha:][:digit:]]*$;
+//     newlines are removed from every value;
+//   - the object's YAML (resource.AsYAML) goes through envsubst (the same
+//     engine, github.com/fluxcd/pkg/envsubst) with a strict mapping: a
+//     variable that is not defined fails, unless an operator that supplies
+//     its own value holds it (${var:=default}, ${var:-default}, …); $${var}
+//     is an escape for ${var};
+//   - the result is decoded again (sigs.k8s.io/yaml YAMLToJSON, then
+//     resource.UnmarshalJSON), which is where a substituted "kind: Secret"
+//     becomes a Secret.
+const (
+	substituteKey = "kustomize.toolkit.fluxcd.io/substitute"
+	disabledValue = "disabled"
+)
+
+// varNameRE is Flux's varsubRegex.
+var varNameRE = regexp.MustCompile(`^[_[:alpha:]][_[:alpha:][:digit:]]*$`)
+
+// errVarNotSet is envsubst's strict-mode error, matched by its text (the
+// engine does not export it).
+const strictMarker = "variable not set (strict mode)"
+
+// template is an object's YAML parsed for substitution once per build; each
+// cluster is then an Execute with its variables.
+type template struct {
+	text string
+	// t is nil when the text holds no '$' (envsubst leaves it as it is and
+	// Flux decodes it unchanged) or does not parse (err).
+	t   *envsubst.Template
+	err error
+	// refs are the variables the text refers to, sorted; required those
+	// among them without an operator that supplies a value for an unset
+	// variable: a strict substitution fails without them.
+	refs, required []string
+}
+
+// newTemplate parses an object's YAML text for substitution.
+func newTemplate(text string) *template {
+	tp := &template{text: text}
+	if !strings.Contains(text, "$") {
+		return tp
+	}
+	t, err := envsubst.Parse(text)
+	if err != nil {
+		tp.err = fmt.Errorf("variable substitution failed: %w", err)
+		return tp
+	}
+	tree, err := parse.Parse(text)
+	if err != nil { // not reached: envsubst.Parse is parse.Parse
+		tp.err = err
+		return tp
+	}
+	tp.t = t
+	refs, required := map[string]bool{}, map[string]bool{}
+	walkVars(tree.Root, refs, required)
+	tp.refs, tp.required = keys(refs), keys(required)
+	return tp
+}
+
+// walkVars records every variable a parse tree refers to, and those a strict
+// substitution requires: every reference whose operator reads the value
+// (${var}, ${#var}, ${var^^}, …), not those that supply a value for an unset
+// variable (-, :-, =, :=, +, :+, ?, :?). A function's arguments are evaluated
+// before the variable is looked up, so their references count whatever the
+// operator.
+func walkVars(n parse.Node, refs, required map[string]bool) {
+	switch n := n.(type) {
+	case *parse.ListNode:
+		for _, c := range n.Nodes {
+			walkVars(c, refs, required)
+		}
+	case *parse.FuncNode:
+		refs[n.Param] = true
+		if !defaultOp(n.Name) {
+			required[n.Param] = true
+		}
+		for _, a := range n.Args {
+			walkVars(a, refs, required)
+		}
+	}
+}
+
+// defaultOp is envsubst's isDefaultOp.
+func defaultOp(name string) bool {
+	switch name {
+	case "-", "+", "=", "?", ":-", ":+", ":=", ":?":
+		return true
+	}
+	return false
+}
+
+// missing returns the required variables vars does not define, sorted.
+func (tp *template) missing(vars map[string]string) []string {
+	var out []string
+	for _, v := range tp.required {
+		if _, ok := vars[v]; !ok {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// size bounds what substituting vars into the text can give: the text, plus
+// each variable's value once per reference (no operator makes a value
+// longer, and a default is text of the template).
+func (tp *template) size(vars map[string]string) int {
+	n := len(tp.text)
+	for _, v := range tp.refs {
+		n += len(vars[v]) * strings.Count(tp.text, v)
+	}
+	return n
+}
+
+// substitute returns what Flux makes of res (whose YAML is tp) with vars, or
+// nil when it stays as it is: it opts out, holds no '$', or its substituted
+// text is its own. It never changes res.
+func substitute(res *resource.Resource, tp *template, optOut bool, vars map[string]string) (*resource.Resource, error) {
+	if optOut {
+		return nil, nil
+	}
+	if err := checkVarNames(vars); err != nil {
+		return nil, err // Flux's message says envsubst, too
+	}
+	if tp.err != nil {
+		return nil, fmt.Errorf("envsubst error: %w", tp.err)
+	}
+	if tp.t == nil {
+		return nil, nil
+	}
+	out, err := tp.t.Execute(func(s string) (string, bool) {
+		v, ok := vars[s]
+		return strings.ReplaceAll(v, "\n", ""), ok
+	})
+	if err != nil {
+		return nil, fmt.Errorf("envsubst error: variable substitution failed: %w", err)
+	}
+	if out == tp.text {
+		return nil, nil
+	}
+	data, err := yaml.YAMLToJSON([]byte(out))
+	if err != nil {
+		return nil, fmt.Errorf("envsubst error: YAMLToJSON: %w", err)
+	}
+	cp := res.DeepCopy()
+	if err := cp.UnmarshalJSON(data); err != nil {
+		return nil, fmt.Errorf("UnmarshalJSON: %w", err)
+	}
+	return cp, nil
+}
+
+// checkVarNames is Flux's check of the variable names, before any
+// substitution.
+func checkVarNames(vars map[string]string) error {
+	var bad []string
+	for k := range vars {
+		if !varNameRE.MatchString(k) {
+			bad = append(bad, k)
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	sort.Strings(bad)
+	return fmt.Errorf("envsubst error: '%s' var name is invalid, must match '%s'", bad[0], varNameRE)
+}
+
+// optsOut reports whether res carries Flux's opt-out label or annotation.
+func optsOut(res *resource.Resource) bool {
+	return res.GetLabels()[substituteKey] == disabledValue || res.GetAnnotations()[substituteKey] == disabledValue
+}
+
+// isStrictMiss reports whether err is strict mode's "variable not set".
+func isStrictMiss(err error) bool {
+	for ; err != nil; err = errors.Unwrap(err) {
+		if strings.Contains(err.Error(), strictMarker) {
+			return true
+		}
+	}
+	return false
+}
+
+func keys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
