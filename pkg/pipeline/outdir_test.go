@@ -5,8 +5,10 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/pkg/tree"
 	"fleetgen.dev/fleetgen/test/testenv"
 )
 
@@ -61,5 +63,37 @@ func TestSymlinkedOutDir(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestBadInputNeverLocksOutDir: render loads and checks the input before it
+// touches the output folder, so a bad fleet.yaml is refused at once even
+// while another render holds the folder (issue 27), and the folder's lock is
+// never taken for it.
+func TestBadInputNeverLocksOutDir(t *testing.T) {
+	t.Parallel()
+	fleet := copyTree(t, filepath.Join("..", "..", "examples", "fleet-standalone"))
+	out := filepath.Join(t.TempDir(), "out")
+	cfg := Config{File: filepath.Join(fleet, "fleet.yaml"), OutDir: out, AgeKeyFile: exampleKey}
+	if err := Render(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	held, err := tree.Prepare(out, filepath.Join(fleet, "fleet.lock.yaml"), nil) // another render's lock
+	if err != nil || held == nil {
+		t.Fatalf("Prepare = %v, %v", held, err)
+	}
+	defer held.Close()
+	if err := os.WriteFile(cfg.File, []byte("apiVersion: fleetgen.dev/v1alpha1\nkind: Fleet\nspec: {clusters: [{name: BAD}]}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- Render(context.Background(), cfg) }()
+	select {
+	case err := <-done:
+		if !schema.IsInvalid(err) {
+			t.Errorf("render of a bad fleet.yaml = %v, want an input error", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("render of a bad fleet.yaml blocked on the output folder's lock")
 	}
 }

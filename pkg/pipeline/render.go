@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -51,6 +52,12 @@ func validate(cfg Config, ld *Loaded, r rules) error {
 // lock change a render makes), finds each layer's images, renders, seals
 // secrets, scans the result and writes it to OutDir. Nothing is written when any
 // step fails.
+//
+// The input is loaded and checked before OutDir is touched: a bad fleet.yaml
+// never takes the folder's lock. A folder an earlier render wrote is then
+// locked, a killed render's journal finished (which may commit the lock
+// file: it is read again then), and the folder read while the fleet renders
+// (tree.Prepare).
 func Render(ctx context.Context, cfg Config) error {
 	if cfg.OutDir == "" {
 		return schema.Invalid(errors.New("render: no output folder (-o DIR)"))
@@ -58,21 +65,38 @@ func Render(ctx context.Context, cfg Config) error {
 	if err := checkOutDir(cfg); err != nil {
 		return err
 	}
-	// A folder an earlier render wrote is locked now and read while
-	// fleet.yaml loads and renders; the lock is read after the folder's
-	// journal is recovered (tree.Prepare).
-	pr, err := tree.Prepare(cfg.OutDir, filepath.Join(filepath.Dir(cfg.file()), lock.FileName), cfg.waiting)
+	ld, err := Load(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if err := ld.check(allRules); err != nil {
+		return err
+	}
+	pr, err := tree.Prepare(cfg.OutDir, ld.LockPath, cfg.waiting)
 	if err != nil {
 		return err
 	}
 	if pr != nil {
 		defer pr.Close()
+		if err := ld.reloadLock(); err != nil {
+			return err
+		}
 	}
-	ld, err := Load(ctx, cfg)
+	return renderLoaded(ctx, cfg, ld, pr)
+}
+
+// reloadLock reads the lock again after tree.Prepare finished a killed
+// render's journal, which commits the lock with the tree: when its bytes
+// changed, the lock is the new one (the lock rules run again with it).
+func (ld *Loaded) reloadLock() error {
+	l, data, err := loadLock(filepath.Dir(ld.LockPath))
 	if err != nil {
 		return err
 	}
-	return renderLoaded(ctx, cfg, ld, pr)
+	if !bytes.Equal(data, ld.LockBytes) {
+		ld.Lock, ld.LockBytes = l, data
+	}
+	return nil
 }
 
 // renderLoaded renders ld into cfg.OutDir, through pr when it was prepared.
