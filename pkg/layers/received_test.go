@@ -1,6 +1,7 @@
 package layers_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -207,5 +208,40 @@ sops: {mac: 'ENC[AES256_GCM,data:DDDD,iv:EEEE,tag:FFFF,type:str]'}
 	}
 	if errs := m.Check(f); len(errs) != 0 {
 		t.Errorf("SOPS-encrypted content refused: %v", errs)
+	}
+}
+
+// TestBounds: what the builds read and what substitution makes are bounded,
+// and past a bound New stops with a *LimitError naming it (an input error:
+// a pull request or the output folder decides both).
+func TestBounds(t *testing.T) {
+	t.Parallel()
+	big := strings.Repeat("x", 1<<20)
+	files := map[string]string{"apps/kustomization.yaml": "resources: [a.yaml, b.yaml, c.yaml]\n"}
+	for _, n := range []string{"a", "b", "c"} {
+		files["apps/"+n+".yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: " + n + "}\ndata: {v: '${cluster}" + big + "'}\n"
+	}
+	dir := writeTree(t, files)
+	units := []layers.Unit{
+		{Cluster: "a", Layer: "apps", Path: "apps", Vars: map[string]string{"cluster": "a"}},
+		{Cluster: "b", Layer: "apps", Path: "apps", Vars: map[string]string{"cluster": "b"}},
+	}
+	for name, tc := range map[string]struct {
+		opts layers.Options
+		want string
+	}{
+		"read":        {layers.Options{MaxRead: 2 << 20}, "read more than 2 MiB"},
+		"substituted": {layers.Options{MaxSubstituted: 4 << 20}, "more than 4 MiB of objects"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := layers.New(dir, units, tc.opts)
+			var lim *layers.LimitError
+			if !errors.As(err, &lim) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("New = %v, want a *LimitError saying %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := layers.New(dir, units, layers.DefaultOptions()); err != nil {
+		t.Fatalf("within the default bounds: %v", err)
 	}
 }

@@ -16,6 +16,10 @@ import (
 // published tree. It returns the per-cluster report and the unified file
 // diff (Secret contents elided, as Check prints it). It writes nothing.
 //
+// When OutDir holds the layer folders (a checkout of the published tree),
+// the report also lists, per cluster, the objects it receives that the
+// change adds, removes or changes (receivedChanges).
+//
 // Only files of OutDir that carry generate.Header take part: fleetgen's
 // files, as tree.Read reads them for the file diff (OutDir is untrusted:
 // symlinks, FIFOs and devices are never followed or read, nothing outside it
@@ -35,7 +39,13 @@ func Diff(ctx context.Context, cfg Config) (review.Report, string, error) {
 	if err != nil {
 		return review.Report{}, "", err
 	}
-	rep := review.Compare(owned(r.had), filesMap(r.files), review.Options{ClientIDPlaceholder: NewClientIDPlaceholder})
+	had := owned(r.had)
+	rep := review.Compare(had, filesMap(r.files), review.Options{ClientIDPlaceholder: NewClientIDPlaceholder})
+	objs, err := receivedChanges(cfg, ld, had)
+	if err != nil {
+		return review.Report{}, "", err
+	}
+	rep.AddObjects(objs)
 	return rep, d, nil
 }
 

@@ -1,8 +1,11 @@
 package pipeline
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -55,5 +58,136 @@ func TestReadRenderedUntrusted(t *testing.T) {
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("read (-want +got):\n%s", d)
+	}
+}
+
+// TestDiffLayerOnlyChange: a pull request that only edits a layer file is
+// never "no changes" when DIR is a checkout of the published tree (the
+// render plus the layer folders): each cluster that receives the edited
+// objects shows them, by kind, namespace and name (issue 26, SPEC §7). A DIR
+// without the layer folders (a previous render) has nothing to compare with.
+func TestDiffLayerOnlyChange(t *testing.T) {
+	t.Parallel()
+	fleet := copyTree(t, filepath.Join("..", "..", "examples", "quickstart"))
+	published := filepath.Join(t.TempDir(), "published")
+	cfg := Config{File: filepath.Join(fleet, "fleet.yaml"), OutDir: published, AgeKeyFile: filepath.Join(fleet, "age.agekey")}
+	if err := Render(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	rendered := filepath.Join(t.TempDir(), "rendered")
+	if err := os.CopyFS(rendered, os.DirFS(published)); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []string{"apps", "infrastructure"} { // what publish copies
+		if err := os.CopyFS(filepath.Join(published, l), os.DirFS(filepath.Join(fleet, l))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, _, err := Diff(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Empty() {
+		t.Fatalf("an unchanged fleet differs from its published tree: %+v", rep)
+	}
+
+	// The pull request: podinfo scaled up, its Service gone, a ConfigMap added.
+	podinfo := filepath.Join(fleet, "apps", "base", "podinfo.yaml")
+	data, err := os.ReadFile(podinfo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = []byte(strings.Replace(string(data), "replicas: 1", "replicas: 3", 1))
+	data = []byte(data[:strings.Index(string(data), "---\napiVersion: v1\nkind: Service")])
+	data = append(data, "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {cluster: '${cluster}'}\n"...)
+	if err := os.WriteFile(podinfo, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, fileDiff, err := Diff(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fileDiff != "" {
+		t.Errorf("the rendered tree changed: %s", fileDiff)
+	}
+	got := map[string][]string{}
+	for _, c := range rep.Clusters {
+		for _, o := range c.Objects {
+			got[c.Name] = append(got[c.Name], fmt.Sprintf("%s %s %s/%s %s", o.Layer, o.Change, o.Kind, o.Namespace, o.Name))
+		}
+	}
+	// apps/prod sets replicas to 3 itself: the Deployment its clusters
+	// receive does not change; apps/dev's does.
+	prod := []string{
+		"apps added ConfigMap/podinfo settings",
+		"apps removed Service/podinfo podinfo",
+	}
+	dev := []string{
+		"apps added ConfigMap/podinfo settings",
+		"apps changed Deployment/podinfo podinfo",
+		"apps removed Service/podinfo podinfo",
+	}
+	want := map[string][]string{
+		"edge-1": prod, "prod-eu-1": prod, "managed1": prod,
+		"edge-2": dev, "dev-us-1": dev, "capi-1": dev, "managed2": dev,
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("received objects per cluster (-want +got):\n%s", d)
+	}
+
+	// A previous render without the layer folders: nothing to compare with.
+	cfg.OutDir = rendered
+	rep, _, err = Diff(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range rep.Clusters {
+		if len(c.Objects) > 0 {
+			t.Errorf("%s: objects reported against a DIR without layer folders: %v", c.Name, c.Objects)
+		}
+	}
+}
+
+// TestDiffLayerFoldersUntrusted: DIR's layer folders are built as the fleet's
+// are, confined to DIR: a symlink out of DIR, a resource climbing out of it
+// and a remote base are never read or fetched (the build fails, and the
+// cluster counts as having received nothing), and nothing they hold reaches
+// the report.
+func TestDiffLayerFoldersUntrusted(t *testing.T) {
+	t.Parallel()
+	fleet := copyTree(t, filepath.Join("..", "..", "examples", "quickstart"))
+	published := filepath.Join(t.TempDir(), "published")
+	cfg := Config{File: filepath.Join(fleet, "fleet.yaml"), OutDir: published, AgeKeyFile: filepath.Join(fleet, "age.agekey")}
+	if err := Render(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	outside := t.TempDir()
+	const marker = "OUTSIDE-MARKER"
+	testenv.WriteTree(t, outside, map[string]string{
+		"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: " + strings.ToLower(marker) + "}\ndata: {v: " + marker + "}\n",
+	})
+	testenv.WriteTree(t, published, map[string]string{
+		"apps/dev/kustomization.yaml":            "resources: [link.yaml]\n",
+		"apps/prod/kustomization.yaml":           "resources: [../../../" + filepath.Base(outside) + "/cm.yaml]\n",
+		"infrastructure/dev/kustomization.yaml":  "resources: [\"github.com/evil/repo\"]\n",
+		"infrastructure/prod/kustomization.yaml": "resources: [cm.yaml]\n",
+		"infrastructure/prod/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: fine}\n",
+	})
+	if err := os.Symlink(filepath.Join(outside, "cm.yaml"), filepath.Join(published, "apps", "dev", "link.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	rep, _, err := Diff(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := rep.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(strings.ToUpper(b.String()), marker) {
+		t.Errorf("the report holds what a file outside DIR says:\n%s", b.String())
+	}
+	if b.String() == "" || rep.Empty() {
+		t.Error("the published layers differ from the fleet's and the report is empty")
 	}
 }

@@ -1,0 +1,188 @@
+package pipeline
+
+import (
+	"errors"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	"fleetgen.dev/fleetgen/pkg/layers"
+	"fleetgen.dev/fleetgen/pkg/review"
+	"fleetgen.dev/fleetgen/pkg/schema"
+)
+
+// oldKustomization is what diff reads of a Flux Kustomization an earlier
+// render wrote in DIR: which folder it builds and with which variables.
+type oldKustomization struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Name string `json:"name"`
+	} `json:"metadata"`
+	Spec struct {
+		Path      string `json:"path"`
+		PostBuild *struct {
+			Substitute map[string]string `json:"substitute"`
+		} `json:"postBuild"`
+	} `json:"spec"`
+}
+
+// receivedChanges compares what each cluster receives from its layers now
+// (ld.Model) with what it received when DIR was published (SPEC §7): the
+// layer Kustomizations of DIR's render (had: DIR's fleetgen files) built from
+// the layer folders DIR holds, as a checkout of the published tree does.
+// When DIR holds none of those folders (a previous render, not a checkout),
+// it returns nil: there is nothing to compare with.
+//
+// DIR is untrusted: its folders are built as the fleet's are (confined to
+// DIR, fetching nothing, bounded: layers.Options); a bound is an input error.
+// A folder of DIR that does not build counts as one whose cluster received
+// nothing.
+func receivedChanges(cfg Config, ld *Loaded, had map[string][]byte) (map[string][]review.Object, error) {
+	f := ld.Fleet
+	src := schema.CleanPath(f.Spec.Source.Path)
+	var units []layers.Unit
+	for p, data := range had {
+		dir, file := path.Split(p)
+		parts := strings.Split(strings.TrimSuffix(dir, "/"), "/")
+		if len(parts) != 2 || parts[0] != "clusters" || !strings.HasSuffix(file, ".yaml") {
+			continue
+		}
+		var k oldKustomization
+		if yaml.Unmarshal(data, &k) != nil || k.Kind != "Kustomization" || !strings.HasPrefix(k.APIVersion, "kustomize.toolkit.fluxcd.io/") {
+			continue
+		}
+		if k.Metadata.Name != strings.TrimSuffix(file, ".yaml") || parts[1] == f.Spec.Manager.Name {
+			continue // the manager's entry point, or not a layer of fleetgen's
+		}
+		rel := schema.CleanPath(k.Spec.Path)
+		if src != "." {
+			var ok bool
+			if rel, ok = strings.CutPrefix(rel, src+"/"); !ok {
+				continue // outside the folder DIR is a checkout of
+			}
+		}
+		u := layers.Unit{Cluster: parts[1], Layer: k.Metadata.Name, Path: rel}
+		if k.Spec.PostBuild != nil {
+			u.Vars = k.Spec.PostBuild.Substitute
+		}
+		units = append(units, u)
+	}
+	sort.Slice(units, func(i, j int) bool {
+		if units[i].Cluster != units[j].Cluster {
+			return units[i].Cluster < units[j].Cluster
+		}
+		return units[i].Layer < units[j].Layer
+	})
+	if !holdsAny(cfg.OutDir, units) {
+		return nil, nil
+	}
+	old, err := layers.New(cfg.OutDir, units, layers.DefaultOptions())
+	var lim *layers.LimitError
+	if errors.As(err, &lim) {
+		return nil, schema.Invalid(errors.New("diff: the layer folders of " + cfg.OutDir + ": " + lim.Error()))
+	}
+	if err != nil {
+		return nil, err
+	}
+
+	type pair struct{ old, new *layers.Set }
+	memo := map[pair][]review.Object{}
+	out := map[string][]review.Object{}
+	seen := map[[2]string]bool{}
+	compare := func(cluster, layer string) {
+		k := [2]string{cluster, layer}
+		if seen[k] {
+			return
+		}
+		seen[k] = true
+		p := pair{old.Received(cluster, layer), ld.Model.Received(cluster, layer)}
+		changes, ok := memo[p]
+		if !ok {
+			changes = compareSets(p.old, p.new)
+			memo[p] = changes
+		}
+		for _, c := range changes {
+			c.Layer = layer
+			out[cluster] = append(out[cluster], c)
+		}
+	}
+	for _, u := range units {
+		compare(u.Cluster, u.Layer)
+	}
+	for _, u := range layers.FromFleet(f) {
+		compare(u.Cluster, u.Layer)
+	}
+	return out, nil
+}
+
+// holdsAny reports whether folder dir holds the folder of any unit.
+func holdsAny(dir string, units []layers.Unit) bool {
+	for _, u := range units {
+		if strings.Contains(u.Path, "${") || !filepath.IsLocal(filepath.FromSlash(u.Path)) {
+			continue
+		}
+		if fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(u.Path))); err == nil && fi.IsDir() {
+			return true
+		}
+	}
+	return false
+}
+
+// compareSets returns the objects added, removed or changed from old to new
+// (nil sets, or sets Flux fails, receive nothing), by kind, namespace and
+// name; Layer is left for the caller.
+func compareSets(old, new *layers.Set) []review.Object {
+	if old == new {
+		return nil
+	}
+	was, is := objectsOf(old), objectsOf(new)
+	var out []review.Object
+	for k, n := range is {
+		o, ok := was[k]
+		switch {
+		case !ok:
+			out = append(out, objectChange(n, review.Added))
+		case o != n && o.Digest() != n.Digest():
+			out = append(out, objectChange(n, review.Update))
+		}
+	}
+	for k, o := range was {
+		if _, ok := is[k]; !ok {
+			out = append(out, objectChange(o, review.Removed))
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Kind != b.Kind {
+			return a.Kind < b.Kind
+		}
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		if a.Name != b.Name {
+			return a.Name < b.Name
+		}
+		return a.APIVersion < b.APIVersion
+	})
+	return out
+}
+
+func objectsOf(s *layers.Set) map[string]*layers.Object {
+	out := map[string]*layers.Object{}
+	if s == nil {
+		return out
+	}
+	for _, o := range s.Objects {
+		out[o.Key()] = o
+	}
+	return out
+}
+
+func objectChange(o *layers.Object, change string) review.Object {
+	return review.Object{APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name, Change: change}
+}
