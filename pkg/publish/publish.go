@@ -93,6 +93,8 @@ type options struct {
 	sourceCommit string
 	sourceDirty  bool
 	dryRun       io.Writer
+	// published is what WithPublished lends Git (its fetched objects).
+	published *Published
 }
 
 // Option configures Git, OCI and Verify.
