@@ -66,7 +66,7 @@ func readAt(dirfd int, name string, limit int64) ([]byte, error) {
 	}
 	size := st.Size
 	if size > limit {
-		return nil, fmt.Errorf("%s: larger than %d bytes", name, limit)
+		return nil, &tooLargeError{name: name, size: size, limit: limit}
 	}
 	buf := make([]byte, size)
 	for n := 0; n < len(buf); {
@@ -83,6 +83,16 @@ func readAt(dirfd int, name string, limit int64) ([]byte, error) {
 		n += k
 	}
 	return buf, nil
+}
+
+// tooLargeError is readAt's refusal of a file larger than its limit.
+type tooLargeError struct {
+	name        string
+	size, limit int64
+}
+
+func (e *tooLargeError) Error() string {
+	return fmt.Sprintf("%s: larger than %d bytes", e.name, e.limit)
 }
 
 // openDirAt opens the folder name of the folder dirfd for scan, as readAt

@@ -41,6 +41,9 @@ type Lock struct {
 type Options struct {
 	Lock    *Lock  // when set, committed with the tree
 	Waiting func() // called when the call waits for another render of the folder
+	// MaxFile and MaxTotal bound what Read reads (0: MaxReadFile and
+	// MaxReadTotal).
+	MaxFile, MaxTotal int64
 }
 
 // writeHook, when set by a test, can fail the creation of each file.
@@ -235,7 +238,10 @@ type listing struct {
 // scan reads the tree without following symlinks: each folder opened from
 // its parent's descriptor (openDirAt), from the root down, and each file read
 // relative to its folder's (readAt), as cp -r does.
-func (t *tree) scan() (listing, error) {
+func (t *tree) scan() (listing, error) { return t.scanWithin(nil) }
+
+// scanWithin is scan within b's budget (nil: none beyond maxFile per file).
+func (t *tree) scanWithin(b *budget) (listing, error) {
 	l := listing{files: map[string][]byte{}, dirs: map[string]bool{}}
 	var visit func(f *os.File, rel string) error
 	visit = func(f *os.File, rel string) error {
@@ -246,6 +252,9 @@ func (t *tree) scan() (listing, error) {
 		}
 		for _, e := range ents {
 			p := path.Join(rel, e.Name())
+			if err := b.spend(p, entryCost); err != nil {
+				return err
+			}
 			var data []byte
 			switch typ := e.Type(); {
 			case typ.IsDir() && e.Name() != ".git" && p != MetaDir:
@@ -262,7 +271,14 @@ func (t *tree) scan() (listing, error) {
 				l.leftovers = append(l.leftovers, p)
 				continue
 			case typ.IsRegular():
-				data, _ = readAt(int(f.Fd()), e.Name(), maxFile)
+				var err error
+				data, err = readAt(int(f.Fd()), e.Name(), b.limit())
+				if err := b.refuse(p, err); err != nil {
+					return err
+				}
+				if err := b.spend(p, int64(len(data))); err != nil {
+					return err
+				}
 			}
 			if e.IsDir() {
 				l.dirs[p] = true
