@@ -407,7 +407,7 @@ func buildTree(st storer.EncodedObjectStorer, head, baseTree plumbing.Hash, c *c
 	var remove []string
 	for _, scope := range c.rendered {
 		err := root.walk(st, scope, func(p string, e *dirEntry) error {
-			if _, ok := c.files[p]; ok || !isFile(e.mode) {
+			if _, ok := c.files[p]; ok || !isFile(e.mode) || c.fluxSystem(p) {
 				return nil
 			}
 			ours, err := hasHeader(st, e.hash)

@@ -44,6 +44,22 @@ type content struct {
 	// layers are the layer paths' top-level folders, where a file the source
 	// root lacks is removed when a publish of this fleet put it there. Sorted.
 	layers []string
+	// base is spec.source.path, cleaned ("" for the root): where the
+	// rendered tree sits.
+	base string
+}
+
+// fluxSystem reports whether the target path p lies in a cluster folder's
+// flux-system/ of the rendered tree, which publish never touches
+// (tree.FluxSystem).
+func (c *content) fluxSystem(p string) bool {
+	if c.base != "" {
+		var ok bool
+		if p, ok = strings.CutPrefix(p, c.base+"/"); !ok {
+			return false
+		}
+	}
+	return tree.FluxSystem(p)
 }
 
 // paths returns the file paths, sorted.
@@ -109,7 +125,7 @@ func collect(f *schema.Fleet, rendered []generate.File, o *options) (*content, e
 	if len(rendered) == 0 {
 		return nil, errors.New("publish: the render holds no files")
 	}
-	c := &content{files: make(map[string]file, len(rendered))}
+	c := &content{files: make(map[string]file, len(rendered)), base: base}
 	for _, r := range rendered {
 		rel, err := cleanRel(r.Path)
 		if err != nil || rel == "" || rel != r.Path {

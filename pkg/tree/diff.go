@@ -43,7 +43,7 @@ func Compare(dir string, have map[string][]byte, files []generate.File) (string,
 		}
 	}
 	for p, old := range have {
-		if !want[p] && bytes.HasPrefix(old, []byte(generate.Header)) {
+		if !want[p] && bytes.HasPrefix(old, []byte(generate.Header)) && !FluxSystem(p) {
 			out = append(out, entry{p, fileDiff("a/"+p, old, "/dev/null", nil, false)})
 		}
 	}
