@@ -7,8 +7,8 @@ import (
 
 	"fleetgen.dev/fleetgen/pkg/generate"
 	"fleetgen.dev/fleetgen/pkg/review"
-	"fleetgen.dev/fleetgen/pkg/tree"
 	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/pkg/tree"
 )
 
 // Diff renders in memory, as `render --check` does (no client ID invented:

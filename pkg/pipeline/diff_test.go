@@ -49,7 +49,7 @@ func TestReadRenderedUntrusted(t *testing.T) {
 	}
 	got := owned(had)
 	want := map[string][]byte{
-		"manager/kustomization.yaml":            []byte(own),
+		"manager/kustomization.yaml":   []byte(own),
 		"manager/fleet/c/cluster.yaml": []byte(own),
 		// not clusters/c/flux-system/gotk-sync.yaml: Flux's, whatever its
 		// header (SPEC §3), as render --check sees it
