@@ -45,7 +45,9 @@ func TestCIWorkflows(t *testing.T) {
 	}
 }
 
-var fleetgenCall = regexp.MustCompile(`(^|[\s;(]|then )fleetgen\s[^;|>&)]*`)
+// fleetgenCall is a fleetgen command: at the start of a line or after a shell
+// operator or `then`, not the word inside a sentence (a step name, a message).
+var fleetgenCall = regexp.MustCompile(`(^\s*|[;(|&]\s*|then\s+)fleetgen\s[^;|>&)]*`)
 
 // fleetgenLines returns every fleetgen invocation in the scalars of n, cut at
 // the first shell operator (;, |, >, &, )).
@@ -58,9 +60,9 @@ func fleetgenLines(n *yaml.Node) []string {
 			}
 			l = strings.ReplaceAll(l, "<!-- fleetgen diff -->", "") // the comment marker
 			for _, m := range fleetgenCall.FindAllString(l, -1) {
-				m = strings.TrimSpace(m)
-				m = strings.TrimPrefix(m, "then ")
-				out = append(out, strings.TrimSpace(strings.TrimLeft(m, ";( ")))
+				m = strings.TrimLeft(m, ";(|& \t")
+				m = strings.TrimPrefix(m, "then")
+				out = append(out, strings.TrimSpace(m))
 			}
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"fleetgen.dev/fleetgen/pkg/generate"
 	"fleetgen.dev/fleetgen/pkg/review"
 	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/pkg/tree"
 )
 
 // Diff renders in memory, as `render --check` does (no client ID invented:
@@ -57,11 +58,12 @@ func filesMap(files []generate.File) map[string][]byte {
 	return m
 }
 
-// owned keeps the files of a tree.Read that carry generate.Header.
+// owned keeps the files of a tree.Read that carry generate.Header, outside
+// the clusters' flux-system/ folders (Flux's, whatever they hold).
 func owned(had map[string][]byte) map[string][]byte {
 	out := map[string][]byte{}
 	for p, b := range had {
-		if bytes.HasPrefix(b, []byte(generate.Header)) {
+		if bytes.HasPrefix(b, []byte(generate.Header)) && !tree.FluxSystem(p) {
 			out[p] = b
 		}
 	}

@@ -37,7 +37,10 @@ import (
 // included; every image digest a rendered file names is in the lock (a mirror
 // reference repo@sha256:… must match its lock entry); every lock image is
 // present in the registry at its digest (publish.Verify), the only check that
-// needs the network. Files in OutDir that the render does not write (a file
+// needs the network. Each sealed Secret then keeps the ciphertext already
+// published at its path when that still seals the same plaintext
+// (keepPublished): a merge job from a fresh clone, with no OutDir before it,
+// makes no commit for an unchanged fleet. Files in OutDir that the render does not write (a file
 // dropped there, leftovers of a killed run) are never pushed; Publish logs
 // them. Then it commits and pushes (spec.source.kind git) or pushes a Flux
 // artifact (oci) to spec.source.url, or cfg.PushURL; both scan everything
@@ -101,16 +104,25 @@ func publishLoaded(ctx context.Context, cfg Config, ld *Loaded) error {
 	if cfg.PushURL != "" {
 		opts = append(opts, publish.WithPushURL(cfg.PushURL))
 	}
+	start := time.Now()
+	files, pub, kept, err := keepPublished(ctx, cfg, r, opts)
+	if err != nil {
+		return err
+	}
+	if pub != nil {
+		log.Info("read the published sealed Secrets", "found", pub.Len(), "kept", kept, "elapsed", time.Since(start).Round(time.Millisecond))
+		opts = append(opts, publish.WithPublished(pub))
+	}
 	if cfg.DryRun != nil {
 		opts = append(opts, publish.WithDryRun(cfg.DryRun))
 	}
-	start := time.Now()
+	start = time.Now()
 	var res publish.Result
 	switch f.Spec.Source.Kind {
 	case schema.SourceGit:
-		res, err = publish.Git(ctx, f, l, r.files, opts...)
+		res, err = publish.Git(ctx, f, l, files, opts...)
 	case schema.SourceOCI:
-		res, err = publish.OCI(ctx, f, l, r.files, opts...)
+		res, err = publish.OCI(ctx, f, l, files, opts...)
 	default:
 		return schema.Invalid(fmt.Errorf("publish: spec.source.kind %q: want git or oci", f.Spec.Source.Kind))
 	}

@@ -82,8 +82,9 @@ func TestPublishRefusesDirty(t *testing.T) {
 		t.Errorf("commit message %q does not name the fleet repository's commit %s", msg, head)
 	}
 
-	// --allow-dirty publishes the uncommitted change and marks the commit.
-	pubWrite(t, root, map[string]string{"infrastructure/prod/extra.yaml": "kind: ConfigMap\n"})
+	// --allow-dirty publishes the uncommitted change of a tracked file and
+	// marks the commit (an untracked file is never published).
+	pubWrite(t, root, map[string]string{"infrastructure/prod/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: dirty\n  namespace: default\n"})
 	dcfg := cfg
 	dcfg.AllowDirty = true
 	if err := Publish(context.Background(), dcfg); err != nil {

@@ -288,6 +288,9 @@ type rendered struct {
 	lockChanged  bool
 	newClientIDs int
 	files        []generate.File
+	// plain is the render before its Secrets were sealed, for publish to
+	// keep the published ciphertext (keepPublished).
+	plain []generate.File
 	// forged are the sealed Secrets of OutDir whose annotation matched the
 	// render but whose ciphertext, decrypted with cfg's age key, did not.
 	forged []string
@@ -344,6 +347,7 @@ func render(ctx context.Context, cfg Config, ld *Loaded, placeholders bool) (*re
 	if err != nil {
 		return nil, err
 	}
+	r.plain = files
 	files, err = secrets.Seal(files, enc, previous(cfg.OutDir),
 		secrets.Verify(ids, func(p string) { r.forged = append(r.forged, p) }))
 	if err != nil {

@@ -67,24 +67,9 @@ func Git(ctx context.Context, f *schema.Fleet, l *lock.Lock, rendered []generate
 	if err != nil {
 		return Result{}, err
 	}
-	target := o.pushURL
-	if target == "" {
-		target = f.Spec.Source.URL
-	}
-	if target == "" {
-		return Result{}, schema.Invalid(errors.New("publish: spec.source.url is empty and no push URL was given"))
-	}
-	target, err = normalizeGitURL(target)
+	target, shown, branch, err := gitTarget(f, o)
 	if err != nil {
-		return Result{}, schema.Invalid(fmt.Errorf("publish: push URL %s: %w", redact(target), err))
-	}
-	shown := redact(target)
-	branch := f.Spec.Source.Ref
-	if branch == "" {
-		branch = "main"
-	}
-	if err := validBranch(branch); err != nil {
-		return Result{}, schema.Invalid(fmt.Errorf("publish: spec.source.ref %q: %w", branch, err))
+		return Result{}, err
 	}
 	author := o.author
 	if author == "" {
@@ -110,13 +95,13 @@ func Git(ctx context.Context, f *schema.Fleet, l *lock.Lock, rendered []generate
 		return Result{}, fmt.Errorf("publish to %s: %w", shown, err)
 	}
 
-	st := memory.NewStorage()
-	repo, err := git.Init(st, nil)
-	if err != nil {
-		return Result{}, err
-	}
-	remote, err := repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{target}})
-	if err != nil {
+	// A Published fetched from the same target lends its objects: the first
+	// fetch below then brings only what changed since.
+	var st *memory.Storage
+	var remote *git.Remote
+	if pub := o.published; pub != nil && pub.st != nil && pub.target == target && pub.branch == branch {
+		st, remote = pub.st, pub.remote
+	} else if st, remote, err = newGitRemote(target); err != nil {
 		return Result{}, err
 	}
 	// Blobs do not change between attempts: write them once.
@@ -233,6 +218,46 @@ func Git(ctx context.Context, f *schema.Fleet, l *lock.Lock, rendered []generate
 		lastErr = err
 	}
 	return Result{}, fmt.Errorf("publish to %s: branch %s kept moving; gave up after %d attempts (never force-pushing): %w", shown, branch, attempts, lastErr)
+}
+
+// gitTarget is where Git pushes: the URL (WithPushURL, else spec.source.url;
+// a local path made absolute), that URL with credentials redacted for
+// messages, and the branch (spec.source.ref, default main).
+func gitTarget(f *schema.Fleet, o *options) (target, shown, branch string, err error) {
+	target = o.pushURL
+	if target == "" {
+		target = f.Spec.Source.URL
+	}
+	if target == "" {
+		return "", "", "", schema.Invalid(errors.New("publish: spec.source.url is empty and no push URL was given"))
+	}
+	target, err = normalizeGitURL(target)
+	if err != nil {
+		return "", "", "", schema.Invalid(fmt.Errorf("publish: push URL %s: %w", redact(target), err))
+	}
+	branch = f.Spec.Source.Ref
+	if branch == "" {
+		branch = "main"
+	}
+	if err := validBranch(branch); err != nil {
+		return "", "", "", schema.Invalid(fmt.Errorf("publish: spec.source.ref %q: %w", branch, err))
+	}
+	return target, redact(target), branch, nil
+}
+
+// newGitRemote is an empty in-memory repository with target as its remote
+// origin.
+func newGitRemote(target string) (*memory.Storage, *git.Remote, error) {
+	st := memory.NewStorage()
+	repo, err := git.Init(st, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	remote, err := repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{target}})
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, remote, nil
 }
 
 // writeChanges writes what the commit of tree newTree on baseTree (of head;
@@ -382,7 +407,7 @@ func buildTree(st storer.EncodedObjectStorer, head, baseTree plumbing.Hash, c *c
 	var remove []string
 	for _, scope := range c.rendered {
 		err := root.walk(st, scope, func(p string, e *dirEntry) error {
-			if _, ok := c.files[p]; ok || !isFile(e.mode) {
+			if _, ok := c.files[p]; ok || !isFile(e.mode) || c.fluxSystem(p) {
 				return nil
 			}
 			ours, err := hasHeader(st, e.hash)

@@ -55,26 +55,11 @@ func OCI(ctx context.Context, f *schema.Fleet, l *lock.Lock, rendered []generate
 	if err != nil {
 		return Result{}, err
 	}
-	target := o.pushURL
-	if target == "" {
-		target = f.Spec.Source.URL
-	}
-	tag := f.Spec.Source.Ref
-	if tag == "" {
-		tag = "latest"
-	}
-	repoStr, ok := strings.CutPrefix(target, "oci://")
-	if !ok {
-		return Result{}, schema.Invalid(fmt.Errorf("publish: OCI URL %s: want oci://host/repository", redact(target)))
-	}
-	var nopts []name.Option
-	if f.Spec.Source.Insecure || o.insecure {
-		nopts = append(nopts, name.Insecure)
-	}
-	ref, err := name.NewTag(repoStr+":"+tag, nopts...)
+	ref, err := ociTag(f, o)
 	if err != nil {
-		return Result{}, schema.Invalid(fmt.Errorf("publish: OCI URL %s tag %s: %w", redact(target), tag, err))
+		return Result{}, err
 	}
+	tag := ref.TagStr()
 	digest, err := InputDigest(f, l)
 	if err != nil {
 		return Result{}, err
@@ -140,6 +125,32 @@ func OCI(ctx context.Context, f *schema.Fleet, l *lock.Lock, rendered []generate
 	}
 	o.logger.Info("pushed artifact", "ref", ref.String(), "digest", imgDigest.String(), "files", len(c.files), "elapsed", time.Since(start))
 	return Result{Changed: true, Revision: imgDigest.String(), Files: len(c.files), Attempts: 1}, nil
+}
+
+// ociTag is where OCI pushes: WithPushURL, else spec.source.url, tagged
+// spec.source.ref (default latest).
+func ociTag(f *schema.Fleet, o *options) (name.Tag, error) {
+	target := o.pushURL
+	if target == "" {
+		target = f.Spec.Source.URL
+	}
+	tag := f.Spec.Source.Ref
+	if tag == "" {
+		tag = "latest"
+	}
+	repoStr, ok := strings.CutPrefix(target, "oci://")
+	if !ok {
+		return name.Tag{}, schema.Invalid(fmt.Errorf("publish: OCI URL %s: want oci://host/repository", redact(target)))
+	}
+	var nopts []name.Option
+	if f.Spec.Source.Insecure || o.insecure {
+		nopts = append(nopts, name.Insecure)
+	}
+	ref, err := name.NewTag(repoStr+":"+tag, nopts...)
+	if err != nil {
+		return name.Tag{}, schema.Invalid(fmt.Errorf("publish: OCI URL %s tag %s: %w", redact(target), tag, err))
+	}
+	return ref, nil
 }
 
 // artifact builds the Flux artifact image for c.

@@ -93,6 +93,8 @@ type options struct {
 	sourceCommit string
 	sourceDirty  bool
 	dryRun       io.Writer
+	// published is what WithPublished lends Git (its fetched objects).
+	published *Published
 }
 
 // Option configures Git, OCI and Verify.
@@ -279,21 +281,10 @@ func InspectSource(f *schema.Fleet) (Source, error) {
 		return Source{}, fmt.Errorf("read HEAD of the Git repository of %s: %w", f.Dir, err)
 	}
 	root := wt.Filesystem.Root()
-	dir, err := filepath.Abs(f.Dir)
+	base, err := relToRoot(root, f.Dir)
 	if err != nil {
 		return Source{}, err
 	}
-	if real, err := filepath.EvalSymlinks(dir); err == nil {
-		dir = real
-	}
-	if real, err := filepath.EvalSymlinks(root); err == nil {
-		root = real
-	}
-	base, err := filepath.Rel(root, dir)
-	if err != nil {
-		return Source{}, err
-	}
-	base = filepath.ToSlash(base)
 	join := func(p string) string {
 		if base == "." {
 			return p
@@ -369,4 +360,64 @@ func (o *options) sourceLine() string {
 	default:
 		return "fleet repository: " + o.sourceCommit
 	}
+}
+
+// trackedFilter returns, when dir (the source root) is inside a Git work
+// tree, a filter that accepts a slash path relative to dir only when Git's
+// index tracks it; nil outside any work tree (every file is published).
+func trackedFilter(dir string) (func(rel string) bool, error) {
+	repo, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
+	if errors.Is(err, git.ErrRepositoryNotExists) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open the Git repository of %s: %w", dir, err)
+	}
+	wt, err := repo.Worktree()
+	if errors.Is(err, git.ErrIsBareRepository) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open the Git work tree of %s: %w", dir, err)
+	}
+	base, err := relToRoot(wt.Filesystem.Root(), dir)
+	if err != nil {
+		return nil, err
+	}
+	idx, err := repo.Storer.Index()
+	if err != nil {
+		return nil, fmt.Errorf("read the Git index of %s: %w", dir, err)
+	}
+	tracked := make(map[string]bool, len(idx.Entries))
+	for _, e := range idx.Entries {
+		p := e.Name
+		if base != "." {
+			var ok bool
+			if p, ok = strings.CutPrefix(p, base+"/"); !ok {
+				continue
+			}
+		}
+		tracked[p] = true
+	}
+	return func(rel string) bool { return tracked[rel] }, nil
+}
+
+// relToRoot is dir relative to the work tree root, slash-separated ("." for
+// the root), with symlinks of both resolved.
+func relToRoot(root, dir string) (string, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
+	if real, err := filepath.EvalSymlinks(root); err == nil {
+		root = real
+	}
+	base, err := filepath.Rel(root, dir)
+	if err != nil {
+		return "", err
+	}
+	return filepath.ToSlash(base), nil
 }

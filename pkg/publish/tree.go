@@ -44,6 +44,22 @@ type content struct {
 	// layers are the layer paths' top-level folders, where a file the source
 	// root lacks is removed when a publish of this fleet put it there. Sorted.
 	layers []string
+	// base is spec.source.path, cleaned ("" for the root): where the
+	// rendered tree sits.
+	base string
+}
+
+// fluxSystem reports whether the target path p lies in a cluster folder's
+// flux-system/ of the rendered tree, which publish never touches
+// (tree.FluxSystem).
+func (c *content) fluxSystem(p string) bool {
+	if c.base != "" {
+		var ok bool
+		if p, ok = strings.CutPrefix(p, c.base+"/"); !ok {
+			return false
+		}
+	}
+	return tree.FluxSystem(p)
 }
 
 // paths returns the file paths, sorted.
@@ -109,7 +125,7 @@ func collect(f *schema.Fleet, rendered []generate.File, o *options) (*content, e
 	if len(rendered) == 0 {
 		return nil, errors.New("publish: the render holds no files")
 	}
-	c := &content{files: make(map[string]file, len(rendered))}
+	c := &content{files: make(map[string]file, len(rendered)), base: base}
 	for _, r := range rendered {
 		rel, err := cleanRel(r.Path)
 		if err != nil || rel == "" || rel != r.Path {
@@ -133,6 +149,13 @@ func collect(f *schema.Fleet, rendered []generate.File, o *options) (*content, e
 			return nil, err
 		}
 	}
+	// Inside a Git work tree, only what Git tracks is published (SPEC §6):
+	// an ignored or untracked file never is, so that the commit the message
+	// names holds everything pushed.
+	keep, err := trackedFilter(f.Dir)
+	if err != nil {
+		return nil, err
+	}
 	for _, lr := range layerRoots {
 		dir := filepath.Join(f.Dir, filepath.FromSlash(lr.root))
 		info, err := os.Lstat(dir)
@@ -150,7 +173,7 @@ func collect(f *schema.Fleet, rendered []generate.File, o *options) (*content, e
 			}
 			fl.layer = true
 			c.files[rel] = fl
-		}, skip, o.logger); err != nil {
+		}, keep, skip, o.logger); err != nil {
 			return nil, fmt.Errorf("read layer %s folder %s: %w", lr.layer, lr.root, err)
 		}
 	}
@@ -244,13 +267,13 @@ func cleanRel(p string) (string, error) {
 const maxLayerFile = schema.MaxFileSize
 
 // readTree calls add for every regular file under dir with its slash path
-// (prefixed with prefix). It skips .git folders, the folder skip (an absolute
+// (prefixed with prefix) that keep accepts (nil: all). It skips .git folders, the folder skip (an absolute
 // path, e.g. the output folder inside a layer folder) and, with a warning,
 // symlinks. A FIFO, device or socket, or a file larger than maxLayerFile, is
 // an input error naming it (a pull request can commit a FIFO or a sparse 8 GiB
 // file); files are read through safefs: opened without blocking, checked with
 // fstat(2), read through a limit.
-func readTree(dir, prefix string, add func(rel string, f file), skip string, log *slog.Logger) error {
+func readTree(dir, prefix string, add func(rel string, f file), keep func(rel string) bool, skip string, log *slog.Logger) error {
 	root, err := safefs.OpenRoot(dir)
 	if err != nil {
 		return err
@@ -284,6 +307,10 @@ func readTree(dir, prefix string, add func(rel string, f file), skip string, log
 		}
 		local := rel
 		rel = path.Join(prefix, filepath.ToSlash(rel))
+		if keep != nil && !keep(rel) {
+			log.Debug("not publishing a file Git does not track", "path", rel)
+			return nil
+		}
 		if d.Type()&fs.ModeSymlink != 0 {
 			log.Warn("not publishing a symlink", "path", rel)
 			return nil

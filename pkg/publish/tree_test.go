@@ -50,7 +50,7 @@ func TestReadTreeSpecialFiles(t *testing.T) {
 			done := make(chan error, 1)
 			start := time.Now()
 			go func() {
-				done <- readTree(dir, "apps", func(string, file) {}, "", slog.New(slog.DiscardHandler))
+				done <- readTree(dir, "apps", func(string, file) {}, nil, "", slog.New(slog.DiscardHandler))
 			}()
 			select {
 			case err := <-done:
@@ -80,7 +80,7 @@ func TestReadTreeSkipsSymlinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	if err := readTree(dir, "apps", func(rel string, _ file) { got = append(got, rel) }, "", slog.New(slog.DiscardHandler)); err != nil {
+	if err := readTree(dir, "apps", func(rel string, _ file) { got = append(got, rel) }, nil, "", slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 1 || got[0] != "apps/deploy.yaml" {

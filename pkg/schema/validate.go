@@ -57,6 +57,7 @@ func validate(f *Fleet) Errors {
 	v.groups()
 	v.defaults()
 	v.clusters()
+	v.limits()
 	return v.errs
 }
 

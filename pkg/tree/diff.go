@@ -43,7 +43,7 @@ func Compare(dir string, have map[string][]byte, files []generate.File) (string,
 		}
 	}
 	for p, old := range have {
-		if !want[p] && bytes.HasPrefix(old, []byte(generate.Header)) {
+		if !want[p] && bytes.HasPrefix(old, []byte(generate.Header)) && !FluxSystem(p) {
 			out = append(out, entry{p, fileDiff("a/"+p, old, "/dev/null", nil, false)})
 		}
 	}
@@ -58,7 +58,11 @@ func Compare(dir string, have map[string][]byte, files []generate.File) (string,
 // Read returns what dir holds: every file outside MetaDir (nil for one that
 // is not a regular file fleetgen can read), a folder a killed render left
 // half-updated as the tree before or after the update (opt.Lock.Path names
-// this render's lock). A missing dir is empty. It writes nothing.
+// this render's lock). A missing dir is empty. It writes nothing. It reads
+// at most opt.MaxFile bytes of one file and opt.MaxTotal in all (default
+// MaxReadFile, MaxReadTotal; each entry costs entryCost more): past either
+// it stops with a *BoundError, an input error, having read no file whole
+// that is larger than the per-file bound.
 func Read(dir string, opt Options) (map[string][]byte, error) {
 	lockPath, err := absLock(opt)
 	if err != nil {
@@ -90,7 +94,8 @@ func Read(dir string, opt Options) (map[string][]byte, error) {
 			defer held.Close()
 		}
 	}
-	l, err := t.scan()
+	b := newBudget(dir, opt)
+	l, err := t.scanWithin(b)
 	if err != nil {
 		return nil, err
 	}
@@ -109,8 +114,15 @@ func Read(dir string, opt Options) (map[string][]byte, error) {
 			delete(have, p)
 		}
 		for i, p := range j.Puts {
-			if b, err := readRegular(t.root, t.staged(j, i), maxFile); err == nil {
-				have[p] = b
+			data, err := readRegular(t.root, t.staged(j, i), b.limit())
+			if err := b.refuse(p, err); err != nil {
+				return nil, err
+			}
+			if err == nil {
+				if err := b.spend(p, int64(len(data))); err != nil {
+					return nil, err
+				}
+				have[p] = data
 			}
 		}
 	}

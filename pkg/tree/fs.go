@@ -66,7 +66,7 @@ func readAt(dirfd int, name string, limit int64) ([]byte, error) {
 	}
 	size := st.Size
 	if size > limit {
-		return nil, fmt.Errorf("%s: larger than %d bytes", name, limit)
+		return nil, &tooLargeError{name: name, size: size, limit: limit}
 	}
 	buf := make([]byte, size)
 	for n := 0; n < len(buf); {
@@ -83,6 +83,16 @@ func readAt(dirfd int, name string, limit int64) ([]byte, error) {
 		n += k
 	}
 	return buf, nil
+}
+
+// tooLargeError is readAt's refusal of a file larger than its limit.
+type tooLargeError struct {
+	name        string
+	size, limit int64
+}
+
+func (e *tooLargeError) Error() string {
+	return fmt.Sprintf("%s: larger than %d bytes", e.name, e.limit)
 }
 
 // openDirAt opens the folder name of the folder dirfd for scan, as readAt
@@ -127,7 +137,7 @@ func isCut(data []byte) bool {
 // ownedFile reports whether rel, reached through real folders only, is a
 // regular file fleetgen wrote, or cut (isCut): all that replay may touch.
 func (t *tree) ownedFile(rel string) bool {
-	if !t.realDir(path.Dir(rel)) {
+	if FluxSystem(rel) || !t.realDir(path.Dir(rel)) {
 		return false
 	}
 	b, err := readRegular(t.root, rel, maxFile)

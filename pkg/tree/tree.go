@@ -41,6 +41,9 @@ type Lock struct {
 type Options struct {
 	Lock    *Lock  // when set, committed with the tree
 	Waiting func() // called when the call waits for another render of the folder
+	// MaxFile and MaxTotal bound what Read reads (0: MaxReadFile and
+	// MaxReadTotal).
+	MaxFile, MaxTotal int64
 }
 
 // writeHook, when set by a test, can fail the creation of each file.
@@ -235,7 +238,10 @@ type listing struct {
 // scan reads the tree without following symlinks: each folder opened from
 // its parent's descriptor (openDirAt), from the root down, and each file read
 // relative to its folder's (readAt), as cp -r does.
-func (t *tree) scan() (listing, error) {
+func (t *tree) scan() (listing, error) { return t.scanWithin(nil) }
+
+// scanWithin is scan within b's budget (nil: none beyond maxFile per file).
+func (t *tree) scanWithin(b *budget) (listing, error) {
 	l := listing{files: map[string][]byte{}, dirs: map[string]bool{}}
 	var visit func(f *os.File, rel string) error
 	visit = func(f *os.File, rel string) error {
@@ -246,6 +252,9 @@ func (t *tree) scan() (listing, error) {
 		}
 		for _, e := range ents {
 			p := path.Join(rel, e.Name())
+			if err := b.spend(p, entryCost); err != nil {
+				return err
+			}
 			var data []byte
 			switch typ := e.Type(); {
 			case typ.IsDir() && e.Name() != ".git" && p != MetaDir:
@@ -262,7 +271,14 @@ func (t *tree) scan() (listing, error) {
 				l.leftovers = append(l.leftovers, p)
 				continue
 			case typ.IsRegular():
-				data, _ = readAt(int(f.Fd()), e.Name(), maxFile)
+				var err error
+				data, err = readAt(int(f.Fd()), e.Name(), b.limit())
+				if err := b.refuse(p, err); err != nil {
+					return err
+				}
+				if err := b.spend(p, int64(len(data))); err != nil {
+					return err
+				}
 			}
 			if e.IsDir() {
 				l.dirs[p] = true
@@ -326,7 +342,7 @@ func (t *tree) plan(files []generate.File, existing listing) (*journal, []string
 		}
 	}
 	for q, old := range existing.files {
-		if !want[q] && bytes.HasPrefix(old, []byte(generate.Header)) {
+		if !want[q] && bytes.HasPrefix(old, []byte(generate.Header)) && !FluxSystem(q) {
 			j.Dels = append(j.Dels, q)
 		}
 	}
@@ -509,8 +525,20 @@ func pathProblem(p string) string {
 		return fmt.Sprintf("%q: want a clean path inside the output folder", p)
 	case IsInternal(p):
 		return fmt.Sprintf("%q: a name fleetgen keeps for itself", p)
+	case FluxSystem(p):
+		return fmt.Sprintf("%q: in a cluster's flux-system/ folder, which flux bootstrap owns", p)
 	}
 	return ""
+}
+
+// FluxSystem reports whether the slash path p, relative to the output tree,
+// is a cluster folder's flux-system/ (clusters/<name>/flux-system) or inside
+// it: what `flux bootstrap` wrote there is Flux's, so fleetgen never writes,
+// replaces or removes anything there, not even a file that carries
+// generate.Header (SPEC §3).
+func FluxSystem(p string) bool {
+	parts := strings.SplitN(p, "/", 4)
+	return len(parts) >= 3 && parts[0] == "clusters" && parts[2] == "flux-system"
 }
 
 // checkPaths rejects bad paths (pathProblem), duplicates, and a path that is

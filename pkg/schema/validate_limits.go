@@ -1,0 +1,72 @@
+package schema
+
+import "fmt"
+
+// Expansion caps: what a small fleet.yaml may make fleetgen render. A layer
+// becomes one Flux Kustomization per cluster it selects, and each of those
+// carries the layer's substitute values and the cluster's labels, so a
+// 47 KB fleet.yaml of 600 layers and 600 clusters asks for 360,000
+// Kustomizations, and one 4 MiB substitute value on 200 clusters for 800 MiB
+// of output. Validate refuses both before anything is built or rendered
+// (docs/security.md, "Bounds"). The 10,000-cluster benchmark fleet
+// (test/synthetic: 13,334 layer Kustomizations, about 0.8 MiB of substitute
+// bytes) stays far below both.
+const (
+	// MaxLayerKustomizations bounds the layer Kustomizations of a fleet:
+	// the sum over spec.layers of the clusters each one selects.
+	MaxLayerKustomizations = 50_000
+	// MaxSubstituteBytes bounds the bytes of postBuild.substitute the
+	// layer Kustomizations hold together: for each layer and each cluster it
+	// selects, the keys and values of the layer's substitute, the cluster's
+	// labels and its name.
+	MaxSubstituteBytes = 64 << 20
+)
+
+// limits checks the expansion caps. It runs on what fleet.yaml says (no layer
+// build, no file read), in time linear in layers × clusters.
+func (v *validator) limits() {
+	f := v.f
+	labelBytes := make([]int64, len(f.Spec.Clusters))
+	for i := range f.Spec.Clusters {
+		c := &f.Spec.Clusters[i]
+		n := int64(len("cluster") + len(c.Name))
+		for k, val := range c.Labels {
+			n += int64(len(k) + len(val))
+		}
+		labelBytes[i] = n
+	}
+	var kustomizations, substBytes int64
+	worst, worstBytes := -1, int64(0) // the layer that adds most substitute bytes
+	for li := range f.Spec.Layers {
+		l := &f.Spec.Layers[li]
+		var own int64
+		for k, val := range l.Substitute {
+			own += int64(len(k) + len(val))
+		}
+		var n, b int64
+		for ci := range f.Spec.Clusters {
+			if !Selects(l.Selector, f.Spec.Clusters[ci].Labels) {
+				continue
+			}
+			n++
+			b += own + labelBytes[ci]
+		}
+		kustomizations += n
+		substBytes += b
+		if b > worstBytes {
+			worst, worstBytes = li, b
+		}
+	}
+	if kustomizations > MaxLayerKustomizations {
+		v.add("spec.layers", "%d layers on %d clusters make %d layer Kustomizations (each layer counts once per cluster it selects), more than fleetgen renders (%d): want fewer layers or narrower selectors, or split the fleet (docs/security.md, Bounds)",
+			len(f.Spec.Layers), len(f.Spec.Clusters), kustomizations, MaxLayerKustomizations)
+	}
+	if substBytes > MaxSubstituteBytes {
+		p := "spec.layers"
+		if worst >= 0 {
+			p = fmt.Sprintf("spec.layers[%d].substitute", worst)
+		}
+		v.add(p, "the layer Kustomizations would carry %d MiB of postBuild.substitute (substitute values and cluster labels, once per cluster each layer selects; this layer adds %d MiB), more than fleetgen renders (%d MiB): want shorter values (a large value belongs in a file of the layer) (docs/security.md, Bounds)",
+			substBytes>>20, worstBytes>>20, MaxSubstituteBytes>>20)
+	}
+}

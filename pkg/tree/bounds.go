@@ -1,0 +1,110 @@
+package tree
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"fleetgen.dev/fleetgen/pkg/schema"
+)
+
+// Read's bounds (SPEC §7): `diff` and `render --check` read the output folder,
+// which a pull request can fill, through a byte budget, so that their memory
+// follows the bound and not what the folder holds. The largest file fleetgen
+// writes is the manager's kustomization.yaml (0.5 MiB at 10,000 clusters) or a
+// sealed 1 MiB kubeconfig (under 2 MiB); layer folders in a checkout of the
+// published tree hold files publish copied, each at most schema.MaxFileSize.
+// The whole render of the 10,000-cluster benchmark fleet is 20 MiB.
+const (
+	// MaxReadFile bounds one file of the output folder that Read reads.
+	MaxReadFile = schema.MaxFileSize
+	// MaxReadTotal bounds all of them together, plus entryCost per entry.
+	MaxReadTotal = 256 << 20
+)
+
+// entryCost is what each folder entry costs of the total budget, whatever
+// its size: a folder of a million empty files is not free to hold.
+const entryCost = 256
+
+// BoundError stops Read at a bound: a file of the output folder larger than
+// the per-file bound, or the folder larger than the total one. It is an input
+// error (exit 2): fleetgen writes nothing that large.
+type BoundError struct {
+	Dir   string
+	Path  string // the file at which the bound was passed, relative to Dir
+	Bound string // "per file" or "in total"
+	Limit int64
+}
+
+func (e *BoundError) Error() string {
+	return fmt.Sprintf("read %s: stopped at %s: diff and render --check read at most %d MiB %s of the output folder, and it holds more "+
+		"(fleetgen writes nothing that large: remove what it did not write, or point -o at a checkout of the published tree; docs/security.md, Bounds)",
+		e.Dir, quotePath(e.Path), e.Limit>>20, e.Bound)
+}
+
+// quotePath is p for a message, quoted when it holds a control, bidi or
+// zero-width character or a quote: a name from the output folder (untrusted)
+// must not pass for another line or another name.
+func quotePath(p string) string {
+	if strings.ContainsFunc(p, func(r rune) bool {
+		return r < ' ' || r == 0x7f || r == '"' || (r >= 0x80 && r < 0xa0) ||
+			(r >= 0x200b && r <= 0x200f) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) || r == 0xfeff
+	}) {
+		return strconv.QuoteToASCII(p)
+	}
+	return p
+}
+
+// budget is what Read may still read; a nil budget bounds nothing but each
+// file at maxFile.
+type budget struct {
+	dir                    string
+	file, totalBytes, left int64
+}
+
+func (b *budget) total() int64 { return b.totalBytes }
+
+func newBudget(dir string, opt Options) *budget {
+	b := &budget{dir: dir, file: opt.MaxFile, left: opt.MaxTotal}
+	if b.file <= 0 {
+		b.file = MaxReadFile
+	}
+	if b.left <= 0 {
+		b.left = MaxReadTotal
+	}
+	b.totalBytes = b.left
+	return b
+}
+
+// limit is how much the next file may hold.
+func (b *budget) limit() int64 {
+	if b == nil {
+		return maxFile
+	}
+	return min(b.file, maxFile, b.left+1)
+}
+
+// refuse turns readAt's refusal of the file p, larger than limit, into a
+// *BoundError; other errors (not a regular file...) leave p unread (nil).
+func (b *budget) refuse(p string, err error) error {
+	var tl *tooLargeError
+	if b == nil || !errors.As(err, &tl) {
+		return nil
+	}
+	if tl.size > b.file {
+		return schema.Invalid(&BoundError{Dir: b.dir, Path: p, Bound: "per file", Limit: b.file})
+	}
+	return schema.Invalid(&BoundError{Dir: b.dir, Path: p, Bound: "in total", Limit: b.total()})
+}
+
+// spend takes n bytes for p from the budget.
+func (b *budget) spend(p string, n int64) error {
+	if b == nil {
+		return nil
+	}
+	if b.left -= n; b.left < 0 {
+		return schema.Invalid(&BoundError{Dir: b.dir, Path: p, Bound: "in total", Limit: b.total()})
+	}
+	return nil
+}

@@ -1,0 +1,106 @@
+package tree
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"fleetgen.dev/fleetgen/pkg/generate"
+	"fleetgen.dev/fleetgen/pkg/schema"
+)
+
+// TestReadBounds is issue 26 family 4: an output folder that a pull request
+// filled is read through a per-file and a total budget. Past either, Read
+// stops with a *BoundError (an input error) naming the bound and the file,
+// and memory follows the bound: a 200 MiB stale file is never read whole.
+func TestReadBounds(t *testing.T) {
+	// Not parallel: the test measures what Read allocates.
+	tests := map[string]struct {
+		fill  func(t *testing.T, dir string)
+		opt   Options
+		bound string
+		path  string
+	}{
+		"a 200 MiB stale file": {
+			fill: func(t *testing.T, dir string) {
+				p := filepath.Join(dir, "manager", "stale.yaml")
+				must(t, os.WriteFile(p, []byte(generate.Header), 0o644))
+				must(t, os.Truncate(p, 200<<20)) // sparse: costs no disk
+			},
+			bound: "per file", path: "manager/stale.yaml",
+		},
+		"twelve files over the total": {
+			fill: func(t *testing.T, dir string) {
+				for i := range 12 {
+					p := filepath.Join(dir, fmt.Sprintf("big-%02d.yaml", i))
+					must(t, os.WriteFile(p, []byte(generate.Header), 0o644))
+					must(t, os.Truncate(p, 1<<20))
+				}
+			},
+			opt:   Options{MaxTotal: 8 << 20},
+			bound: "in total",
+		},
+		"two thousand empty files over a small total": {
+			fill: func(t *testing.T, dir string) {
+				for i := range 2000 {
+					must(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("e%04d", i)), nil, 0o644))
+				}
+			},
+			opt:   Options{MaxTotal: 256 << 10},
+			bound: "in total",
+		},
+		"a name with a newline": {
+			fill: func(t *testing.T, dir string) {
+				p := filepath.Join(dir, "x\n::error::forged")
+				must(t, os.WriteFile(p, nil, 0o644))
+				must(t, os.Truncate(p, MaxReadFile+1))
+			},
+			bound: "per file", path: `"x\n::error::forged"`,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			if _, err := Write(dir, []generate.File{file("manager/a.yaml", "a\n")}); err != nil {
+				t.Fatal(err)
+			}
+			tc.fill(t, dir)
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			_, err := Read(dir, tc.opt)
+			runtime.ReadMemStats(&after)
+			var be *BoundError
+			if !errors.As(err, &be) || !schema.IsInvalid(err) {
+				t.Fatalf("Read = %v, want a *BoundError that is an input error", err)
+			}
+			if be.Bound != tc.bound || (tc.path != "" && !strings.Contains(err.Error(), tc.path)) {
+				t.Errorf("error %q: want the %s bound, naming %s", err, tc.bound, tc.path)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("error %q holds a raw newline from a file name", err)
+			}
+			limit := tc.opt.MaxTotal
+			if limit == 0 {
+				limit = MaxReadTotal
+			}
+			if got := after.TotalAlloc - before.TotalAlloc; got > uint64(limit)+(16<<20) {
+				t.Errorf("Read allocated %d MiB, more than the bound (%d MiB) allows", got>>20, limit>>20)
+			}
+		})
+	}
+
+	// Within the bounds, the same folder reads as before.
+	dir := t.TempDir()
+	if _, err := Write(dir, []generate.File{file("manager/a.yaml", "a\n")}); err != nil {
+		t.Fatal(err)
+	}
+	have, err := Read(dir, Options{})
+	if err != nil || string(have["manager/a.yaml"]) != h+"a\n" {
+		t.Fatalf("Read = %q, %v", have, err)
+	}
+}
