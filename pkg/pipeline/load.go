@@ -12,7 +12,9 @@ import (
 	"fleetgen.dev/fleetgen/pkg/layers"
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/mirror"
+	"fleetgen.dev/fleetgen/pkg/publish"
 	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/pkg/secrets"
 )
 
 // Loaded is one command's input, read once and handed to every step (build
@@ -41,6 +43,9 @@ type Loaded struct {
 	// when build mirrors; fleet.yaml and the layers do not).
 	input     schema.Errors
 	inputDone bool
+	// files caches layerFileProblems.
+	files     schema.Errors
+	filesDone bool
 }
 
 // Load reads fleet.yaml, its lock and its layers (built with kustomize,
@@ -112,12 +117,59 @@ func (ld *Loaded) check(r rules) error {
 		if e := ld.Fleet.PlaintextCredentials(); e != nil && !ld.allowPlaintext {
 			errs = append(errs, e)
 		}
+		found, err := ld.layerFileProblems()
+		if err != nil {
+			return err
+		}
+		errs = append(errs, found...)
 	}
 	if r == allRules {
 		errs = append(errs, ld.lockErrors()...)
 		errs = append(errs, generate.ImageClashes(ld.Fleet, ld.Lock, ld.Images.LayerImages)...)
 	}
 	return schema.Sorted(errs)
+}
+
+// layerFileProblems scans every file publish would copy from the layer
+// folders on its own, as publish does, whether a build uses it or not (SPEC
+// §5): a plaintext Secret there is refused by validate, render and diff too,
+// not first by the merge job. A finding the model's guard (Model.Check)
+// already reports for the same file and object is left out.
+func (ld *Loaded) layerFileProblems() (schema.Errors, error) {
+	if !ld.filesDone {
+		files, err := publish.LayerFiles(ld.Fleet, "", nil)
+		if err != nil {
+			return nil, err
+		}
+		found, err := secrets.Plaintext(files)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range found {
+			if reported(ld.input, p) {
+				continue
+			}
+			ld.files = append(ld.files, ld.Fleet.Errorf("spec.layers", "%s, in a file publish copies from a layer folder: encrypt it with SOPS (docs/secrets.md) or remove it; fleetgen publishes no plaintext credential", p))
+		}
+		ld.filesDone = true
+	}
+	return ld.files, nil
+}
+
+// reported reports whether a finding "file: Secret ns/name …" of the file
+// scan names a file and object an error of errs already names.
+func reported(errs schema.Errors, finding string) bool {
+	file, rest, ok := strings.Cut(finding, ": ")
+	if !ok {
+		return false
+	}
+	obj, _, _ := strings.Cut(rest, " holds")
+	for _, e := range errs {
+		if m := e.Error(); strings.Contains(m, " "+file+": "+obj+" ") {
+			return true
+		}
+	}
+	return false
 }
 
 // targets returns each image's mirror target per spec.registry.

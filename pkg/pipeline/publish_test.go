@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net/http/httptest"
 	"os"
@@ -12,7 +11,6 @@ import (
 
 	"fleetgen.dev/fleetgen/pkg/generate"
 	"fleetgen.dev/fleetgen/pkg/lock"
-	"fleetgen.dev/fleetgen/pkg/publish"
 	"fleetgen.dev/fleetgen/pkg/schema"
 	"fleetgen.dev/fleetgen/test/testenv"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -291,16 +289,20 @@ func TestPublishPushesOnlyTheRender(t *testing.T) {
 }
 
 // TestPublishRefusesPlaintextInLayer: a kubeconfig Secret in a layer's
-// top-level folder refuses the publish (exit 1, nothing pushed).
+// top-level folder that no build uses refuses the publish (exit 2, nothing
+// pushed): the input checks scan every file publish copies (SPEC §5), and so
+// does validate, before any merge.
 func TestPublishRefusesPlaintextInLayer(t *testing.T) {
 	cfg, bare, _ := pubSetup(t, false)
 	pubWrite(t, filepath.Dir(cfg.File), map[string]string{
 		"infrastructure/kubeconfig.yaml": "apiVersion: v1\nkind: Secret\nmetadata:\n  name: kubeconfig\ndata:\n  value: eA==\n",
 	})
+	if err := Validate(context.Background(), cfg); !schema.IsInvalid(err) || !strings.Contains(err.Error(), "infrastructure/kubeconfig.yaml: Secret kubeconfig holds unencrypted data") {
+		t.Errorf("validate = %v, want an input error naming the file", err)
+	}
 	err := Publish(context.Background(), cfg)
-	var pe *publish.PlaintextError
-	if !errors.As(err, &pe) || schema.IsInvalid(err) {
-		t.Fatalf("err = %v, want a runtime PlaintextError", err)
+	if !schema.IsInvalid(err) {
+		t.Fatalf("err = %v, want an input error (exit 2)", err)
 	}
 	if !strings.Contains(err.Error(), "infrastructure/kubeconfig.yaml: Secret kubeconfig holds unencrypted data") {
 		t.Errorf("error does not name the file:\n%v", err)

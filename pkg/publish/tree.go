@@ -139,43 +139,16 @@ func collect(f *schema.Fleet, rendered []generate.File, o *options) (*content, e
 		c.rendered = []string{base}
 	}
 
-	layerRoots, err := layerFolders(f)
+	err = readLayers(f, o.outDir, o.logger, func(root string) { c.layers = append(c.layers, root) }, func(rel, layer string, fl file) {
+		if _, ok := c.files[rel]; ok {
+			o.logger.Warn("rendered file shadows a layer file", "path", rel, "layer", layer)
+			return
+		}
+		fl.layer = true
+		c.files[rel] = fl
+	})
 	if err != nil {
 		return nil, err
-	}
-	skip := ""
-	if o.outDir != "" {
-		if skip, err = filepath.Abs(o.outDir); err != nil {
-			return nil, err
-		}
-	}
-	// Inside a Git work tree, only what Git tracks is published (SPEC §6):
-	// an ignored or untracked file never is, so that the commit the message
-	// names holds everything pushed.
-	keep, err := trackedFilter(f.Dir)
-	if err != nil {
-		return nil, err
-	}
-	for _, lr := range layerRoots {
-		dir := filepath.Join(f.Dir, filepath.FromSlash(lr.root))
-		info, err := os.Lstat(dir)
-		switch {
-		case err != nil || info.Mode()&fs.ModeSymlink == 0 && !info.IsDir():
-			return nil, schema.Invalid(fmt.Errorf("layer %s: folder %s not found in the source root %s", lr.layer, lr.root, f.Dir))
-		case info.Mode()&fs.ModeSymlink != 0:
-			return nil, schema.Invalid(fmt.Errorf("layer %s: folder %s is a symlink: a layer folder must be a folder inside the source root %s", lr.layer, lr.root, f.Dir))
-		}
-		c.layers = append(c.layers, lr.root)
-		if err := readTree(dir, lr.root, func(rel string, fl file) {
-			if _, ok := c.files[rel]; ok {
-				o.logger.Warn("rendered file shadows a layer file", "path", rel, "layer", lr.layer)
-				return
-			}
-			fl.layer = true
-			c.files[rel] = fl
-		}, keep, skip, o.logger); err != nil {
-			return nil, fmt.Errorf("read layer %s folder %s: %w", lr.layer, lr.root, err)
-		}
 	}
 
 	files := c.generateFiles()
@@ -192,6 +165,65 @@ func collect(f *schema.Fleet, rendered []generate.File, o *options) (*content, e
 		}
 	}
 	return c, nil
+}
+
+// LayerFiles returns, sorted by path, the files publish copies from f's layer
+// folders (relative to the source root): every file of the top-level folder
+// of every layer path, inside a Git work tree only those Git tracks, outDir
+// skipped. The input checks scan them as publish will (SPEC §5: every file
+// publish copies, whether a build uses it or not). A layer folder that is
+// missing or a symlink is an input error.
+func LayerFiles(f *schema.Fleet, outDir string, log *slog.Logger) ([]generate.File, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	var out []generate.File
+	err := readLayers(f, outDir, log, func(string) {}, func(rel, _ string, fl file) {
+		out = append(out, generate.File{Path: rel, Data: fl.data})
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out, nil
+}
+
+// readLayers reads the files publish copies from f's layer folders: for each
+// top-level folder (root, in order), add gets every regular file publish
+// takes from it (see collect).
+func readLayers(f *schema.Fleet, outDir string, log *slog.Logger, root func(string), add func(rel, layer string, fl file)) error {
+	layerRoots, err := layerFolders(f)
+	if err != nil {
+		return err
+	}
+	skip := ""
+	if outDir != "" {
+		if skip, err = filepath.Abs(outDir); err != nil {
+			return err
+		}
+	}
+	// Inside a Git work tree, only what Git tracks is published (SPEC §6):
+	// an ignored or untracked file never is, so that the commit the message
+	// names holds everything pushed.
+	keep, err := trackedFilter(f.Dir)
+	if err != nil {
+		return err
+	}
+	for _, lr := range layerRoots {
+		dir := filepath.Join(f.Dir, filepath.FromSlash(lr.root))
+		info, err := os.Lstat(dir)
+		switch {
+		case err != nil || info.Mode()&fs.ModeSymlink == 0 && !info.IsDir():
+			return schema.Invalid(fmt.Errorf("layer %s: folder %s not found in the source root %s", lr.layer, lr.root, f.Dir))
+		case info.Mode()&fs.ModeSymlink != 0:
+			return schema.Invalid(fmt.Errorf("layer %s: folder %s is a symlink: a layer folder must be a folder inside the source root %s", lr.layer, lr.root, f.Dir))
+		}
+		root(lr.root)
+		if err := readTree(dir, lr.root, func(rel string, fl file) { add(rel, lr.layer, fl) }, keep, skip, log); err != nil {
+			return fmt.Errorf("read layer %s folder %s: %w", lr.layer, lr.root, err)
+		}
+	}
+	return nil
 }
 
 // within reports whether p is root or inside it (slash paths).
