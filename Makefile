@@ -34,11 +34,12 @@ release:
 	done
 	cd "$(DIST)" && sha256sum fleetgen-* > SHA256SUMS && cat SHA256SUMS
 
-## cross: every package compiles for each of $(PLATFORMS) (what release ships)
+## cross: the command and the library packages compile for each of
+## $(PLATFORMS) (what release ships; test/ is the linux test support)
 cross:
 	set -e; for p in $(PLATFORMS); do \
 		echo "build $$p"; \
-		CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build ./...; \
+		CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build ./cmd/... ./pkg/... ./internal/...; \
 	done
 
 ## test: every package's tests but the end-to-end one (needs git and /usr/bin/docker-registry)
