@@ -151,6 +151,9 @@ func (m *Model) Check(f *schema.Fleet) schema.Errors {
 					if p := secrets.ObjectProblem(o.Map); p != "" {
 						note(key{layer: li, what: "plaintext", file: o.Origin, obj: o.Describe(), ok: p}, s.Units)
 					}
+					for _, field := range notStrings(o) {
+						note(key{layer: li, what: "type", file: o.Origin, obj: o.Describe(), ok: field}, s.Units)
+					}
 				}
 			}
 		}
@@ -167,6 +170,10 @@ func (m *Model) Check(f *schema.Fleet) schema.Errors {
 				l.Name, k.ok, k.file, k.obj, which, k.ok, k.layer, k.ok, k.ok))
 		case "failed":
 			errs = append(errs, f.Errorf(at, "layer %s: %s, for %s (Flux fails the reconcile)", l.Name, k.ok, which))
+		case "type":
+			errs = append(errs, f.Errorf(at,
+				"layer %s: %s (%s): %s is not a string in what %s (the layer's build with post-build substitution), and the API server refuses it: want a string (post-build substitution decodes a value that reads as a number or boolean as one, whatever quotes the manifest had)",
+				l.Name, k.file, k.obj, k.ok, receives(found[k])))
 		case "plaintext":
 			fix := "encrypt it with SOPS (docs/secrets.md)"
 			if strings.Contains(k.ok, "annotation") {
@@ -187,6 +194,50 @@ func receives(clusters []string) string {
 		return clusterList(clusters) + " receives"
 	}
 	return clusterList(clusters) + " receive"
+}
+
+// notStrings returns the fields of o, a received object, that Kubernetes
+// takes only as strings and that hold something else: every label and
+// annotation, and the values of a ConfigMap's data and binaryData and a
+// Secret's data and stringData. kustomize-controller's apply fails on them;
+// post-build substitution makes them (`port: ${port}` with port=80).
+func notStrings(o *Object) []string {
+	var out []string
+	check := func(prefix string, v any) {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return
+		}
+		for _, k := range sortedKeys(m) {
+			if _, ok := m[k].(string); !ok && m[k] != nil {
+				out = append(out, prefix+"."+k)
+			}
+		}
+	}
+	if md, ok := o.Map["metadata"].(map[string]any); ok {
+		check("metadata.labels", md["labels"])
+		check("metadata.annotations", md["annotations"])
+	}
+	if o.APIVersion == "v1" {
+		switch o.Kind {
+		case "ConfigMap":
+			check("data", o.Map["data"])
+			check("binaryData", o.Map["binaryData"])
+		case "Secret":
+			check("data", o.Map["data"])
+			check("stringData", o.Map["stringData"])
+		}
+	}
+	return out
+}
+
+func sortedKeys(m map[string]any) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // clusterList names clusters: "cluster a", or "clusters a, b, c and 2 more".

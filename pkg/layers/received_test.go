@@ -245,3 +245,36 @@ func TestBounds(t *testing.T) {
 		t.Fatalf("within the default bounds: %v", err)
 	}
 }
+
+// TestRetypedBySubstitution: a value post-build substitution decodes as a
+// number or boolean where Kubernetes takes only strings fails the apply (the
+// e2e's kustomize-controller refused `length: ${#region}`); Check says so
+// before, naming the field and the clusters.
+func TestRetypedBySubstitution(t *testing.T) {
+	t.Parallel()
+	dir := writeTree(t, map[string]string{
+		"apps/kustomization.yaml": "resources: [cm.yaml]\n",
+		"apps/cm.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: settings
+  labels: {replicas: "${n}"}
+data:
+  port: "${port}"
+  name: "${cluster}"
+`,
+	})
+	f := fleet(dir, []schema.Layer{{Name: "apps", Path: "./apps", Substitute: map[string]string{"port": "8080", "n": "3"}}})
+	m, err := layers.Load(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range m.Check(f) {
+		got = append(got, e.Error())
+	}
+	if len(got) != 2 || !strings.Contains(got[0], "data.port is not a string in what clusters dev-1, prod-eu-1, prod-us-1 receive") ||
+		!strings.Contains(got[1], "metadata.labels.replicas is not a string") {
+		t.Errorf("Check = %q", got)
+	}
+}

@@ -35,7 +35,7 @@ data:
   default-nested: ${missing:=${cluster}-x}
   escaped: echo $${HOME} $$ $PATH
   upper: ${env^^}
-  length: "${#region}"
+  length: "n=${#region}"
   slice: ${cluster:0:4}
   replaced: ${cluster/-/_}
   block: |
