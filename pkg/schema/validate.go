@@ -57,6 +57,10 @@ func validate(f *Fleet) Errors {
 	v.groups()
 	v.defaults()
 	v.clusters()
+	v.apiServers() // spec.clusters[].apiServer
+	v.agents()     // spec.clusters[].agent
+	v.deliveries() // spec.deliveries
+	v.argocd()     // spec.argocd
 	return v.errs
 }
 
