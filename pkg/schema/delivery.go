@@ -3,7 +3,6 @@ package schema
 import (
 	"fmt"
 	"regexp"
-	"sort"
 	"strings"
 
 	"fleetgen.dev/fleetgen/pkg/fleetmatch"
@@ -261,38 +260,51 @@ type Unmatched struct {
 // cluster, with the reason.
 func (f *Fleet) Reach() *Reach {
 	dr := f.reach()
-	out := &Reach{Clusters: make([]ClusterReach, len(f.Spec.Clusters)), Unmatched: []Unmatched{}}
+	out := &Reach{Clusters: make([]ClusterReach, len(f.Spec.Clusters)), Unmatched: f.unmatched(dr)}
+	// Each selector and target described once, not once per cluster.
+	layerWhy := make([]string, len(f.Spec.Layers))
+	for i, l := range f.Spec.Layers {
+		layerWhy[i] = "every cluster"
+		if len(l.Selector) > 0 {
+			layerWhy[i] = "selector " + labelList(l.Selector)
+		}
+	}
+	targetWhy := make([][]string, len(f.Spec.Deliveries))
+	for d := range f.Spec.Deliveries {
+		for ti := range f.Spec.Deliveries[d].Targets {
+			targetWhy[d] = append(targetWhy[d], f.Spec.Deliveries[d].Targets[ti].Criteria())
+		}
+	}
 	for ci := range f.Spec.Clusters {
 		c := &f.Spec.Clusters[ci]
 		cr := ClusterReach{Name: c.Name, Mode: c.Registration.Mode, Layers: []string{}, Deliveries: []DeliveryReach{}}
-		for _, l := range f.Spec.Layers {
-			if !Selects(l.Selector, c.Labels) {
-				continue
+		for i, l := range f.Spec.Layers {
+			if Selects(l.Selector, c.Labels) {
+				cr.Layers = append(cr.Layers, l.Name)
+				cr.LayerWhy = append(cr.LayerWhy, layerWhy[i])
 			}
-			cr.Layers = append(cr.Layers, l.Name)
-			why := "every cluster"
-			if len(l.Selector) > 0 {
-				why = "selector " + labelList(l.Selector)
-			}
-			cr.LayerWhy = append(cr.LayerWhy, why)
 		}
 		for d := range f.Spec.Deliveries {
 			if ti := dr.target[d][ci]; ti >= 0 {
-				t := &f.Spec.Deliveries[d].Targets[ti]
-				cr.Deliveries = append(cr.Deliveries, DeliveryReach{Name: f.Spec.Deliveries[d].Name, Target: t.Name, Why: t.Criteria()})
+				cr.Deliveries = append(cr.Deliveries, DeliveryReach{Name: f.Spec.Deliveries[d].Name, Target: f.Spec.Deliveries[d].Targets[ti].Name, Why: targetWhy[d][ti]})
 			}
 		}
 		out.Clusters[ci] = cr
 	}
+	return out
+}
+
+// unmatched lists the targets that are first for no cluster, with why.
+func (f *Fleet) unmatched(dr *deliveryReach) []Unmatched {
+	out := []Unmatched{}
 	for d := range f.Spec.Deliveries {
 		ds := &f.Spec.Deliveries[d]
 		for ti := range ds.Targets {
 			if dr.reached[d][ti] > 0 {
 				continue
 			}
-			t := &ds.Targets[ti]
-			out.Unmatched = append(out.Unmatched, Unmatched{
-				Delivery: ds.Name, Target: t.Name, Why: f.unmatchedWhy(ds, ti, dr.matched[d][ti]),
+			out = append(out, Unmatched{
+				Delivery: ds.Name, Target: ds.Targets[ti].Name, Why: f.unmatchedWhy(ds, ti, dr.matched[d][ti]),
 				Path: fmt.Sprintf("spec.deliveries[%d].targets[%d]", d, ti),
 			})
 		}
@@ -313,17 +325,4 @@ func (f *Fleet) unmatchedWhy(d *Delivery, ti, matched int) string {
 		return "its clusterGroupSelector matches no ClusterGroup: fleetgen's groups carry no labels (" + t.Criteria() + ")"
 	}
 	return "no cluster registered with Fleet (mode agent, manager or capi) matches " + t.Criteria()
-}
-
-// clusters returns the names of the clusters delivery d reaches,
-// sorted.
-func (r *deliveryReach) clusters(f *Fleet, d int) []string {
-	var out []string
-	for ci, ti := range r.target[d] {
-		if ti >= 0 {
-			out = append(out, f.Spec.Clusters[ci].Name)
-		}
-	}
-	sort.Strings(out)
-	return out
 }

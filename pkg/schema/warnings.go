@@ -33,7 +33,7 @@ func Warnings(f *Fleet) Errors {
 			warn(CodeEmptyGroup, fmt.Sprintf("spec.groups[%d].selector", i), "group %q selects no cluster registered with Fleet (mode agent, manager or capi): its ClusterGroup stays empty, and targets naming it deliver nothing", g.Name)
 		}
 	}
-	for _, u := range f.Reach().Unmatched {
+	for _, u := range f.unmatched(f.reach()) {
 		warn(CodeUnmatchedTarget, u.Path, "target %q of delivery %q reaches no cluster: %s", u.Target, u.Delivery, u.Why)
 	}
 	if f.Spec.ArgoCD != nil && len(f.Spec.Clusters) > 0 && len(f.ArgoCDClusters()) == 0 {
