@@ -145,6 +145,7 @@ func TestAgentChartInstall(t *testing.T) {
 						t.Fatalf("helm template with %s: %v", filepath.Base(mintedFile), err)
 					}
 					checkAgentManifests(t, out, f, c.Name, clientID, wantImage)
+					checkAgentScheduling(t, out, &c)
 				}
 				// The chart refuses what fleetgen's values alone leave out
 				// (the token aside) and the wrong place: the checks above
@@ -245,4 +246,48 @@ func writeYAML(t testing.TB, name string, v any) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// checkAgentScheduling checks that the chart put spec.clusters[].agent's
+// tolerations and hostNetwork on the fleet-agent Deployment: the first
+// agent schedules where the one Fleet redeploys from the Cluster will.
+func checkAgentScheduling(t testing.TB, out []byte, c *schema.Cluster) {
+	t.Helper()
+	if c.Agent == nil {
+		return
+	}
+	for _, doc := range crdcheck.SplitDocuments(out) {
+		var dep struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+			Spec struct {
+				Template struct {
+					Spec struct {
+						HostNetwork bool                `json:"hostNetwork"`
+						Tolerations []schema.Toleration `json:"tolerations"`
+					} `json:"spec"`
+				} `json:"template"`
+			} `json:"spec"`
+		}
+		if err := yaml.Unmarshal(doc, &dep); err != nil || dep.Kind != "Deployment" || dep.Metadata.Name != "fleet-agent" {
+			continue
+		}
+		ps := dep.Spec.Template.Spec
+		for _, want := range c.Agent.Tolerations {
+			found := false
+			for _, got := range ps.Tolerations {
+				found = found || (got.Key == want.Key && got.Operator == want.Operator && got.Value == want.Value && got.Effect == want.Effect)
+			}
+			if !found {
+				t.Errorf("%s: the fleet-agent Deployment lacks the toleration %+v: %+v", c.Name, want, ps.Tolerations)
+			}
+		}
+		if want := c.Agent.HostNetwork != nil && *c.Agent.HostNetwork; ps.HostNetwork != want {
+			t.Errorf("%s: the fleet-agent Deployment's hostNetwork = %v, want %v", c.Name, ps.HostNetwork, want)
+		}
+		return
+	}
+	t.Errorf("%s: no fleet-agent Deployment rendered", c.Name)
 }

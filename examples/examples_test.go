@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"flag"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -207,9 +208,15 @@ func updateLock(t testing.TB, name string) {
 			auto = append(auto, c.Name)
 		}
 	}
-	// Deterministic bytes for the examples; a real render reads crypto/rand.
-	seed := sha256.Sum256([]byte("fleetgen example client IDs " + f.Metadata.Name))
-	if _, err := l.AssignClientIDs(auto, bytes.NewReader(bytes.Repeat(seed[:], 64))); err != nil {
+	// Deterministic bytes for the examples, a different 32 for each block (a
+	// repeated seed gave the first and third cluster one client ID); a real
+	// render reads crypto/rand.
+	var stream []byte
+	for i := 0; i < 64; i++ {
+		sum := sha256.Sum256([]byte(fmt.Sprintf("fleetgen example client IDs %s %d", f.Metadata.Name, i)))
+		stream = append(stream, sum[:]...)
+	}
+	if _, err := l.AssignClientIDs(auto, bytes.NewReader(stream)); err != nil {
 		t.Fatal(err)
 	}
 	if err := lock.Write(filepath.Join(name, lock.FileName), l); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"fleetgen.dev/fleetgen/pkg/pipeline"
+	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
 // version is set at build time: go build -ldflags "-X main.version=v1.2.3".
@@ -24,7 +25,9 @@ func newValidate(g *globals) *cobra.Command {
 		Long: `Validate loads fleet.yaml strictly, applies defaults and checks everything:
 names, labels, modes, durations, URLs, layer dependencies, referenced files and
 environment variables. It prints every problem (file:line:col, field path,
-what would be valid) and writes nothing. Exit code 2 when the input is invalid.`,
+what would be valid) and writes nothing. Exit code 2 when the input is invalid.
+Warnings (a ClusterGroup that holds no cluster, a delivery target that reaches
+no cluster) are printed too and never change the exit code.`,
 		Example: example(
 			"fleetgen validate",
 			"fleetgen validate clusters/prod          # clusters/prod/fleet.yaml",
@@ -36,6 +39,7 @@ what would be valid) and writes nothing. Exit code 2 when the input is invalid.`
 			if err != nil {
 				return err
 			}
+			cfg.OnWarnings = func(ws schema.Errors) { writeWarnings(cmd.OutOrStdout(), cmd.ErrOrStderr(), g.errFormat, ws) }
 			return wrap(pipeline.Validate(cmd.Context(), cfg))
 		},
 	}

@@ -161,6 +161,7 @@ Exit codes: 0 ok, 1 runtime failure, 2 invalid input or usage, 3 drift (render -
 		newDiff(g, stdout),
 		newPublish(g, stdout),
 		newBuild(g),
+		newTargets(g, stdout),
 		newVersion(stdout),
 		newCompletion(stdout),
 		newSchema(stdout),

@@ -65,6 +65,8 @@ func DefaultOptions() Options { return Options{} }
 //	manager/kustomization.yaml, manager/namespace.yaml
 //	manager/fleet/<cluster>/{cluster,kubeconfig,token}.yaml
 //	manager/fleet/groups/<group>.yaml
+//	manager/fleet/gitrepos/<delivery>.yaml, manager/fleet/policy.yaml
+//	manager/argocd/<cluster>.yaml
 //	manager/verrazzano/<cluster>/{vmc,ca-secret}.yaml, manager/verrazzano/admin-cluster.yaml
 //	clusters/<cluster>/<layer>.yaml
 //	clusters/<manager>/manager.yaml
@@ -313,6 +315,9 @@ func (r *renderer) managerFiles() []File {
 	if len(set) == 0 {
 		set[f.Spec.Manager.Namespace] = true
 	}
+	if a := f.Spec.ArgoCD; a != nil && len(f.ArgoCDClusters()) > 0 {
+		set[a.Namespace] = true // Argo CD's: the cluster Secrets need it
+	}
 	namespaces := make([]string, 0, len(set))
 	for ns := range set {
 		namespaces = append(namespaces, ns)
@@ -343,6 +348,9 @@ func (r *renderer) managerFiles() []File {
 			Spec:     clusterGroupSpec{Selector: labelSelector{MatchLabels: g.Selector}},
 		}, false))
 	}
+
+	files = append(files, r.deliveries()...)
+	files = append(files, r.argoCD()...)
 
 	dir := "clusters/" + f.Spec.Manager.Name + "/"
 	files = append(files,

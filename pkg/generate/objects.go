@@ -8,6 +8,8 @@ package generate
 // api/types), and the golden tests validate every rendered object against the
 // upstream CRDs.
 
+import "fleetgen.dev/fleetgen/pkg/schema"
+
 // API versions and kinds.
 const (
 	fleetAPIVersion      = "fleet.cattle.io/v1alpha1"
@@ -72,6 +74,13 @@ type fleetCluster struct {
 type fleetClusterSpec struct {
 	ClientID         string `json:"clientID,omitempty"`
 	KubeConfigSecret string `json:"kubeConfigSecret,omitempty"`
+	// The agent's scheduling (spec.clusters[].agent, agent.go): the
+	// Kubernetes types as schema's local structs.
+	AgentTolerations             []schema.Toleration             `json:"agentTolerations,omitempty"`
+	AgentAffinity                *schema.Affinity                `json:"agentAffinity,omitempty"`
+	AgentResources               *schema.Resources               `json:"agentResources,omitempty"`
+	HostNetwork                  *bool                           `json:"hostNetwork,omitempty"`
+	AgentSchedulingCustomization *schema.SchedulingCustomization `json:"agentSchedulingCustomization,omitempty"`
 }
 
 // registrationToken is a fleet.cattle.io/v1alpha1 ClusterRegistrationToken.
@@ -224,6 +233,8 @@ type agentValues struct {
 	ClusterNamespace string      `json:"clusterNamespace"`
 	TokenName        string      `json:"tokenName"`
 	Image            *agentImage `json:"image"`
+	// FleetAgent schedules the agent (spec.clusters[].agent, agent.go).
+	FleetAgent *fleetAgentValues `json:"fleetAgent,omitempty"`
 }
 
 type agentImage struct {

@@ -51,7 +51,7 @@ func (r *renderer) agent(i int, c *schema.Cluster) ([]File, *schema.FieldError) 
 		r.file(fleetDir(c)+"cluster.yaml", &fleetCluster{
 			APIVersion: fleetAPIVersion, Kind: "Cluster",
 			Metadata: objectMeta{Name: c.Name, Namespace: ns, Labels: c.Labels},
-			Spec:     fleetClusterSpec{ClientID: clientID},
+			Spec:     withAgent(fleetClusterSpec{ClientID: clientID}, c),
 		}, false),
 	}
 	if r.agentImageErr != nil {
@@ -66,6 +66,7 @@ func (r *renderer) agent(i int, c *schema.Cluster) ([]File, *schema.FieldError) 
 		ClusterNamespace: ns,
 		TokenName:        c.Name + "-token",
 		Image:            r.agentImage,
+		FleetAgent:       agentChartValues(c),
 	}
 	if ca := f.Spec.Manager.APIServerCA; ca != nil {
 		values.APIServerCA = string(ca.Data)
@@ -92,7 +93,7 @@ func (r *renderer) manager(_ int, c *schema.Cluster) ([]File, *schema.FieldError
 		r.file(fleetDir(c)+"cluster.yaml", &fleetCluster{
 			APIVersion: fleetAPIVersion, Kind: "Cluster",
 			Metadata: objectMeta{Name: c.Name, Namespace: ns, Labels: c.Labels},
-			Spec:     fleetClusterSpec{KubeConfigSecret: secretName},
+			Spec:     withAgent(fleetClusterSpec{KubeConfigSecret: secretName}, c),
 		}, false),
 	}, nil
 }
@@ -102,7 +103,7 @@ func (r *renderer) capi(_ int, c *schema.Cluster) ([]File, *schema.FieldError) {
 	return []File{r.file(fleetDir(c)+"cluster.yaml", &fleetCluster{
 		APIVersion: fleetAPIVersion, Kind: "Cluster",
 		Metadata: objectMeta{Name: c.Name, Namespace: r.f.Spec.Manager.Namespace, Labels: c.Labels},
-		Spec:     fleetClusterSpec{KubeConfigSecret: c.Name + "-kubeconfig"},
+		Spec:     withAgent(fleetClusterSpec{KubeConfigSecret: c.Name + "-kubeconfig"}, c),
 	}, false)}, nil
 }
 

@@ -148,7 +148,7 @@ func (m *Model) Check(f *schema.Fleet) schema.Errors {
 				note(key{layer: li, what: "failed", ok: s.Err.Error()}, s.Units)
 			default:
 				for _, o := range s.Objects {
-					if p := secrets.ObjectProblem(o.Map); p != "" {
+					if p := secrets.ObjectProblem(o.Map); p != "" && !publicArgoCD(o) {
 						note(key{layer: li, what: "plaintext", file: o.Origin, obj: o.Describe(), ok: p}, s.Units)
 					}
 					for _, field := range notStrings(o) {
@@ -194,6 +194,17 @@ func receives(clusters []string) string {
 		return clusterList(clusters) + " receives"
 	}
 	return clusterList(clusters) + " receive"
+}
+
+// publicArgoCD reports whether o is an Argo CD cluster Secret that holds no
+// credential (secrets.PublicArgoCDCluster), which the file scan lets through
+// in plaintext too.
+func publicArgoCD(o *Object) bool {
+	if o.Kind != "Secret" {
+		return false
+	}
+	y, err := o.YAML()
+	return err == nil && secrets.PublicArgoCDCluster(y)
 }
 
 // notStrings returns the fields of o, a received object, that Kubernetes

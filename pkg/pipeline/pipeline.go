@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+
+	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
 // Config is what every command shares.
@@ -51,6 +53,10 @@ type Config struct {
 	// DryRun, when set, makes publish do everything but push, and print on it
 	// what the commit (or artifact) would change.
 	DryRun io.Writer
+	// OnWarnings, when non-nil, gets what validate accepts but is likely a
+	// mistake (schema.Warnings); nil logs each at level Warn. A warning
+	// never fails a command.
+	OnWarnings func(schema.Errors)
 }
 
 func (c Config) logger() *slog.Logger {

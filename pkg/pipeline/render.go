@@ -42,6 +42,7 @@ func validate(cfg Config, ld *Loaded, r rules) error {
 		return err
 	}
 	f := ld.Fleet
+	cfg.warnings(schema.Warnings(f))
 	cfg.logger().Info("valid", "file", f.File, "clusters", len(f.Spec.Clusters),
 		"layers", len(f.Spec.Layers), "groups", len(f.Spec.Groups), "images", len(ld.Images.Images),
 		"lockedImages", len(ld.Lock.Images))
@@ -353,7 +354,8 @@ func render(ctx context.Context, cfg Config, ld *Loaded, placeholders bool) (*re
 	if err != nil {
 		return nil, err
 	}
-	if err := secrets.Scan(files, cfg.AllowPlaintextSecrets); err != nil {
+	// Argo CD cluster Secrets hold no credential (secrets.ExceptPublic).
+	if err := secrets.Scan(secrets.ExceptPublic(files), cfg.AllowPlaintextSecrets); err != nil {
 		return nil, err
 	}
 	r.files = files

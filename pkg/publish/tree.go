@@ -152,7 +152,7 @@ func collect(f *schema.Fleet, rendered []generate.File, o *options) (*content, e
 	}
 
 	files := c.generateFiles()
-	found, err := secrets.Plaintext(files)
+	found, err := secrets.Plaintext(secrets.ExceptPublic(files)) // Argo CD cluster Secrets hold no credential
 	if err != nil {
 		return nil, fmt.Errorf("publish: nothing pushed: %w", err)
 	}

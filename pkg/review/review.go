@@ -199,6 +199,7 @@ func Compare(old, new map[string][]byte, opts Options) Report {
 		}
 		r.Clusters = append(r.Clusters, c)
 	}
+	r.addDeliveries(old, new) // deliveries.go
 	r.Manager.Changes = compareManager(ot.manager, nt.manager)
 	return r
 }
@@ -326,7 +327,7 @@ func parseTree(files map[string][]byte, opts Options) tree {
 			if yaml.Unmarshal(data, &g) == nil {
 				t.manager.groups[strings.TrimSuffix(parts[3], ".yaml")] = labelString(g.Spec.Selector.MatchLabels)
 			}
-		case len(parts) == 4 && parts[0] == "manager" && parts[1] == "fleet":
+		case len(parts) == 4 && parts[0] == "manager" && parts[1] == "fleet" && parts[2] != "gitrepos":
 			c := get(parts[2])
 			c.files = append(c.files, p)
 			switch parts[3] {

@@ -214,7 +214,8 @@ func join(path, field string) string {
 }
 
 // value decodes n into v, which is one of the shapes the Fleet types use:
-// struct, pointer to struct, string, bool, *bool, slice and map[string]string.
+// struct, pointer to struct, string, bool, *bool, int, int32, int64, *int64,
+// slice and map[string]string.
 func (d *decoder) value(path string, n *yaml.Node, v reflect.Value) {
 	if _, ok := d.pos[path]; !ok {
 		d.pos[path] = Pos{n.Line, n.Column}
@@ -224,10 +225,17 @@ func (d *decoder) value(path string, n *yaml.Node, v reflect.Value) {
 	}
 	switch v.Kind() {
 	case reflect.Pointer:
-		if v.Type().Elem().Kind() == reflect.Bool {
+		switch v.Type().Elem().Kind() {
+		case reflect.Bool:
 			var b bool
 			if d.bool(path, n, &b) {
 				v.Set(reflect.ValueOf(&b))
+			}
+			return
+		case reflect.Int, reflect.Int32, reflect.Int64:
+			p := reflect.New(v.Type().Elem())
+			if d.int(path, n, p.Elem()) {
+				v.Set(p)
 			}
 			return
 		}
@@ -247,6 +255,8 @@ func (d *decoder) value(path string, n *yaml.Node, v reflect.Value) {
 		if d.bool(path, n, &b) {
 			v.SetBool(b)
 		}
+	case reflect.Int, reflect.Int32, reflect.Int64:
+		d.int(path, n, v)
 	case reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
 			d.errorf(n, path, CodeWrongType, "got %s: want a list", kindName(n))
@@ -277,6 +287,26 @@ func (d *decoder) bool(path string, n *yaml.Node, b *bool) bool {
 		d.errorf(n, path, CodeWrongType, "got %q: want true or false", n.Value)
 		return false
 	}
+	return true
+}
+
+// int decodes an integer scalar into v (int, int32 or int64), refusing one
+// that does not fit.
+func (d *decoder) int(path string, n *yaml.Node, v reflect.Value) bool {
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
+		if n.Kind == yaml.ScalarNode {
+			d.errorf(n, path, CodeWrongType, "got %q: want an integer", n.Value)
+		} else {
+			d.errorf(n, path, CodeWrongType, "got %s: want an integer", kindName(n))
+		}
+		return false
+	}
+	var i int64
+	if err := n.Decode(&i); err != nil || v.OverflowInt(i) {
+		d.errorf(n, path, CodeWrongType, "got %q: want an integer of at most %d bits", n.Value, v.Type().Bits())
+		return false
+	}
+	v.SetInt(i)
 	return true
 }
 

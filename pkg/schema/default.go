@@ -45,6 +45,8 @@ func Default(f *Fleet) {
 			l.Prune = &t
 		}
 	}
+	defaultDeliveries(s)
+	defaultArgoCD(s)
 	if s.Defaults.Registration == "" {
 		s.Defaults.Registration = ModeAgent // Fleet's agent-initiated flow needs no credentials in Git
 	}

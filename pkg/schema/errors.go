@@ -49,6 +49,11 @@ const (
 	CodeUnsetEnv      = "unset-env"         // an {env: …} that is not set
 	CodeMissingLabel  = "missing-label"     // ${label} a selected cluster lacks
 	CodeOther         = "invalid"           // any other rule
+
+	// Warnings (Warnings): valid input that is likely a mistake.
+	CodeEmptyGroup      = "empty-group"      // a ClusterGroup that holds no Fleet cluster
+	CodeUnmatchedTarget = "unmatched-target" // a delivery target that reaches no cluster
+	CodeEmptySelection  = "empty-selection"  // spec.argocd selects no cluster
 )
 
 // codeRules derive a code from the message of a FieldError made without one

@@ -51,7 +51,8 @@ func caseEnv(t testing.TB, dir string) func(string) (string, bool) {
 
 // loadCase loads <case>/fleet.yaml and returns what the golden files hold:
 // want/error.txt (the errors, file names relative to the case) or
-// want/fleet.json (the defaulted fleet).
+// want/fleet.json (the defaulted fleet), with want/warnings.txt when
+// Warnings has any.
 func loadCase(t testing.TB, dir string) (*Fleet, map[string]string) {
 	t.Helper()
 	f, err := Load(filepath.Join(dir, "fleet.yaml"), LoadOptions{LookupEnv: caseEnv(t, dir)})
@@ -72,7 +73,11 @@ func loadCase(t testing.TB, dir string) (*Fleet, map[string]string) {
 	for _, r := range f.refs() {
 		fmt.Fprintf(&refs, "%s: %d bytes\n", r.path, len(r.ref.Data))
 	}
-	return f, map[string]string{"fleet.json": string(b) + "\n", "refs.txt": refs.String()}
+	got := map[string]string{"fleet.json": string(b) + "\n", "refs.txt": refs.String()}
+	if ws := Warnings(f); len(ws) > 0 {
+		got["warnings.txt"] = strings.ReplaceAll(ws.Error(), dir+string(filepath.Separator), "") + "\n"
+	}
+	return f, got
 }
 
 func TestGolden(t *testing.T) {

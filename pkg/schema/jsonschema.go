@@ -162,6 +162,8 @@ func schemaFor(path string, t reflect.Type) map[string]any {
 		s = map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}}
 	case t.Kind() == reflect.Bool:
 		s = map[string]any{"type": "boolean"}
+	case t.Kind() == reflect.Int || t.Kind() == reflect.Int32 || t.Kind() == reflect.Int64:
+		s = map[string]any{"type": "integer"}
 	default:
 		s = map[string]any{"type": "string"}
 	}

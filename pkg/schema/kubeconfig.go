@@ -20,8 +20,9 @@ type kubeconfig struct {
 	Clusters       []struct {
 		Name    string `json:"name"`
 		Cluster *struct {
-			Server               string `json:"server"`
-			CertificateAuthority string `json:"certificate-authority"`
+			Server                   string `json:"server"`
+			CertificateAuthority     string `json:"certificate-authority"`
+			CertificateAuthorityData string `json:"certificate-authority-data"`
 		} `json:"cluster"`
 	} `json:"clusters"`
 	Contexts []struct {

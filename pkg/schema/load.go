@@ -251,6 +251,9 @@ func (f *Fleet) refs() []struct {
 		if reg.CACert != nil && m.CACert {
 			out = append(out, entry{fmt.Sprintf("spec.clusters[%d].registration.caCert", i), reg.CACert, formFile | formValue})
 		}
+		if a := f.Spec.Clusters[i].APIServer; a != nil && a.CA != nil && !m.Kubeconfig {
+			out = append(out, entry{fmt.Sprintf("spec.clusters[%d].apiServer.ca", i), a.CA, formFile | formValue})
+		}
 	}
 	return out
 }

@@ -30,6 +30,9 @@ type Mode struct {
 	// APIServerURL: spec.manager.apiServerURL is required (the agent or the
 	// managed cluster calls the manager there).
 	APIServerURL bool
+	// Fleet: the cluster is a Fleet Cluster, so deliveries reach it,
+	// ClusterGroups hold it and clusters[].agent schedules its fleet-agent.
+	Fleet bool
 	// Namespace is the manager namespace the mode's objects live in, which
 	// manager/namespace.yaml declares.
 	Namespace func(f *Fleet) string
@@ -42,9 +45,9 @@ func fleetWorkspace(f *Fleet) string { return f.Spec.Manager.Namespace }
 
 // Modes lists every registration mode, in the order messages name them.
 var Modes = []Mode{
-	{Name: ModeAgent, Agent: true, APIServerURL: true, Namespace: fleetWorkspace},
-	{Name: ModeManager, Kubeconfig: true, Namespace: fleetWorkspace},
-	{Name: ModeCAPI, Namespace: fleetWorkspace},
+	{Name: ModeAgent, Agent: true, APIServerURL: true, Fleet: true, Namespace: fleetWorkspace},
+	{Name: ModeManager, Kubeconfig: true, Fleet: true, Namespace: fleetWorkspace},
+	{Name: ModeCAPI, Fleet: true, Namespace: fleetWorkspace},
 	{Name: ModeVerrazzano, CACert: true, APIServerURL: true, Namespace: func(*Fleet) string { return VerrazzanoNamespace }},
 }
 

@@ -92,6 +92,13 @@ type Spec struct {
 
 	// SourceMirrors reads source registries' images from other hosts.
 	SourceMirrors []SourceMirror `json:"sourceMirrors,omitempty"`
+
+	// Deliveries are Fleet GitRepos that deliver bundles to these clusters
+	// (delivery.go).
+	Deliveries []Delivery `json:"deliveries,omitempty"`
+	// ArgoCD registers the clusters with Argo CD as cluster Secrets
+	// (argocd.go).
+	ArgoCD *ArgoCD `json:"argocd,omitempty"`
 }
 
 // Manager is the management ("upstream") cluster.
@@ -189,6 +196,11 @@ type Cluster struct {
 	Name         string            `json:"name"`
 	Labels       map[string]string `json:"labels,omitempty"`
 	Registration Registration      `json:"registration,omitempty"`
+	// APIServer is how managers other than Fleet (Argo CD) reach the
+	// cluster; mode manager reads it from its kubeconfig instead.
+	APIServer *APIServer `json:"apiServer,omitempty"`
+	// Agent schedules the cluster's fleet-agent (agentspec.go).
+	Agent *Agent `json:"agent,omitempty"`
 }
 
 // Registration says how a cluster registers with its manager.

@@ -58,6 +58,10 @@ func validate(f *Fleet) Errors {
 	v.defaults()
 	v.clusters()
 	v.limits()
+	v.apiServers() // spec.clusters[].apiServer
+	v.agents()     // spec.clusters[].agent
+	v.deliveries() // spec.deliveries
+	v.argocd()     // spec.argocd
 	return v.errs
 }
 

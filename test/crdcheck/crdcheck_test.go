@@ -48,6 +48,8 @@ func TestKinds(t *testing.T) {
 		"source.toolkit.fluxcd.io/v1/OCIRepository":                false,
 		"kustomize.toolkit.fluxcd.io/v1/Kustomization":             false,
 		"clusters.verrazzano.io/v1alpha1/VerrazzanoManagedCluster": false,
+		"fleet.cattle.io/v1alpha1/GitRepo":                         false,
+		"fleet.cattle.io/v1alpha1/Policy":                          false,
 	}
 	for _, k := range kinds {
 		if _, ok := want[k.String()]; ok {
@@ -175,6 +177,40 @@ spec:
 `,
 			want: "exactly one of spec.kubeConfig.configMapRef or spec.kubeConfig.secretRef",
 		},
+		"gitrepo cel rule": {
+			doc: `apiVersion: fleet.cattle.io/v1alpha1
+kind: GitRepo
+metadata: {name: a, namespace: fleet-default}
+spec: {repo: https://example.com/x.git, pollingInterval: 1d}
+`,
+			want: "crds/fleet/fleet-crds.yaml: spec.pollingInterval: Invalid value: \"1d\": must be a valid Go duration",
+		},
+		"gitrepo target unknown field": {
+			doc: `apiVersion: fleet.cattle.io/v1alpha1
+kind: GitRepo
+metadata: {name: a, namespace: fleet-default}
+spec:
+  repo: https://example.com/x.git
+  targets: [{name: a, clusterSelector: {env: prod}}]
+`,
+			want: "spec.targets[0].clusterSelector.env: unknown field",
+		},
+		"gitrepo without repo": {
+			doc: `apiVersion: fleet.cattle.io/v1alpha1
+kind: GitRepo
+metadata: {name: a, namespace: fleet-default}
+spec: {branch: main}
+`,
+			want: "spec.repo: Required value",
+		},
+		"policy fields under spec": {
+			doc: `apiVersion: fleet.cattle.io/v1alpha1
+kind: Policy
+metadata: {name: a, namespace: fleet-default}
+spec: {allowedServiceAccounts: [x]}
+`,
+			want: "spec: unknown field",
+		},
 		"namespace with namespace": {
 			doc: `apiVersion: v1
 kind: Namespace
@@ -232,7 +268,7 @@ spec: {clientID: x}
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, kind := range []string{"Cluster", "ClusterGroup", "ClusterRegistrationToken"} {
+	for _, kind := range []string{"Cluster", "ClusterGroup", "ClusterRegistrationToken", "GitRepo", "Policy"} {
 		var sources []string
 		for _, s := range m[GVK{Group: "fleet.cattle.io", Version: "v1alpha1", Kind: kind}] {
 			sources = append(sources, s.source)
@@ -244,5 +280,64 @@ spec: {clientID: x}
 	}
 	if got := len(m[GVK{Group: "fleet.cattle.io", Version: "v1alpha1", Kind: "Schedule"}]); got != 1 {
 		t.Errorf("Schedule (new in v0.16) has %d CRDs, want 1", got)
+	}
+}
+
+// TestGitRepoAndPolicy: a GitRepo with every field fleetgen writes and a
+// Policy validate against Fleet v0.16.1 and v0.13.15 (Policy is in both),
+// and a field only v0.16 knows fails against v0.13.15 alone.
+func TestGitRepoAndPolicy(t *testing.T) {
+	t.Parallel()
+	for name, doc := range map[string]string{
+		"gitrepo": `apiVersion: fleet.cattle.io/v1alpha1
+kind: GitRepo
+metadata: {name: monitoring, namespace: fleet-default}
+spec:
+  repo: https://example.com/platform.git
+  branch: main
+  bundles: [{base: monitoring, options: fleet-prod.yaml}, {base: logging}]
+  targets:
+  - {name: prod-eu, clusterGroup: production, clusterSelector: {matchLabels: {region: eu}}}
+  - {name: rest, clusterSelector: {}, clusterGroupSelector: {}}
+  - {name: one, clusterName: edge-7}
+  helmSecretName: acr-helm
+  helmRepoURLRegex: ^oci://contoso\.azurecr\.io/
+  clientSecretName: git
+  serviceAccount: deployer
+  pollingInterval: 30s
+  correctDrift: {enabled: true, force: true, keepFailHistory: true}
+  targetNamespace: monitoring
+  paused: true
+`,
+		"gitrepo paths and revision": `apiVersion: fleet.cattle.io/v1alpha1
+kind: GitRepo
+metadata: {name: security, namespace: fleet-default}
+spec:
+  repo: git@github.com:contoso/security.git
+  revision: v1.2.3
+  paths: [policies/*, audit]
+  targets: [{name: a, clusterName: edge-1}]
+`,
+		"policy": `apiVersion: fleet.cattle.io/v1alpha1
+kind: Policy
+metadata: {name: contoso, namespace: fleet-default}
+allowedServiceAccounts: [deployer]
+gitRepo:
+  allowedClientSecretNames: [git]
+  allowedRepoPatterns: ["https://example\\.com/platform\\.git"]
+`,
+	} {
+		if err := Validate([]byte(doc)); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	newer := `apiVersion: fleet.cattle.io/v1alpha1
+kind: Policy
+metadata: {name: a, namespace: fleet-default}
+allowNamespaceCreation: true
+`
+	err := Validate([]byte(newer))
+	if err == nil || !strings.Contains(err.Error(), "crds/compat/fleet-v0.13.15/fleet-crds.yaml: allowNamespaceCreation: unknown field") || strings.Contains(err.Error(), "crds/fleet/fleet-crds.yaml") {
+		t.Errorf("Validate(Policy with a v0.16-only field) = %v, want an error from the v0.13.15 CRD only", err)
 	}
 }

@@ -175,6 +175,13 @@ func TestReconcile(t *testing.T) {
 		s.time("fleet registration", time.Since(fleetStart))
 	})
 
+	// 6. Deliveries: the fleet-controller deploys each GitRepo's bundles to
+	// exactly the clusters `fleetgen targets` lists (deliveries_test.go).
+	t.Run("Deliveries", func(t *testing.T) {
+		need(t, tools, append(fleetBinaries, "bin/fleet"))
+		deliveries(t, ctx, s, tools, logs, mgr, ex)
+	})
+
 	// 5. Deregistration: a cluster removed from fleet.yaml is pruned.
 	deregister(t, ctx, s, mgr, ex, mgrKs)
 
@@ -229,6 +236,7 @@ func quickstart(t *testing.T, mgr, imported *cluster) *example {
 		"apiServerURL: https://fleet.quickstart.example:6443", "apiServerURL: "+mgr.url,
 		// Without kubelets a wait: true layer can only time out: make that quick.
 		"      wait: true\n", "      wait: true\n      timeout: 20s\n")
+	addDeliveries(t, filepath.Join(ex.dir, "fleet.yaml")) // deliveries_test.go
 	write(t, filepath.Join(ex.dir, "certs", "manager-ca.pem"), mgr.caPEM)
 	b, err := os.ReadFile(imported.kubeconfig)
 	if err != nil {

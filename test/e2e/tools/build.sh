@@ -5,6 +5,7 @@
 #   test/e2e/tools/build.sh            # prints e.g. ~/.cache/fleetgen/e2e/<key>
 #   test/e2e/tools/build.sh --dir      # prints that folder, builds nothing
 #   test/e2e/tools/build.sh etcd helm  # builds only those (if missing)
+#   test/e2e/tools/build.sh fleet      # Fleet's CLI (fleet apply) alone
 #   FLEETGEN_E2E_BIN=$(test/e2e/tools/build.sh)/bin go test ./test/e2e/
 #
 # A binary already in the cache is never rebuilt: a cold build costs about
@@ -150,6 +151,22 @@ copy_fleet_chart() {
 	mv "$out/charts/fleet.tmp" "$out/charts/fleet"
 }
 
+# build_fleetcli: Fleet's CLI, whose `fleet apply` is what gitjob runs to turn
+# a GitRepo's checkout into Bundles, from the same module copy and replace as
+# build_fleet (the test creates the Bundles of fleetgen's GitRepos with it).
+# Its own binary name, so the cache key stays as it was.
+build_fleetcli() {
+	local src
+	src="$(modcopy github.com/rancher/fleet "$FLEET_VERSION")"
+	(
+		cd "$src"
+		go mod edit -replace "github.com/rancher/fleet/pkg/apis=github.com/rancher/fleet/pkg/apis@$FLEET_VERSION"
+		local ldflags="-s -w -X github.com/rancher/fleet/pkg/version.Version=$FLEET_VERSION"
+		"${nice[@]}" go build -trimpath -ldflags "$ldflags" -o "$out/bin/fleet.tmp" ./cmd/fleetcli
+	)
+	mv "$out/bin/fleet.tmp" "$out/bin/fleet"
+}
+
 # build_helm: helm's go.mod has no replace directives, so go install works.
 build_helm() {
 	GOBIN="$work/helm-bin" GOFLAGS=-buildvcs=false "${nice[@]}" go install -trimpath \
@@ -164,6 +181,7 @@ timed kustomize-controller build_flux kustomize-controller "$KUSTOMIZE_CONTROLLE
 timed fleetcontroller build_fleet
 timed kube-controller-manager build_kube kube-controller-manager
 timed helm build_helm
+timed fleet build_fleetcli
 if ! ((${#only[@]})) || [[ " ${only[*]} " == *" fleetcontroller "* ]]; then
 	copy_fleet_chart
 fi

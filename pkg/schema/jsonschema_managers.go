@@ -1,0 +1,123 @@
+package schema
+
+import (
+	"reflect"
+	"strings"
+)
+
+// The JSON Schema's documentation of spec.deliveries, spec.argocd and
+// spec.clusters[].apiServer and .agent, merged into fieldDocs. The fields
+// below agent are the Kubernetes types': each is described by its name
+// (kubeDocs), wherever it stands.
+func init() {
+	for k, d := range managerDocs {
+		fieldDocs[k] = d
+	}
+	var walk func(path string, t reflect.Type)
+	walk = func(path string, t reflect.Type) {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
+			if t.Kind() == reflect.Slice {
+				path += "[]"
+			}
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct {
+			return
+		}
+		for _, f := range fields(t) {
+			p := join(path, f.name)
+			if _, ok := fieldDocs[p]; !ok {
+				d := fieldDoc{desc: kubeDocs[f.name]}
+				if f.name == "limits" || f.name == "requests" {
+					// Quantities: 1 and 0.5 are numbers in YAML, 100m a string.
+					d.extra = map[string]any{"additionalProperties": map[string]any{"type": []string{"string", "number"}}}
+				}
+				fieldDocs[p] = d
+			}
+			walk(p, t.Field(f.index).Type)
+		}
+	}
+	walk("spec.clusters[].agent", reflect.TypeOf(Agent{}))
+	walk("spec.deliveries[].correctDrift", reflect.TypeOf(CorrectDrift{}))
+}
+
+// kubeDocs describe the fields of the Kubernetes and Fleet types by name.
+var kubeDocs = map[string]string{
+	"key":               "A label (or taint) key.",
+	"operator":          "How key relates to the values: " + strings.Join([]string{"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt (node selectors)", "Equal or Exists (tolerations)"}, ", ") + ".",
+	"value":             "The value to match.",
+	"values":            "The values to match (In, NotIn; one integer for Gt, Lt).",
+	"effect":            "The taint effect to tolerate: NoSchedule, PreferNoSchedule or NoExecute; none for all.",
+	"tolerationSeconds": "NoExecute only: how long the agent stays on a node after the taint appears.",
+	"nodeAffinity":      "Node affinity (core/v1 NodeAffinity).",
+	"podAffinity":       "Pod affinity (core/v1 PodAffinity).",
+	"podAntiAffinity":   "Pod anti-affinity (core/v1 PodAntiAffinity).",
+	"requiredDuringSchedulingIgnoredDuringExecution":  "Rules the scheduler must follow.",
+	"preferredDuringSchedulingIgnoredDuringExecution": "Rules the scheduler prefers, by weight.",
+	"nodeSelectorTerms":   "Node selector terms; any one matching is enough.",
+	"matchExpressions":    "Requirements, all of which must hold.",
+	"matchFields":         "Requirements on node fields, all of which must hold.",
+	"matchLabels":         "Labels, all of which must match.",
+	"weight":              "The preference's weight, 1 to 100.",
+	"preference":          "The node selector term preferred.",
+	"podAffinityTerm":     "The pod affinity term preferred.",
+	"labelSelector":       "The pods to be near (or away from).",
+	"namespaceSelector":   "The namespaces whose pods count.",
+	"namespaces":          "The namespaces whose pods count.",
+	"topologyKey":         "The node label whose value makes the domain, e.g. kubernetes.io/hostname.",
+	"limits":              "Resource limits by name (cpu, memory): quantities such as 500m or 256Mi.",
+	"requests":            "Resource requests by name (cpu, memory): quantities such as 100m or 128Mi.",
+	"priorityClass":       "A PriorityClass Fleet creates for the agent.",
+	"podDisruptionBudget": "A PodDisruptionBudget Fleet creates for the agent.",
+	"preemptionPolicy":    "PreemptLowerPriority (default) or Never.",
+	"minAvailable":        "Pods that must stay available: a number or a percentage; not with maxUnavailable.",
+	"maxUnavailable":      "Pods that may be unavailable: a number or a percentage; not with minAvailable.",
+	"enabled":             "Correct drift: undo changes made on the clusters.",
+	"force":               "Roll back with helm --force, recreating resources.",
+	"keepFailHistory":     "Keep failed rollbacks in the Helm history.",
+}
+
+var managerDocs = map[string]fieldDoc{
+	"spec.deliveries":                                  {desc: "Fleet GitRepos that deliver bundles to these clusters: one GitRepo each in the manager's workspace, and one Policy admitting exactly their repos, service accounts and client secrets."},
+	"spec.deliveries[].name":                           nameDoc("The GitRepo's name, unique."),
+	"spec.deliveries[].repo":                           {desc: "The Git URL Fleet clones: https://, http://, ssh://, git:// or user@host:path.", required: true},
+	"spec.deliveries[].branch":                         {desc: "The branch to follow; not with revision (neither: Fleet follows master)."},
+	"spec.deliveries[].revision":                       {desc: "A tag or commit to deploy; not with branch."},
+	"spec.deliveries[].bundles":                        {desc: "A driven scan (Fleet v0.13+): each base folder is one bundle; not with paths."},
+	"spec.deliveries[].bundles[].base":                 {desc: "The bundle's folder, relative to the repository's root.", required: true},
+	"spec.deliveries[].bundles[].options":              {desc: "The bundle's options file (a Fleet fleet.yaml), relative to base."},
+	"spec.deliveries[].paths":                          {desc: "A classic scan of these folders (globs allowed); not with bundles. Neither: the repository's root."},
+	"spec.deliveries[].targets":                        {desc: "The clusters to deploy to, tried in order: the first target that matches a cluster wins. At least one.", required: true, extra: map[string]any{"minItems": 1}},
+	"spec.deliveries[].targets[].name":                 nameDoc("The target's name, unique in the delivery."),
+	"spec.deliveries[].targets[].clusterName":          {desc: "A cluster's name (or Rancher display name). Every criterion set must hold; a target with none selects nothing."},
+	"spec.deliveries[].targets[].clusterSelector":      labelsDoc("matchLabels over the Cluster's labels; {} selects every cluster."),
+	"spec.deliveries[].targets[].clusterGroup":         {desc: "The name of one of spec.groups."},
+	"spec.deliveries[].targets[].clusterGroupSelector": labelsDoc("matchLabels over the labels of the cluster's ClusterGroups (fleetgen's carry none: only {} selects)."),
+	"spec.deliveries[].helmSecretName":                 {desc: "The Secret with the Helm credentials; Fleet uses them only for chart URLs helmRepoURLRegex matches."},
+	"spec.deliveries[].helmRepoURLRegex":               {desc: "The chart URLs that get the Helm credentials; default the mirror, ^oci://<registry.host>/."},
+	"spec.deliveries[].clientSecretName":               {desc: "The Secret with the Git credentials (basic-auth or ssh-auth)."},
+	"spec.deliveries[].serviceAccount":                 {desc: "The service account that deploys the bundles on the clusters."},
+	"spec.deliveries[].pollingInterval":                durationDoc("How often Fleet polls the repository.", nil),
+	"spec.deliveries[].correctDrift":                   {desc: "Fleet's drift correction: {enabled, force, keepFailHistory}."},
+	"spec.deliveries[].targetNamespace":                {desc: "Deploy every resource into this namespace."},
+	"spec.deliveries[].paused":                         {desc: "Stop propagating changes to the clusters.", def: false},
+
+	"spec.argocd":                                     {desc: "Argo CD cluster Secrets for the same clusters, in Argo CD's namespace on the manager; no static credential goes to Git."},
+	"spec.argocd.namespace":                           {desc: "Argo CD's namespace.", def: "argocd", pattern: dnsLabelRE.String(), maxLen: 63},
+	"spec.argocd.selector":                            labelsDoc("Which clusters get a Secret (matchLabels); none means every cluster."),
+	"spec.argocd.auth":                                {desc: "How Argo CD authenticates to each cluster.", required: true},
+	"spec.argocd.auth.azureWorkloadIdentity":          {desc: "argocd-k8s-auth azure with Entra workload identity: the identity Argo CD's service accounts are federated with."},
+	"spec.argocd.auth.azureWorkloadIdentity.clientID": {desc: "The identity's client ID (a GUID).", required: true, pattern: guidRE.String()},
+	"spec.argocd.auth.azureWorkloadIdentity.tenantID": {desc: "The tenant ID (a GUID); optional, the workload identity webhook injects it.", pattern: guidRE.String()},
+
+	"spec.clusters[].apiServer":                                         {desc: "How managers other than Fleet (Argo CD) reach the cluster; not for mode manager, whose kubeconfig says it."},
+	"spec.clusters[].apiServer.url":                                     {desc: "The cluster's API server, https://HOST[:PORT].", required: true, pattern: `^https://`},
+	"spec.clusters[].apiServer.ca":                                      {desc: "The API server's CA (PEM), {file: PATH} or {value: PEM}; none means a well-known CA.", forms: formFile | formValue},
+	"spec.clusters[].agent":                                             {desc: "fleet-agent scheduling (modes agent, manager, capi), set on the Cluster (agentTolerations, agentAffinity, agentResources, hostNetwork, agentSchedulingCustomization) and, for mode agent, what the chart takes in agents/<cluster>/values.yaml."},
+	"spec.clusters[].agent.tolerations":                                 {desc: "Tolerations of the agent's Pod (core/v1 Toleration)."},
+	"spec.clusters[].agent.affinity":                                    {desc: "The agent's affinity (core/v1 Affinity); replaces Fleet's default."},
+	"spec.clusters[].agent.resources":                                   {desc: "The agent's resources (limits, requests)."},
+	"spec.clusters[].agent.hostNetwork":                                 {desc: "Run the agent in the host's network."},
+	"spec.clusters[].agent.schedulingCustomization.priorityClass.value": {desc: "The PriorityClass's value: the agent's priority, at most 1000000000."},
+	"spec.clusters[].agent.schedulingCustomization":                     {desc: "A PriorityClass and PodDisruptionBudget Fleet creates for the agent (Fleet v0.14+)."},
+}
