@@ -37,12 +37,12 @@ func Command(name string, props []Prop, message string) string {
 	return b.String()
 }
 
-// Data escapes a workflow command's message: each line with Text, '%' as %25
-// (the runner's escape character), and the lines joined with %0A, which the
-// runner turns back into a line break inside the one annotation (so a
+// Data escapes a workflow command's message: each line with Prose, '%' as
+// %25 (the runner's escape character), and the lines joined with %0A, which
+// the runner turns back into a line break inside the one annotation (so a
 // multi-line message stays one command, as the Actions toolkit writes it).
 func Data(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(Lines(s), "%", "%25"), "\n", "%0A")
+	return strings.ReplaceAll(strings.ReplaceAll(ProseLines(s), "%", "%25"), "\n", "%0A")
 }
 
 // Property escapes a workflow command's property value: Data's escapes, and

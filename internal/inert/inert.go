@@ -43,6 +43,31 @@ import (
 // reads #\x23[, so that no line that holds s can be taken for a workflow
 // command. Text never returns a line break.
 func Text(s string) string {
+	return escape(s, false)
+}
+
+// Prose is Text for a message fleetgen composes (an error, a warning) that
+// may quote untrusted text: the same escapes, but fleetgen's own typographic
+// marks … and → stay as they are. Neither is invisible, a control or a
+// look-alike of an ASCII character.
+func Prose(s string) string {
+	return escape(s, true)
+}
+
+// proseMarks are the non-ASCII runes Prose keeps.
+func proseMark(r rune) bool { return r == '…' || r == '→' }
+
+// ProseLines applies Prose to each line of s and keeps its line feeds, for
+// a message whose line breaks are fleetgen's (an error that lists problems).
+func ProseLines(s string) string {
+	parts := strings.Split(s, "\n")
+	for i, p := range parts {
+		parts[i] = Prose(p)
+	}
+	return strings.Join(parts, "\n")
+}
+
+func escape(s string, prose bool) string {
 	if plainText(s) {
 		return s
 	}
@@ -73,13 +98,17 @@ func Text(s string) string {
 			i++
 		default:
 			r, n := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && n <= 1 {
+			switch {
+			case r == utf8.RuneError && n <= 1:
 				b.WriteString(hexByte(c))
 				i++
-				break
+			case prose && proseMark(r):
+				b.WriteString(s[i : i+n])
+				i += n
+			default:
+				b.WriteString(escapeRune(r))
+				i += n
 			}
-			b.WriteString(escapeRune(r))
-			i += n
 		}
 		lead = false
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 
 	"fleetgen.dev/fleetgen/pkg/generate"
+	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/review"
 	"fleetgen.dev/fleetgen/pkg/schema"
 )
@@ -35,8 +36,25 @@ func Diff(ctx context.Context, cfg Config) (review.Report, string, error) {
 	if err != nil {
 		return review.Report{}, "", err
 	}
-	rep := review.Compare(owned(r.had), filesMap(r.files), review.Options{ClientIDPlaceholder: NewClientIDPlaceholder})
+	rep := review.Compare(owned(r.had), filesMap(r.files), review.Options{GeneratedClientIDs: r.generated, Tags: tags(r.lock)})
 	return rep, d, nil
+}
+
+// tags maps each locked image's mirror reference pinned by digest to the tag
+// it was pinned from (review.Options.Tags); an image locked by digest alone
+// has none.
+func tags(l *lock.Lock) map[string]string {
+	m := map[string]string{}
+	for _, img := range l.Images {
+		_, tag := lock.SplitRef(img.Source)
+		if tag == "" {
+			_, tag = lock.SplitRef(img.Target)
+		}
+		if tag != "" {
+			m[img.Pinned()] = tag
+		}
+	}
+	return m
 }
 
 func filesMap(files []generate.File) map[string][]byte {
