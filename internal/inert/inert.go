@@ -47,9 +47,10 @@ func Text(s string) string {
 }
 
 // Prose is Text for a message fleetgen composes (an error, a warning) that
-// may quote untrusted text: the same escapes, but fleetgen's own typographic
-// marks … and → stay as they are. Neither is invisible, a control or a
-// look-alike of an ASCII character.
+// may quote untrusted text, where it quotes values itself (with %q, which
+// escapes backslashes): the same escapes, but a backslash is not doubled, and
+// fleetgen's own typographic marks … and → stay as they are (neither is
+// invisible, a control or a look-alike of an ASCII character).
 func Prose(s string) string {
 	return escape(s, true)
 }
@@ -68,7 +69,7 @@ func ProseLines(s string) string {
 }
 
 func escape(s string, prose bool) string {
-	if plainText(s) {
+	if plainText(s, prose) {
 		return s
 	}
 	var b strings.Builder
@@ -87,7 +88,7 @@ func escape(s string, prose bool) string {
 		case c == '#' && i+2 < len(s) && s[i+1] == '#' && s[i+2] == '[':
 			b.WriteString(`#\x23`)
 			i += 2
-		case c == '\\':
+		case c == '\\' && !prose:
 			b.WriteString(`\\`)
 			i++
 		case c > 0x20 && c < 0x7f:
@@ -115,11 +116,12 @@ func escape(s string, prose bool) string {
 	return b.String()
 }
 
-// plainText reports whether Text(s) == s: printable ASCII without a
-// backslash, a leading "::" or a "##[".
-func plainText(s string) bool {
+// plainText reports whether Text(s) == s (Prose(s) == s with prose):
+// printable ASCII without a leading "::" or a "##[", nor a backslash unless
+// prose.
+func plainText(s string, prose bool) bool {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '\\' {
+		if c := s[i]; c < 0x20 || c >= 0x7f || (c == '\\' && !prose) {
 			return false
 		}
 	}
@@ -182,7 +184,7 @@ func Lines(s string) string {
 
 func plainLines(s string) bool {
 	for line := range strings.SplitSeq(s, "\n") {
-		if !plainText(line) {
+		if !plainText(line, false) {
 			return false
 		}
 	}
