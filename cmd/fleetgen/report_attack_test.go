@@ -86,90 +86,15 @@ func reports(t *testing.T, file, out string) []output {
 	return rs
 }
 
-// ownCommands are the workflow commands fleetgen itself writes.
-var ownCommands = map[string]bool{"warning": true, "notice": true, "error": true, "stop-commands": true}
-
-// checkInert fails unless r holds the guarantees of every report (SPEC §7):
-// the only workflow commands a runner finds in its stdout and stderr are
-// fleetgen's own (a ::stop-commands:: pair, and in github format ::warning,
-// ::notice and ::error), each with a message that starts with fleetgen's
-// words; no ESC, CR or other control character, and no non-ASCII rune but
-// fleetgen's … and → (so nothing bidirectional or invisible); no line but
-// the first starts with "fleetgen diff:"; a Markdown comment under 60,000
-// characters.
+// checkInert fails unless r holds the guarantees of every report (SPEC §7,
+// testenv.ReportProblems) in its stdout and stderr.
 func checkInert(t *testing.T, r output) {
 	t.Helper()
 	for stream, out := range map[string]string{"stdout": r.stdout, "stderr": r.stderr} {
-		cmds := testenv.WorkflowCommands(out)
-		for i, c := range cmds {
-			name := strings.ToLower(c.Name)
-			switch {
-			case name == "stop-commands":
-				if i+1 >= len(cmds) || !strings.EqualFold(cmds[i+1].Name, c.Data) {
-					t.Errorf("%s %s: ::stop-commands:: is never resumed", r.name, stream)
-				}
-			case i > 0 && strings.EqualFold(cmds[i-1].Name, "stop-commands") && strings.EqualFold(name, cmds[i-1].Data):
-			case r.format == "github" && ownCommands[name] && name != "stop-commands":
-			default:
-				t.Errorf("%s %s: line %d runs workflow command %q (%.80q)", r.name, stream, c.Line, c.Name, c.Data)
-			}
-		}
-		for _, rn := range out {
-			if (rn < 0x20 && rn != '\n') || rn == 0x7f || (rn >= 0x80 && rn != '…' && rn != '→') {
-				t.Errorf("%s %s: holds %U raw", r.name, stream, rn)
-				break
-			}
+		for _, p := range testenv.ReportProblems(r.format, out) {
+			t.Errorf("%s %s: %s", r.name, stream, p)
 		}
 	}
-	for i, line := range strings.Split(r.stdout, "\n") {
-		if i > 0 && strings.HasPrefix(line, "fleetgen diff:") {
-			t.Errorf("%s: line %d forges the summary: %q", r.name, i+1, line)
-		}
-	}
-	if r.format == "markdown" && len(r.stdout) > 60000 {
-		t.Errorf("%s: %d characters, want at most 60,000", r.name, len(r.stdout))
-	}
-}
-
-// outsideCode returns md without its code spans (CommonMark: a run of n
-// backticks up to the next run of exactly n), which is where Markdown
-// renders links, images, HTML and mentions.
-func outsideCode(md string) string {
-	var b strings.Builder
-	for i := 0; i < len(md); {
-		if md[i] != '`' {
-			b.WriteByte(md[i])
-			i++
-			continue
-		}
-		n := 0
-		for i+n < len(md) && md[i+n] == '`' {
-			n++
-		}
-		end := -1
-		for j := i + n; j < len(md); {
-			if md[j] != '`' {
-				j++
-				continue
-			}
-			m := 0
-			for j+m < len(md) && md[j+m] == '`' {
-				m++
-			}
-			if m == n {
-				end = j + m
-				break
-			}
-			j += m
-		}
-		if end < 0 {
-			b.WriteString(md[i : i+n])
-			i += n
-			continue
-		}
-		i = end
-	}
-	return b.String()
 }
 
 // TestReportAttackControlCharacters: CR, LF, ESC and the rest of C0 and C1
@@ -278,7 +203,7 @@ func TestReportAttackMarkdown(t *testing.T) {
 			md = r
 		}
 	}
-	rest := outsideCode(md.stdout)
+	rest := testenv.OutsideCode(md.stdout)
 	for _, s := range []string{"octocat", "evil.example", "<img", "](", "onerror"} {
 		if strings.Contains(rest, s) {
 			t.Errorf("markdown renders %q outside code:\n%s", s, rest)

@@ -240,9 +240,10 @@ func (c Change) markdown() string {
 }
 
 // mdSide is a value in a code span, cut to maxValue bytes, or a marker in
-// italics.
+// italics (in a code span too unless it is plain words: markers are
+// fleetgen's words, but a Change is data).
 func mdSide(s string, isMarker bool) string {
-	if isMarker {
+	if isMarker && plainWords(s) {
 		return "_" + mdWords(s) + "_"
 	}
 	return mdValue(s)
@@ -258,12 +259,14 @@ func mdValue(s string) string {
 	return inert.Code(head) + fmt.Sprintf("… (%d more bytes)", more)
 }
 
-// mdWords writes fleetgen's own words (a marker) as Markdown text: escaped
-// with inert.Text, every ASCII punctuation character backslash-escaped, so
-// that they read as written.
+// plainWords matches a marker that Markdown and text write as it is.
+var plainWords = regexp.MustCompile(`^[A-Za-z0-9(][A-Za-z0-9 ()._-]{0,80}$`).MatchString
+
+// mdWords writes plain words (a marker) as Markdown text, every ASCII
+// punctuation character backslash-escaped, so that they read as written.
 func mdWords(s string) string {
 	var b strings.Builder
-	for _, c := range []byte(inert.Text(s)) {
+	for _, c := range []byte(s) {
 		if c > ' ' && c < 0x7f && !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
 			b.WriteByte('\\')
 		}

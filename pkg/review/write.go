@@ -220,10 +220,12 @@ func (c Change) text() string {
 	}
 }
 
-// textSide is a value quoted and cut to maxValue, or a marker as it is.
+// textSide is a value quoted and cut to maxValue, or a marker as it is
+// (quoted too unless it is plain words: markers are fleetgen's words, but a
+// Change is data).
 func textSide(s string, isMarker bool) string {
-	if isMarker {
-		return inert.Text(s)
+	if isMarker && plainWords(s) {
+		return s
 	}
 	head, more := inert.Cut(s, maxValue)
 	if more == 0 {
