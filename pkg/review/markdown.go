@@ -17,7 +17,7 @@ import (
 func (r Report) markdown(b *strings.Builder) {
 	b.WriteString(MarkdownMarker + "\n")
 	fmt.Fprintf(b, "### fleetgen diff: %s\n", r.Summary())
-	if r.Empty() && len(r.Clusters)+len(r.Manager.Changes)+len(r.Manager.Warnings) == 0 {
+	if r.Empty() && len(r.Manager.Warnings) == 0 {
 		return
 	}
 	groups := groupClusters(r.Clusters)

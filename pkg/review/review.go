@@ -144,15 +144,10 @@ type Files struct {
 	Changed []string `json:"changed"`
 }
 
-// Empty reports whether the trees were equal and no cluster receives other
-// objects.
+// Empty reports whether the trees were equal and the report lists no
+// cluster (none receives other objects) and no manager change.
 func (r Report) Empty() bool {
-	for _, c := range r.Clusters {
-		if len(c.Objects) > 0 {
-			return false
-		}
-	}
-	return len(r.Files.Added)+len(r.Files.Removed)+len(r.Files.Changed) == 0
+	return len(r.Clusters)+len(r.Manager.Changes) == 0 && len(r.Files.Added)+len(r.Files.Removed)+len(r.Files.Changed) == 0
 }
 
 // AddObjects records, per cluster name, the received objects a change adds,
