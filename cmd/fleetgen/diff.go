@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"fleetgen.dev/fleetgen/internal/inert"
 	"fleetgen.dev/fleetgen/pkg/pipeline"
 	"fleetgen.dev/fleetgen/pkg/review"
 )
@@ -152,10 +152,10 @@ func writeImagesJSON(ctx context.Context, cfg pipeline.Config, w io.Writer) erro
 		}
 		out = append(out, img)
 	}
-	b, err := json.MarshalIndent(out, "", "  ")
+	b, err := inert.JSON(out, "  ")
 	if err != nil {
 		return err
 	}
-	_, err = w.Write(append(b, '\n'))
+	_, err = w.Write(b)
 	return err
 }

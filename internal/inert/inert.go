@@ -5,7 +5,8 @@
 // by GitHub's Markdown renderer. Every report fleetgen prints goes through it,
 // with one function per format:
 //
-//   - terminal text: Text, Quote, Lines and Block;
+//   - terminal text: Text, Quote, Lines and Block; Prose and ProseLines for
+//     fleetgen's own messages that quote untrusted text;
 //   - GitHub workflow commands: Command (Data and Property for its parts);
 //   - Markdown: Code;
 //   - JSON: JSON.
@@ -55,7 +56,8 @@ func Prose(s string) string {
 	return escape(s, true)
 }
 
-// proseMarks are the non-ASCII runes Prose keeps.
+// proseMark reports whether Prose keeps r, a non-ASCII rune of fleetgen's
+// own messages.
 func proseMark(r rune) bool { return r == '…' || r == '→' }
 
 // ProseLines applies Prose to each line of s and keeps its line feeds, for
