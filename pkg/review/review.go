@@ -214,7 +214,11 @@ func Compare(old, new map[string][]byte, opts Options) Report {
 	if r.Empty() {
 		return r
 	}
-	ot, nt := parseTree(old, opts, nil), parseTree(new, opts, opts.GeneratedClientIDs)
+	generated := make(map[string]bool, len(opts.GeneratedClientIDs))
+	for _, c := range opts.GeneratedClientIDs {
+		generated[c] = true
+	}
+	ot, nt := parseTree(old, opts, nil), parseTree(new, opts, generated)
 	om, nm := ot.members(), nt.members()
 	for _, name := range sortedKeys(ot.clusters, nt.clusters) {
 		oc, inOld := ot.clusters[name]
@@ -234,7 +238,7 @@ func Compare(old, new map[string][]byte, opts Options) Report {
 			c.Warnings = clusterWarnings(name, oc, nc)
 		}
 		if c.Change != Removed {
-			c.Changes = append(c.Changes, groupChanges(name, ot, nt, om, nm)...)
+			c.Changes = append(c.Changes, groupChanges(name, om, nm)...)
 		}
 		if c.Change == Update && len(c.Changes) == 0 {
 			if !filesDiffer(old, new, oc.files, nc.files) {
@@ -315,13 +319,16 @@ type tree struct {
 	manager  manager
 }
 
-// members returns, per group, the names of the clusters it selects, sorted.
-func (t tree) members() map[string][]string {
-	m := map[string][]string{}
-	for _, g := range sortedKeys(t.manager.groups) {
-		for _, c := range sortedKeys(t.clusters) {
-			if t.manager.groups[g].selects(t.clusters[c]) {
-				m[g] = append(m[g], c)
+// members returns, per group, the set of clusters it selects.
+func (t tree) members() map[string]map[string]bool {
+	m := map[string]map[string]bool{}
+	for g, gr := range t.manager.groups {
+		for name, c := range t.clusters {
+			if gr.selects(c) {
+				if m[g] == nil {
+					m[g] = map[string]bool{}
+				}
+				m[g][name] = true
 			}
 		}
 	}
@@ -382,7 +389,7 @@ type kustomization struct {
 
 // parseTree reads a tree; generated names the clusters whose client ID is a
 // placeholder for one a render would generate (only ever for the new tree).
-func parseTree(files map[string][]byte, opts Options, generated []string) tree {
+func parseTree(files map[string][]byte, opts Options, generated map[string]bool) tree {
 	t := tree{clusters: map[string]*cluster{}, manager: manager{groups: map[string]fleetGroup{}, other: map[string][]byte{}}}
 	get := func(name string) *cluster {
 		c := t.clusters[name]
@@ -426,7 +433,7 @@ func parseTree(files map[string][]byte, opts Options, generated []string) tree {
 					maps(c.labels, o.Metadata.Labels)
 					if fc.Spec.ClientID != "" {
 						c.clientID = value(fc.Spec.ClientID)
-						if slices.Contains(generated, parts[2]) {
+						if generated[parts[2]] {
 							c.clientID = marker(GeneratedClientID)
 						}
 					}
@@ -556,14 +563,14 @@ func compareCluster(o, n *cluster) []Change {
 
 // groupChanges says which ClusterGroups start or stop selecting cluster name
 // (clusterGroups.<group>: + member, or - member).
-func groupChanges(name string, o, n tree, om, nm map[string][]string) []Change {
+func groupChanges(name string, om, nm map[string]map[string]bool) []Change {
 	var ch changes
 	for _, g := range sortedKeys(om, nm) {
 		was, is := side{}, side{}
-		if slices.Contains(om[g], name) {
+		if om[g][name] {
 			was = marker(Member)
 		}
-		if slices.Contains(nm[g], name) {
+		if nm[g][name] {
 			is = marker(Member)
 		}
 		ch.add("clusterGroups."+g, was, is)
@@ -633,7 +640,7 @@ func removedWarning(name, mode string) string {
 // compareManager compares the manager's shared objects; om and nm are the
 // groups' members (tree.members), whose changes it lists per group
 // (groups.<group>.joined, .left).
-func compareManager(o, n manager, om, nm map[string][]string) []Change {
+func compareManager(o, n manager, om, nm map[string]map[string]bool) []Change {
 	ch := changes{}
 	for _, g := range sortedKeys(o.groups, n.groups) {
 		og, inOld := o.groups[g]
@@ -649,13 +656,13 @@ func compareManager(o, n manager, om, nm map[string][]string) []Change {
 	}
 	for _, g := range sortedKeys(om, nm) {
 		var joined, left []string
-		for _, c := range nm[g] {
-			if !slices.Contains(om[g], c) {
+		for _, c := range sortedKeys(nm[g]) {
+			if !om[g][c] {
 				joined = append(joined, c)
 			}
 		}
-		for _, c := range om[g] {
-			if !slices.Contains(nm[g], c) {
+		for _, c := range sortedKeys(om[g]) {
+			if !nm[g][c] {
 				left = append(left, c)
 			}
 		}
