@@ -216,3 +216,29 @@ func checkInert(t *testing.T, name, out string) {
 		t.Errorf("%s: %q holds ##[", name, out)
 	}
 }
+
+// TestProse: fleetgen's own messages keep … and → and a backslash (their
+// values are quoted with %q already); everything else is escaped as Text
+// escapes it, and ProseLines keeps only the message's own line breaks.
+func TestProse(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"want age1… (→ docs)":     "want age1… (→ docs)",
+		`name "a\u202e"`:          `name "a\u202e"`,
+		"x ##[error]y \u202e\x1b": `x #\x23[error]y \u202e\x1b`,
+		"::warning::x":            `\x3a:warning::x`,
+		"caf\u00e9 \u2028 \u200b": `caf\u00e9 \u2028 \u200b`,
+	} {
+		if got := Prose(in); got != want {
+			t.Errorf("Prose(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got, want := ProseLines("a\n::error::b\n  c ##[x]"), "a\n\\x3a:error::b\n  c #\\x23[x]"; got != want {
+		t.Errorf("ProseLines = %q, want %q", got, want)
+	}
+	for name, s := range attacks {
+		if cmds := testenv.WorkflowCommands(ProseLines(s)); len(cmds) > 0 {
+			t.Errorf("%s: ProseLines lets %+v through", name, cmds)
+		}
+	}
+}
