@@ -55,13 +55,18 @@ e2e-tools:
 e2e: e2e-tools
 	FLEETGEN_E2E_TOOLS="$$(test/e2e/tools/build.sh --dir)" $(GO) test -count=1 -v -timeout 30m ./test/e2e/
 ## fuzz: each fuzz target for FUZZTIME (10s): the fleet.yaml loader, the
-## kubeconfig checks and the lock parser, seeded from examples/ (CI runs it
-## after test)
+## kubeconfig checks and the lock parser, seeded from examples/, and diff's
+## report in each format (no workflow command, ESC or CR from untrusted text)
+## (CI runs it after test)
 FUZZTIME ?= 10s
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) ./pkg/schema
 	$(GO) test -run='^$$' -fuzz='^FuzzCheckKubeconfig$$' -fuzztime=$(FUZZTIME) ./pkg/schema
 	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) ./pkg/lock
+	$(GO) test -run='^$$' -fuzz='^FuzzText$$' -fuzztime=$(FUZZTIME) ./pkg/review
+	$(GO) test -run='^$$' -fuzz='^FuzzGitHub$$' -fuzztime=$(FUZZTIME) ./pkg/review
+	$(GO) test -run='^$$' -fuzz='^FuzzMarkdown$$' -fuzztime=$(FUZZTIME) ./pkg/review
+	$(GO) test -run='^$$' -fuzz='^FuzzJSON$$' -fuzztime=$(FUZZTIME) ./pkg/review
 
 ## bench: render generated fleets of 1,000 and 10,000 clusters to disk
 bench: build

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"fleetgen.dev/fleetgen/internal/inert"
 	"fleetgen.dev/fleetgen/pkg/pipeline"
 	"fleetgen.dev/fleetgen/pkg/schema"
 )
@@ -211,7 +212,9 @@ until 'fleetgen render -o DIR' has minted it.`,
 			if diff == "" {
 				return nil
 			}
-			if _, err := io.WriteString(stdout, diff); err != nil {
+			// The diff quotes DIR's files: escaped and under
+			// ::stop-commands:: (inert.Block), so a runner runs nothing in it.
+			if _, err := io.WriteString(stdout, inert.Block(diff)); err != nil {
 				return wrap(err)
 			}
 			return errDrift

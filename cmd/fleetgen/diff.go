@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"fleetgen.dev/fleetgen/internal/inert"
 	"fleetgen.dev/fleetgen/pkg/pipeline"
 	"fleetgen.dev/fleetgen/pkg/review"
 )
@@ -72,28 +72,11 @@ write, 3 when not.`,
 }
 
 // writeDiff prints a diff's report in format, and for text and github the
-// file diff after it; errDrift when anything differs.
+// file diff after it (review.Report.Write); errChanged when anything
+// differs.
 func writeDiff(w io.Writer, rep review.Report, diff, format string) error {
 	var b strings.Builder
-	var err error
-	switch format {
-	case formatMarkdown:
-		err = rep.WriteMarkdown(&b)
-	case formatJSON:
-		err = rep.WriteJSON(&b)
-	case formatGitHub:
-		err = rep.WriteGitHub(&b)
-		b.WriteString(diff)
-	default:
-		if diff != "" || !rep.Empty() {
-			err = rep.WriteText(&b)
-			if diff != "" {
-				b.WriteString("\n")
-				b.WriteString(diff)
-			}
-		}
-	}
-	if err != nil {
+	if err := rep.Write(&b, format, diff); err != nil {
 		return wrap(err)
 	}
 	if _, err := io.WriteString(w, b.String()); err != nil {
@@ -169,10 +152,10 @@ func writeImagesJSON(ctx context.Context, cfg pipeline.Config, w io.Writer) erro
 		}
 		out = append(out, img)
 	}
-	b, err := json.MarshalIndent(out, "", "  ")
+	b, err := inert.JSON(out, "  ")
 	if err != nil {
 		return err
 	}
-	_, err = w.Write(append(b, '\n'))
+	_, err = w.Write(b)
 	return err
 }

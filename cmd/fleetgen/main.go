@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"fleetgen.dev/fleetgen/internal/inert"
 	"fleetgen.dev/fleetgen/pkg/pipeline"
 )
 
@@ -185,7 +186,9 @@ func (g *globals) setup(stderr io.Writer) error {
 	case g.quiet:
 		level = slog.LevelError
 	}
-	opts := &slog.HandlerOptions{Level: level}
+	// Logs may name what fleet.yaml or DIR holds (paths, names): every
+	// string is written inert, so no log line starts a workflow command.
+	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: inertAttr}
 	switch g.logFormat {
 	case "text":
 		// Short lines for people: no timestamp (the terminal or CI log has one).
@@ -193,7 +196,7 @@ func (g *globals) setup(stderr io.Writer) error {
 			if len(groups) == 0 && a.Key == slog.TimeKey {
 				return slog.Attr{}
 			}
-			return a
+			return inertAttr(groups, a)
 		}
 		g.logger = slog.New(slog.NewTextHandler(stderr, opts))
 	case "json":
@@ -206,6 +209,29 @@ func (g *globals) setup(stderr io.Writer) error {
 		g.progress = stderr
 	}
 	return nil
+}
+
+// inertAttr writes a log attribute's strings (a string, an error, a list of
+// strings) with inert.Text.
+func inertAttr(_ []string, a slog.Attr) slog.Attr {
+	switch a.Value.Kind() {
+	case slog.KindString:
+		a.Value = slog.StringValue(inert.Text(a.Value.String()))
+	case slog.KindAny:
+		switch v := a.Value.Any().(type) {
+		case error:
+			a.Value = slog.StringValue(inert.Prose(v.Error()))
+		case []string:
+			out := make([]string, len(v))
+			for i, s := range v {
+				out[i] = inert.Text(s)
+			}
+			a.Value = slog.AnyValue(out)
+		case fmt.Stringer:
+			a.Value = slog.StringValue(inert.Text(v.String()))
+		}
+	}
+	return a
 }
 
 // configFor is the pipeline.Config every command that reads fleet.yaml

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 
+	"fleetgen.dev/fleetgen/internal/inert"
 	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
@@ -61,18 +61,19 @@ func problems(err error) []problem {
 	return out
 }
 
-// writeProblems prints err's problems on w in format json or github.
+// writeProblems prints err's problems on w in format json or github. Their
+// messages may quote the input: inert writes them (ASCII JSON, escaped
+// workflow commands).
 func writeProblems(w io.Writer, format string, err error) error {
 	var b strings.Builder
 	for _, p := range problems(err) {
 		switch format {
 		case formatJSON:
-			line, err := json.Marshal(p)
+			line, err := inert.JSON(p, "")
 			if err != nil {
 				return err
 			}
 			b.Write(line)
-			b.WriteByte('\n')
 		case formatGitHub:
 			b.WriteString(githubError(p))
 		}
@@ -85,33 +86,22 @@ func writeProblems(w io.Writer, format string, err error) error {
 // problem shows up on the pull request's line:
 // ::error file=F,line=L,col=C,title=CODE::FIELD: MESSAGE
 func githubError(p problem) string {
-	var props []string
+	var props []inert.Prop
 	if p.File != "" {
-		props = append(props, "file="+escapeProperty(p.File))
+		props = append(props, inert.Prop{Key: "file", Value: p.File})
 		if p.Line > 0 {
-			props = append(props, "line="+strconv.Itoa(p.Line))
+			props = append(props, inert.Prop{Key: "line", Value: strconv.Itoa(p.Line)})
 			if p.Column > 0 {
-				props = append(props, "col="+strconv.Itoa(p.Column))
+				props = append(props, inert.Prop{Key: "col", Value: strconv.Itoa(p.Column)})
 			}
 		}
 	}
-	props = append(props, "title="+escapeProperty(p.Code))
+	props = append(props, inert.Prop{Key: "title", Value: p.Code})
 	msg := p.Message
 	if p.Field != "" {
 		msg = p.Field + ": " + msg
 	}
-	return "::error " + strings.Join(props, ",") + "::" + escapeData(msg) + "\n"
-}
-
-// escapeData and escapeProperty escape as the Actions toolkit does
-// (@actions/core command.ts): '%', CR and LF everywhere, ':' and ',' also in
-// properties.
-func escapeData(s string) string {
-	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A").Replace(s)
-}
-
-func escapeProperty(s string) string {
-	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(s)
+	return inert.Command("error", props, msg)
 }
 
 // report prints err and returns its exit code. This is the only place that
@@ -128,7 +118,7 @@ func report(stdout, stderr io.Writer, format, cmdPath string, err error) int {
 		// cobra's own errors (unknown command or flag, missing -o, bad value)
 		// and ours (usageError).
 		code = exitInvalid
-		fmt.Fprintf(stderr, "error: %s\nRun '%s --help' for usage.\n", err, cmdPath)
+		fmt.Fprintf(stderr, "error: %s\nRun '%s --help' for usage.\n", inert.ProseLines(err.Error()), cmdPath)
 		return code
 	case runtimeFailure(err):
 		// Not the input's fault, even inside an input error.
@@ -142,14 +132,17 @@ func report(stdout, stderr io.Writer, format, cmdPath string, err error) int {
 			return code
 		}
 	}
+	// Messages may quote the input: each problem is one escaped line, and
+	// an error's own line breaks (a list it makes) are kept, every line
+	// escaped (inert), so no line starts a workflow command.
 	var es schema.Errors
 	if errors.As(err, &es) && es.Error() == err.Error() && len(es) > 1 {
 		fmt.Fprintf(stderr, "error: %d problems:\n", len(es))
 		for _, e := range es {
-			fmt.Fprintf(stderr, "  %s\n", e.Error())
+			fmt.Fprintf(stderr, "  %s\n", inert.Prose(e.Error()))
 		}
 	} else {
-		fmt.Fprintf(stderr, "error: %s\n", err)
+		fmt.Fprintf(stderr, "error: %s\n", inert.ProseLines(err.Error()))
 	}
 	return code
 }

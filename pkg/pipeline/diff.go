@@ -6,6 +6,7 @@ import (
 	"errors"
 
 	"fleetgen.dev/fleetgen/pkg/generate"
+	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/review"
 	"fleetgen.dev/fleetgen/pkg/schema"
 	"fleetgen.dev/fleetgen/pkg/tree"
@@ -41,13 +42,30 @@ func Diff(ctx context.Context, cfg Config) (review.Report, string, error) {
 		return review.Report{}, "", err
 	}
 	had := owned(r.had)
-	rep := review.Compare(had, filesMap(r.files), review.Options{ClientIDPlaceholder: NewClientIDPlaceholder})
+	rep := review.Compare(had, filesMap(r.files), review.Options{GeneratedClientIDs: r.generated, Tags: tags(r.lock)})
 	objs, err := receivedChanges(cfg, ld, had)
 	if err != nil {
 		return review.Report{}, "", err
 	}
 	rep.AddObjects(objs)
 	return rep, d, nil
+}
+
+// tags maps each locked image's mirror reference pinned by digest to the tag
+// it was pinned from (review.Options.Tags); an image locked by digest alone
+// has none.
+func tags(l *lock.Lock) map[string]string {
+	m := map[string]string{}
+	for _, img := range l.Images {
+		_, tag := lock.SplitRef(img.Source)
+		if tag == "" {
+			_, tag = lock.SplitRef(img.Target)
+		}
+		if tag != "" {
+			m[img.Pinned()] = tag
+		}
+	}
+	return m
 }
 
 func filesMap(files []generate.File) map[string][]byte {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"fleetgen.dev/fleetgen/internal/inert"
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/mirror"
 )
@@ -31,10 +32,11 @@ func Images(ctx context.Context, cfg Config, w io.Writer, why bool) error {
 	}
 	var b strings.Builder
 	for _, u := range ld.Images.Images {
-		b.WriteString(u.Ref)
+		b.WriteString(inert.Text(u.Ref))
 		if why {
 			b.WriteString("\t")
-			b.WriteString(strings.Join(u.Why, ", "))
+			// Layer paths come from fleet.yaml: written inert.
+			b.WriteString(inert.Text(strings.Join(u.Why, ", ")))
 		}
 		b.WriteString("\n")
 	}
@@ -74,7 +76,7 @@ func mirrorLoaded(ctx context.Context, cfg Config, ld *Loaded, w io.Writer, dryR
 	if dryRun {
 		var b strings.Builder
 		for _, p := range pairs {
-			fmt.Fprintf(&b, "%s -> %s\n", p.Source, p.Target)
+			fmt.Fprintf(&b, "%s -> %s\n", inert.Text(p.Source), inert.Text(p.Target))
 		}
 		_, err := io.WriteString(w, b.String())
 		return err

@@ -297,6 +297,9 @@ type rendered struct {
 	forged []string
 	// had is what OutDir held (tree.Read), set by checkLoaded.
 	had map[string][]byte
+	// generated are the clusters whose client ID the lock lacked, which
+	// Check's render holds as NewClientIDPlaceholder (review.Options).
+	generated []string
 }
 
 // render runs every step of a render except writing, on a copy of ld's lock.
@@ -319,6 +322,11 @@ func render(ctx context.Context, cfg Config, ld *Loaded, placeholders bool) (*re
 		}
 	}
 	before := len(l.Clients)
+	for _, c := range auto {
+		if _, ok := l.ClientID(c); !ok {
+			r.generated = append(r.generated, c)
+		}
+	}
 	var err error
 	if placeholders {
 		r.lockChanged = l.AssignPlaceholders(auto, NewClientIDPlaceholder)

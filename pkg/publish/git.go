@@ -8,10 +8,10 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
+	"fleetgen.dev/fleetgen/internal/inert"
 	"fleetgen.dev/fleetgen/pkg/generate"
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/schema"
@@ -310,14 +310,12 @@ func writeChanges(w io.Writer, st storer.EncodedObjectStorer, baseTree, newTree 
 	return err
 }
 
-// shownPath is p for a listing, quoted when it holds a control character or
-// a quote (layer folders come from pull requests: a name with a newline must
-// not pass for another line).
+// shownPath is p for a listing: inert.Quote, bare when plain, else quoted
+// with every control, bidirectional or invisible character escaped (layer
+// folders come from pull requests: a name with a newline must not pass for
+// another line, nor a name for another name, nor start a workflow command).
 func shownPath(p string) string {
-	if strings.ContainsFunc(p, func(r rune) bool { return r < ' ' || r == 0x7f || r == '"' }) {
-		return strconv.Quote(p)
-	}
-	return p
+	return inert.Quote(p)
 }
 
 // fetchBranch fetches branch into refs/remotes/origin/<branch> and returns its

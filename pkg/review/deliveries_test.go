@@ -47,12 +47,12 @@ func TestDeliveries(t *testing.T) {
 		warnings = append(warnings, c.Warnings...)
 	}
 	want := map[string][]Change{
-		"a": {{"deliveries.monitoring", "prod-eu", "prod"}}, // AND no longer needed
-		"b": {{"deliveries.monitoring", "rest", "prod"}},    // a new first match
-		"c": {{"deliveries.monitoring", "rest", ""}},        // stops reaching
-		"d": {{"deliveries.monitoring", "", "prod"}},        // a new cluster
+		"a": {{Field: "deliveries.monitoring", From: "prod-eu", To: "prod"}}, // AND no longer needed
+		"b": {{Field: "deliveries.monitoring", From: "rest", To: "prod"}},    // a new first match
+		"c": {{Field: "deliveries.monitoring", From: "rest", To: ""}},        // stops reaching
+		"d": {{Field: "deliveries.monitoring", From: "", To: "prod"}},        // a new cluster
 		// e: "rest" selected it and "lab" now does
-		"e": {{"deliveries.monitoring", "rest", "lab"}},
+		"e": {{Field: "deliveries.monitoring", From: "rest", To: "lab"}},
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("delivery changes (-want +got):\n%s", d)

@@ -188,9 +188,9 @@ func TestNoSecretValue(t *testing.T) {
 		}
 	}
 	want := []review.Cluster{
-		{Name: "c", Change: review.Update, Changes: []review.Change{{Field: "registration.kubeconfig", From: review.Set, To: review.Changed}},
+		{Name: "c", Change: review.Update, Changes: []review.Change{{Field: "registration.kubeconfig", From: review.Set, To: review.Changed, FromMarker: true, ToMarker: true}},
 			Warnings: []string{"c: kubeconfig changed (new credentials, or sealed for other age recipients): Fleet connects with the new Secret; check that it reaches the cluster before merging"}},
-		{Name: "v", Change: review.Update, Changes: []review.Change{{Field: "registration.caCert", From: review.Set, To: review.Changed}}, Warnings: []string{}},
+		{Name: "v", Change: review.Update, Changes: []review.Change{{Field: "registration.caCert", From: review.Set, To: review.Changed, FromMarker: true, ToMarker: true}}, Warnings: []string{}},
 	}
 	if d := cmp.Diff(want, rep.Clusters); d != "" {
 		t.Errorf("clusters (-want +got):\n%s", d)

@@ -21,16 +21,22 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// GeneratedClientID is shown for a client ID that a render would generate
-// (the lock does not hold it yet).
-const GeneratedClientID = "(generated at render)"
-
-// Set stands for the value of a secret or opaque field, which a report never
-// shows.
-const Set = "(set)"
-
-// Changed stands for the new value of a secret or opaque field that moved.
-const Changed = "(changed)"
+// Markers: fleetgen's words where a report shows no value. A Change that
+// holds one says so (FromMarker, ToMarker), so that a value read from a tree
+// that spells the same words never reads as a marker.
+const (
+	// GeneratedClientID is shown for a client ID that a render would generate
+	// (the lock does not hold it yet: Options.GeneratedClientIDs).
+	GeneratedClientID = "(generated at render)"
+	// Set stands for the value of a secret or opaque field, which a report
+	// never shows.
+	Set = "(set)"
+	// Changed stands for the new value of a secret or opaque field that moved.
+	Changed = "(changed)"
+	// Member is the value of clusterGroups.<group> for a cluster the group
+	// selects.
+	Member = "member"
+)
 
 // Kinds of cluster change.
 const (
@@ -41,9 +47,17 @@ const (
 
 // Options tunes Compare.
 type Options struct {
-	// ClientIDPlaceholder is the client ID the new tree holds where a render
-	// would generate one; Compare shows it as GeneratedClientID.
-	ClientIDPlaceholder string
+	// GeneratedClientIDs names the clusters whose client ID a render would
+	// generate (the lock lacks it): the new tree holds a placeholder there,
+	// which Compare shows as the marker GeneratedClientID. What the trees
+	// hold is never compared with the marker's words.
+	GeneratedClientIDs []string
+	// Tags gives the tag an image was pinned from, by mirror reference
+	// pinned by digest ("registry/repo@sha256:…" → "1.12.0"), from the lock:
+	// an image value then reads registry/repo:1.12.0@sha256:…, and the text
+	// and Markdown reports show the tags beside the digests. An image whose
+	// digest it lacks shows the digest alone.
+	Tags map[string]string
 }
 
 // Report is what a change does to a fleet. Its JSON encoding is the shape of
@@ -79,11 +93,41 @@ type Object struct {
 }
 
 // Change is one field that moved; From or To is "" when the field is new or
-// gone.
+// gone. Reports render every Change alike (field, from, to), so a new field
+// needs no formatting code.
 type Change struct {
 	Field string `json:"field"`
 	From  string `json:"from"`
 	To    string `json:"to"`
+	// FromMarker and ToMarker say that From or To is a marker (Set, Changed,
+	// GeneratedClientID, Member…), fleetgen's words where no value is
+	// shown, rather than a value read from a tree.
+	FromMarker bool `json:"fromMarker,omitempty"`
+	ToMarker   bool `json:"toMarker,omitempty"`
+}
+
+// side is one side of a Change: a value, or a marker; the zero side is
+// absent.
+type side struct {
+	s      string
+	marker bool
+}
+
+func value(s string) side  { return side{s: s} }
+func marker(s string) side { return side{s: s, marker: true} }
+
+// changes collects Changes of the fields whose sides differ.
+type changes []Change
+
+func (ch *changes) add(field string, from, to side) {
+	if from != to {
+		*ch = append(*ch, Change{Field: field, From: from.s, To: to.s, FromMarker: from.marker, ToMarker: to.marker})
+	}
+}
+
+// addValues is add for two values.
+func (ch *changes) addValues(field, from, to string) {
+	ch.add(field, value(from), value(to))
 }
 
 // Manager holds the changes to the management cluster's shared objects:
@@ -100,15 +144,10 @@ type Files struct {
 	Changed []string `json:"changed"`
 }
 
-// Empty reports whether the trees were equal and no cluster receives other
-// objects.
+// Empty reports whether the trees were equal and the report lists no
+// cluster (none receives other objects) and no manager change.
 func (r Report) Empty() bool {
-	for _, c := range r.Clusters {
-		if len(c.Objects) > 0 {
-			return false
-		}
-	}
-	return len(r.Files.Added)+len(r.Files.Removed)+len(r.Files.Changed) == 0
+	return len(r.Clusters)+len(r.Manager.Changes) == 0 && len(r.Files.Added)+len(r.Files.Removed)+len(r.Files.Changed) == 0
 }
 
 // AddObjects records, per cluster name, the received objects a change adds,
@@ -151,7 +190,9 @@ func (r Report) Warnings() []string {
 	return append(w, r.Manager.Warnings...)
 }
 
-// Compare returns what changes from old to new.
+// Compare returns what changes from old to new. old is untrusted (a previous
+// render, a checkout of the published tree): nothing it holds is taken for a
+// marker.
 func Compare(old, new map[string][]byte, opts Options) Report {
 	r := Report{
 		Clusters: []Cluster{},
@@ -173,7 +214,12 @@ func Compare(old, new map[string][]byte, opts Options) Report {
 	if r.Empty() {
 		return r
 	}
-	ot, nt := parseTree(old, opts), parseTree(new, opts)
+	generated := make(map[string]bool, len(opts.GeneratedClientIDs))
+	for _, c := range opts.GeneratedClientIDs {
+		generated[c] = true
+	}
+	ot, nt := parseTree(old, opts, nil), parseTree(new, opts, generated)
+	om, nm := ot.members(), nt.members()
 	for _, name := range sortedKeys(ot.clusters, nt.clusters) {
 		oc, inOld := ot.clusters[name]
 		nc, inNew := nt.clusters[name]
@@ -190,25 +236,29 @@ func Compare(old, new map[string][]byte, opts Options) Report {
 			c.Change = Update
 			c.Changes = compareCluster(oc, nc)
 			c.Warnings = clusterWarnings(name, oc, nc)
-			if len(c.Changes) == 0 && filesDiffer(old, new, oc.files, nc.files) {
-				c.Changes = append(c.Changes, Change{Field: "files", From: "", To: Changed})
-			}
-			if len(c.Changes) == 0 {
+		}
+		if c.Change != Removed {
+			c.Changes = append(c.Changes, groupChanges(name, om, nm)...)
+		}
+		if c.Change == Update && len(c.Changes) == 0 {
+			if !filesDiffer(old, new, oc.files, nc.files) {
 				continue
 			}
+			c.Changes = append(c.Changes, Change{Field: "files", To: Changed, ToMarker: true})
 		}
 		r.Clusters = append(r.Clusters, c)
 	}
 	r.addDeliveries(old, new) // deliveries.go
-	r.Manager.Changes = compareManager(ot.manager, nt.manager)
+	r.Manager.Changes = compareManager(ot.manager, nt.manager, om, nm)
 	return r
 }
 
 // cluster is what a tree says about one cluster.
 type cluster struct {
 	mode       string
+	fleet      bool // has a Fleet Cluster (cluster.yaml), which ClusterGroups select
 	labels     map[string]string
-	clientID   string
+	clientID   side
 	tokenTTL   string
 	kubeconfig []byte // the Secret file; compared, never shown
 	ca         []byte // the Verrazzano CA Secret file; compared, never shown
@@ -238,15 +288,52 @@ type agentValues struct {
 
 // manager is what a tree says about the management cluster's shared objects.
 type manager struct {
-	groups      map[string]string // name -> selector
+	groups      map[string]fleetGroup
 	adminServer string
 	hasAdmin    bool
 	other       map[string][]byte // every other manager file, by path
 }
 
+// fleetGroup is a ClusterGroup: its selector, as read and as shown.
+type fleetGroup struct {
+	selector string            // matchLabels as k=v,…
+	match    map[string]string // nil: no selector, which selects nothing
+}
+
+// selects reports whether g selects c, as Fleet does: a Cluster whose labels
+// hold every matchLabels pair (an empty selector selects every Cluster, a
+// missing one none).
+func (g fleetGroup) selects(c *cluster) bool {
+	if !c.fleet || g.match == nil {
+		return false
+	}
+	for k, v := range g.match {
+		if l, ok := c.labels[k]; !ok || l != v {
+			return false
+		}
+	}
+	return true
+}
+
 type tree struct {
 	clusters map[string]*cluster
 	manager  manager
+}
+
+// members returns, per group, the set of clusters it selects.
+func (t tree) members() map[string]map[string]bool {
+	m := map[string]map[string]bool{}
+	for g, gr := range t.manager.groups {
+		for name, c := range t.clusters {
+			if gr.selects(c) {
+				if m[g] == nil {
+					m[g] = map[string]bool{}
+				}
+				m[g][name] = true
+			}
+		}
+	}
+	return m
 }
 
 // Small local shapes of the upstream objects (only the fields compared).
@@ -273,7 +360,7 @@ type registrationToken struct {
 
 type clusterGroup struct {
 	Spec struct {
-		Selector struct {
+		Selector *struct {
 			MatchLabels map[string]string `json:"matchLabels"`
 		} `json:"selector"`
 	} `json:"spec"`
@@ -301,8 +388,10 @@ type kustomization struct {
 	} `json:"spec"`
 }
 
-func parseTree(files map[string][]byte, opts Options) tree {
-	t := tree{clusters: map[string]*cluster{}, manager: manager{groups: map[string]string{}, other: map[string][]byte{}}}
+// parseTree reads a tree; generated names the clusters whose client ID is a
+// placeholder for one a render would generate (only ever for the new tree).
+func parseTree(files map[string][]byte, opts Options, generated map[string]bool) tree {
+	t := tree{clusters: map[string]*cluster{}, manager: manager{groups: map[string]fleetGroup{}, other: map[string][]byte{}}}
 	get := func(name string) *cluster {
 		c := t.clusters[name]
 		if c == nil {
@@ -325,7 +414,13 @@ func parseTree(files map[string][]byte, opts Options) tree {
 		case len(parts) == 4 && parts[0] == "manager" && parts[1] == "fleet" && parts[2] == "groups":
 			var g clusterGroup
 			if yaml.Unmarshal(data, &g) == nil {
-				t.manager.groups[strings.TrimSuffix(parts[3], ".yaml")] = labelString(g.Spec.Selector.MatchLabels)
+				gr := fleetGroup{}
+				if sel := g.Spec.Selector; sel != nil {
+					gr.match = map[string]string{}
+					maps(gr.match, sel.MatchLabels)
+					gr.selector = labelString(sel.MatchLabels)
+				}
+				t.manager.groups[strings.TrimSuffix(parts[3], ".yaml")] = gr
 			}
 		case len(parts) == 4 && parts[0] == "manager" && parts[1] == "fleet" && parts[2] != "gitrepos":
 			c := get(parts[2])
@@ -335,14 +430,17 @@ func parseTree(files map[string][]byte, opts Options) tree {
 				var o object
 				var fc fleetCluster
 				if yaml.Unmarshal(data, &o) == nil && yaml.Unmarshal(data, &fc) == nil {
+					c.fleet = true
 					maps(c.labels, o.Metadata.Labels)
-					c.clientID = fc.Spec.ClientID
-					if c.clientID != "" && c.clientID == opts.ClientIDPlaceholder {
-						c.clientID = GeneratedClientID
+					if fc.Spec.ClientID != "" {
+						c.clientID = value(fc.Spec.ClientID)
+						if generated[parts[2]] {
+							c.clientID = marker(GeneratedClientID)
+						}
 					}
 					if c.mode == "" {
 						c.mode = "capi"
-						if c.clientID != "" {
+						if fc.Spec.ClientID != "" {
 							c.mode = "agent"
 						}
 					}
@@ -383,6 +481,9 @@ func parseTree(files map[string][]byte, opts Options) tree {
 			}
 			for _, img := range k.Spec.Images {
 				ref := img.NewName
+				if tag := opts.Tags[img.NewName+"@"+img.Digest]; img.NewTag == "" && img.Digest != "" && tag != "" {
+					ref += ":" + tag
+				}
 				if img.NewTag != "" {
 					ref += ":" + img.NewTag
 				}
@@ -397,9 +498,6 @@ func parseTree(files map[string][]byte, opts Options) tree {
 			c.files = append(c.files, p)
 			var v agentValues
 			if yaml.Unmarshal(data, &v) == nil {
-				if v.ClientID != "" && v.ClientID == opts.ClientIDPlaceholder {
-					v.ClientID = GeneratedClientID
-				}
 				c.agent = &v
 			}
 		default:
@@ -410,20 +508,15 @@ func parseTree(files map[string][]byte, opts Options) tree {
 }
 
 func compareCluster(o, n *cluster) []Change {
-	var ch []Change
-	add := func(field, from, to string) {
-		if from != to {
-			ch = append(ch, Change{Field: field, From: from, To: to})
-		}
-	}
-	add("registration.mode", o.mode, n.mode)
+	var ch changes
+	ch.addValues("registration.mode", o.mode, n.mode)
 	for _, k := range sortedKeys(o.labels, n.labels) {
-		add("labels."+k, o.labels[k], n.labels[k])
+		ch.addValues("labels."+k, o.labels[k], n.labels[k])
 	}
-	add("registration.clientID", o.clientID, n.clientID)
-	add("registration.tokenTTL", o.tokenTTL, n.tokenTTL)
-	add(secretChange("registration.kubeconfig", o.kubeconfig, n.kubeconfig))
-	add(secretChange("registration.caCert", o.ca, n.ca))
+	ch.add("registration.clientID", o.clientID, n.clientID)
+	ch.addValues("registration.tokenTTL", o.tokenTTL, n.tokenTTL)
+	ch.add(secretChange("registration.kubeconfig", o.kubeconfig, n.kubeconfig))
+	ch.add(secretChange("registration.caCert", o.ca, n.ca))
 	var oa, na agentValues
 	if o.agent != nil {
 		oa = *o.agent
@@ -431,23 +524,23 @@ func compareCluster(o, n *cluster) []Change {
 	if n.agent != nil {
 		na = *n.agent
 	}
-	add("agent.apiServerURL", oa.APIServerURL, na.APIServerURL)
-	add(secretChange("agent.apiServerCA", []byte(oa.APIServerCA), []byte(na.APIServerCA)))
-	add("agent.clusterNamespace", oa.ClusterNamespace, na.ClusterNamespace)
-	add("images[fleet-agent]", agentImage(oa), agentImage(na))
+	ch.addValues("agent.apiServerURL", oa.APIServerURL, na.APIServerURL)
+	ch.add(secretChange("agent.apiServerCA", []byte(oa.APIServerCA), []byte(na.APIServerCA)))
+	ch.addValues("agent.clusterNamespace", oa.ClusterNamespace, na.ClusterNamespace)
+	ch.addValues("images[fleet-agent]", agentImage(oa), agentImage(na))
 	for _, name := range sortedKeys(o.layers, n.layers) {
 		ol, inOld := o.layers[name]
 		nl, inNew := n.layers[name]
 		f := "layers." + name
 		switch {
 		case !inOld:
-			add(f, "", nl.path)
+			ch.addValues(f, "", nl.path)
 		case !inNew:
-			add(f, ol.path, "")
+			ch.addValues(f, ol.path, "")
 		default:
-			add(f+".path", ol.path, nl.path)
+			ch.addValues(f+".path", ol.path, nl.path)
 		}
-		add(f+".dependsOn", strings.Join(ol.dependsOn, ", "), strings.Join(nl.dependsOn, ", "))
+		ch.addValues(f+".dependsOn", strings.Join(ol.dependsOn, ", "), strings.Join(nl.dependsOn, ", "))
 		for _, k := range sortedKeys(ol.substitute, nl.substitute) {
 			if _, isLabel := n.labels[k]; isLabel || k == "cluster" {
 				continue // a label's change shows once, under labels
@@ -455,32 +548,50 @@ func compareCluster(o, n *cluster) []Change {
 			if _, isLabel := o.labels[k]; isLabel {
 				continue
 			}
-			add(f+".substitute."+k, ol.substitute[k], nl.substitute[k])
+			ch.addValues(f+".substitute."+k, ol.substitute[k], nl.substitute[k])
 		}
 	}
 	// Images, once per cluster: the same image in several layers moves once.
 	oi, ni := clusterImages(o), clusterImages(n)
 	for _, k := range sortedKeys(oi, ni) {
-		add("images["+k+"]", oi[k], ni[k])
+		ch.addValues("images["+k+"]", oi[k], ni[k])
 	}
 	if ch == nil {
-		ch = []Change{}
+		ch = changes{}
 	}
 	return ch
 }
 
-// secretChange is how a secret or opaque field reads in a report: Set or
-// Changed, "" when absent; never the value. Equal sides give from == to.
-func secretChange(field string, old, new []byte) (string, string, string) {
-	state := func(b []byte) string {
-		if len(b) == 0 {
-			return ""
+// groupChanges says which ClusterGroups start or stop selecting cluster name
+// (clusterGroups.<group>: + member, or - member).
+func groupChanges(name string, om, nm map[string]map[string]bool) []Change {
+	var ch changes
+	for _, g := range sortedKeys(om, nm) {
+		was, is := side{}, side{}
+		if om[g][name] {
+			was = marker(Member)
 		}
-		return Set
+		if nm[g][name] {
+			is = marker(Member)
+		}
+		ch.add("clusterGroups."+g, was, is)
+	}
+	return ch
+}
+
+// secretChange is how a secret or opaque field reads in a report: the
+// markers Set or Changed, absent when absent; never the value. Equal sides
+// give from == to.
+func secretChange(field string, old, new []byte) (string, side, side) {
+	state := func(b []byte) side {
+		if len(b) == 0 {
+			return side{}
+		}
+		return marker(Set)
 	}
 	from, to := state(old), state(new)
-	if from != "" && to != "" && !bytes.Equal(old, new) {
-		to = Changed
+	if from.s != "" && to.s != "" && !bytes.Equal(old, new) {
+		to = marker(Changed)
 	}
 	return field, from, to
 }
@@ -507,7 +618,7 @@ func clusterWarnings(name string, o, n *cluster) []string {
 	if o.mode != n.mode {
 		w = append(w, fmt.Sprintf("%s: registration mode changed from %s to %s: the cluster registers anew; remove what the old mode installed (a fleet-agent, a kubeconfig Secret)", name, o.mode, n.mode))
 	}
-	if o.clientID != "" && o.clientID != n.clientID && n.mode == "agent" {
+	if o.clientID.s != "" && o.clientID != n.clientID && n.mode == "agent" {
 		w = append(w, fmt.Sprintf("%s: clientID changed: the agent installed with the old values no longer matches its Cluster; reinstall fleet-agent with agents/%s/values.yaml", name, name))
 	}
 	if len(o.kubeconfig) > 0 && len(n.kubeconfig) > 0 && !bytes.Equal(o.kubeconfig, n.kubeconfig) {
@@ -527,36 +638,49 @@ func removedWarning(name, mode string) string {
 	}
 }
 
-func compareManager(o, n manager) []Change {
-	ch := []Change{}
-	add := func(field, from, to string) {
-		if from != to {
-			ch = append(ch, Change{Field: field, From: from, To: to})
-		}
-	}
+// compareManager compares the manager's shared objects; om and nm are the
+// groups' members (tree.members), whose changes it lists per group
+// (groups.<group>.joined, .left).
+func compareManager(o, n manager, om, nm map[string]map[string]bool) []Change {
+	ch := changes{}
 	for _, g := range sortedKeys(o.groups, n.groups) {
 		og, inOld := o.groups[g]
 		ng, inNew := n.groups[g]
 		switch {
 		case !inOld:
-			add("groups."+g, "", "selector "+ng)
+			ch.addValues("groups."+g, "", "selector "+ng.selector)
 		case !inNew:
-			add("groups."+g, "selector "+og, "")
+			ch.addValues("groups."+g, "selector "+og.selector, "")
 		default:
-			add("groups."+g+".selector", og, ng)
+			ch.addValues("groups."+g+".selector", og.selector, ng.selector)
 		}
 	}
-	add("verrazzano.adminCluster.server", o.adminServer, n.adminServer)
+	for _, g := range sortedKeys(om, nm) {
+		var joined, left []string
+		for _, c := range sortedKeys(nm[g]) {
+			if !om[g][c] {
+				joined = append(joined, c)
+			}
+		}
+		for _, c := range sortedKeys(om[g]) {
+			if !nm[g][c] {
+				left = append(left, c)
+			}
+		}
+		ch.addValues("groups."+g+".joined", "", strings.Join(joined, ", "))
+		ch.addValues("groups."+g+".left", strings.Join(left, ", "), "")
+	}
+	ch.addValues("verrazzano.adminCluster.server", o.adminServer, n.adminServer)
 	for _, p := range sortedKeys(o.other, n.other) {
 		ob, inOld := o.other[p]
 		nb, inNew := n.other[p]
 		switch {
 		case !inOld:
-			add(p, "", "(added)")
+			ch.add(p, side{}, marker("(added)"))
 		case !inNew:
-			add(p, "(present)", "")
+			ch.add(p, marker("(present)"), side{})
 		case !bytes.Equal(ob, nb):
-			add(p, "", Changed)
+			ch.add(p, side{}, marker(Changed))
 		}
 	}
 	return ch

@@ -34,16 +34,16 @@ func TestWarnings(t *testing.T) {
 		warn     []string // substrings, one per warning
 	}{
 		"mode changed": {old: agentTree("c1"), new: managerTree(),
-			changes: []Change{{"registration.mode", "agent", "manager"}, {"registration.clientID", "c1", ""}, {"registration.tokenTTL", "240h", ""}, {"registration.kubeconfig", "", Set}},
+			changes: []Change{{Field: "registration.mode", From: "agent", To: "manager"}, {Field: "registration.clientID", From: "c1"}, {Field: "registration.tokenTTL", From: "240h"}, {Field: "registration.kubeconfig", To: Set, ToMarker: true}},
 			warn:    []string{"a: registration mode changed from agent to manager"}},
 		"clientID changed": {old: agentTree("c1"), new: agentTree("c2"),
-			changes: []Change{{"registration.clientID", "c1", "c2"}},
+			changes: []Change{{Field: "registration.clientID", From: "c1", To: "c2"}},
 			warn:    []string{"a: clientID changed: the agent installed with the old values no longer matches its Cluster"}},
-		"clientID to be generated": {old: agentTree("c1"), new: agentTree("PLACEHOLDER"), opts: Options{ClientIDPlaceholder: "PLACEHOLDER"},
-			changes: []Change{{"registration.clientID", "c1", GeneratedClientID}},
+		"clientID to be generated": {old: agentTree("c1"), new: agentTree("PLACEHOLDER"), opts: Options{GeneratedClientIDs: []string{"a"}},
+			changes: []Change{{Field: "registration.clientID", From: "c1", To: GeneratedClientID, ToMarker: true}},
 			warn:    []string{"a: clientID changed"}},
 		"agent removed": {old: agentTree("c1"), new: map[string][]byte{},
-			changes: []Change{{"registration.mode", "agent", ""}},
+			changes: []Change{{Field: "registration.mode", From: "agent"}},
 			warn:    []string{"a: cluster removed: Fleet deregisters it", "uninstall fleet-agent"}},
 	}
 	for name, tc := range cases {
@@ -85,23 +85,139 @@ func TestUnchanged(t *testing.T) {
 	}
 }
 
-// TestMarkdownFitsAComment: a report of many clusters stays under
-// MaxMarkdown and says how many sections it left out.
-func TestMarkdownFitsAComment(t *testing.T) {
+// TestObjectsGrouped: the same received objects on 400 clusters (filled by
+// AddObjects) are said once in text, Markdown and GitHub, with the list of
+// clusters; JSON keeps them per cluster.
+func TestObjectsGrouped(t *testing.T) {
 	t.Parallel()
-	r := Report{Files: Files{Changed: []string{"x"}}}
-	for i := range 2000 {
-		r.Clusters = append(r.Clusters, Cluster{Name: fmt.Sprintf("edge-%04d", i), Change: Update,
-			Changes: []Change{{"images[ghcr.io/stefanprodan/podinfo]", "r.example/podinfo@sha256:" + strings.Repeat("a", 64), "r.example/podinfo@sha256:" + strings.Repeat("b", 64)}}})
+	byCluster := map[string][]Object{}
+	for i := range 400 {
+		byCluster[fmt.Sprintf("edge-%03d", i)] = []Object{
+			{Layer: "apps", APIVersion: "apps/v1", Kind: "Deployment", Namespace: "podinfo", Name: "podinfo", Change: Update},
+			{Layer: "apps", APIVersion: "v1", Kind: "ConfigMap", Namespace: "podinfo", Name: "extra", Change: Added},
+		}
 	}
-	var b strings.Builder
-	if err := r.WriteMarkdown(&b); err != nil {
+	byCluster["edge-007"] = append(byCluster["edge-007"], Object{Layer: "infra", APIVersion: "v1", Kind: "Namespace", Name: "old", Change: Removed})
+	var r Report
+	r.AddObjects(byCluster)
+	outs := map[string]string{}
+	for _, f := range []string{FormatText, FormatMarkdown, FormatGitHub, FormatJSON} {
+		var b strings.Builder
+		if err := r.Write(&b, f, ""); err != nil {
+			t.Fatal(err)
+		}
+		outs[f] = b.String()
+	}
+	for f, want := range map[string][]string{
+		FormatText: {"\nchanged: edge-000, edge-001, ", " (400 clusters)\n  layer apps: + v1 ConfigMap podinfo/extra\n  layer apps: ~ apps/v1 Deployment podinfo/podinfo\n",
+			"\nchanged: edge-007\n  layer infra: - v1 Namespace old\n"},
+		FormatMarkdown: {"#### changed: 400 clusters\n", "- layer `apps`: changed `Deployment` `podinfo`/`podinfo` (`apps/v1`)\n",
+			"  - objects: 400 clusters: "},
+		FormatGitHub: {"::notice title=fleetgen diff::changed: edge-000, edge-001, edge-002, edge-003, edge-004, edge-005, edge-006, edge-007, edge-008, edge-009 … and 390 more (400 clusters): layer apps objects\n"},
+	} {
+		for _, w := range want {
+			if !strings.Contains(outs[f], w) {
+				t.Errorf("%s lacks %q:\n%.2000s", f, w, outs[f])
+			}
+		}
+		if c := strings.Count(outs[f], "Deployment"); c != 1 && f != FormatGitHub {
+			t.Errorf("%s names the Deployment %d times, want once", f, c)
+		}
+	}
+	if c := strings.Count(outs[FormatJSON], `"kind": "Deployment"`); c != 400 {
+		t.Errorf("json has the Deployment %d times, want 400", c)
+	}
+}
+
+// TestGenericChange: a field no writer knows (as other parts add: a
+// delivery, an image's signature) reads like any other, markers marked.
+func TestGenericChange(t *testing.T) {
+	t.Parallel()
+	r := Report{Clusters: []Cluster{{Name: "edge-1", Change: Update, Changes: []Change{
+		{Field: "deliveries.monitoring", To: "reaches"},
+		{Field: "images[x].signature", From: "keyless", To: Changed, ToMarker: true},
+	}}}}
+	var text, md strings.Builder
+	if err := r.Write(&text, FormatText, ""); err != nil {
 		t.Fatal(err)
 	}
-	if b.Len() > MaxMarkdown {
-		t.Errorf("%d characters, want at most %d", b.Len(), MaxMarkdown)
+	if err := r.Write(&md, FormatMarkdown, ""); err != nil {
+		t.Fatal(err)
 	}
-	if !strings.Contains(b.String(), "more sections not shown") || !strings.Contains(b.String(), "edge-0000") {
-		t.Errorf("no note on the sections left out:\n%s", b.String()[b.Len()-300:])
+	for _, w := range []string{"  deliveries.monitoring: + reaches\n", "  images[x].signature: keyless -> (changed)\n"} {
+		if !strings.Contains(text.String(), w) {
+			t.Errorf("text lacks %q:\n%s", w, text.String())
+		}
+	}
+	for _, w := range []string{"- `deliveries.monitoring`: added `reaches`\n", "- `images[x].signature`: `keyless` → _\\(changed\\)_\n", "  - deliveries: 1 cluster: `edge-1`\n"} {
+		if !strings.Contains(md.String(), w) {
+			t.Errorf("markdown lacks %q:\n%s", w, md.String())
+		}
+	}
+}
+
+// TestGroupMembership: a relabel that moves a cluster from one ClusterGroup
+// to another shows per cluster (clusterGroups.<group>) and per group
+// (groups.<group>.joined, .left); a group without a selector selects none.
+func TestGroupMembership(t *testing.T) {
+	t.Parallel()
+	group := func(sel string) []byte {
+		return []byte(header + "apiVersion: fleet.cattle.io/v1alpha1\nkind: ClusterGroup\nmetadata:\n  name: g\nspec:\n" + sel)
+	}
+	old, next := agentTree("c1"), agentTree("c1")
+	for _, tr := range []map[string][]byte{old, next} {
+		tr["manager/fleet/groups/dev.yaml"] = group("  selector:\n    matchLabels: {env: dev}\n")
+		tr["manager/fleet/groups/prod.yaml"] = group("  selector:\n    matchLabels: {env: prod}\n")
+		tr["manager/fleet/groups/none.yaml"] = group("")
+	}
+	next["manager/fleet/a/cluster.yaml"] = []byte(strings.Replace(string(next["manager/fleet/a/cluster.yaml"]), "env: dev", "env: prod", 1))
+	r := Compare(old, next, Options{})
+	want := []Change{
+		{Field: "labels.env", From: "dev", To: "prod"},
+		{Field: "clusterGroups.dev", From: Member, FromMarker: true},
+		{Field: "clusterGroups.prod", To: Member, ToMarker: true},
+	}
+	if len(r.Clusters) != 1 {
+		t.Fatalf("clusters %+v", r.Clusters)
+	}
+	if d := cmp.Diff(want, r.Clusters[0].Changes); d != "" {
+		t.Errorf("cluster changes (-want +got):\n%s", d)
+	}
+	wantManager := []Change{{Field: "groups.dev.left", From: "a"}, {Field: "groups.prod.joined", To: "a"}}
+	if d := cmp.Diff(wantManager, r.Manager.Changes); d != "" {
+		t.Errorf("manager changes (-want +got):\n%s", d)
+	}
+}
+
+// TestTagsBesideDigests: with the lock's tags, an image change reads its
+// tags beside its digests; a digest that moved under the same tag names the
+// tag once; an unknown tag reads "?".
+func TestTagsBesideDigests(t *testing.T) {
+	t.Parallel()
+	d := func(c string) string { return "sha256:" + strings.Repeat(c, 64) }
+	for _, tc := range []struct{ from, to, want string }{
+		{"r.io/kured:1.12.0@" + d("a"), "r.io/kured:1.12.1@" + d("c"), "1.12.0 -> 1.12.1, sha256:aaaaaaaaaaaa… -> cccccccccccc…"},
+		{"r.io/kured:1.12.0@" + d("a"), "r.io/kured:1.12.0@" + d("b"), "1.12.0, sha256:aaaaaaaaaaaa… -> bbbbbbbbbbbb…"},
+		{"r.io/kured@" + d("a"), "r.io/kured:1.12.1@" + d("c"), "? -> 1.12.1, sha256:aaaaaaaaaaaa… -> cccccccccccc…"},
+		{"r.io/kured@" + d("a"), "r.io/kured@" + d("c"), "sha256:aaaaaaaaaaaa… -> cccccccccccc…"},
+		{"r.io/kured@sha256:" + strings.Repeat("a", 20) + strings.Repeat("1", 44), "r.io/kured@sha256:" + strings.Repeat("a", 20) + strings.Repeat("2", 44), "sha256:aaaaaaaaaaaaaaaaaaaa1… -> aaaaaaaaaaaaaaaaaaaa2…"},
+	} {
+		got, ok := imageChange(Change{Field: "images[kured]", From: tc.from, To: tc.to}, func(s string) string { return s }, " -> ")
+		if !ok || got != tc.want {
+			t.Errorf("%s -> %s: %q, want %q", tc.from, tc.to, got, tc.want)
+		}
+	}
+	if _, ok := imageChange(Change{From: "r.io/a@" + d("a"), To: "r.io/b@" + d("b")}, func(s string) string { return s }, " -> "); ok {
+		t.Error("a moved repository reads as a tag change")
+	}
+	// Compare puts the lock's tags in the values.
+	kust := func(digest string) []byte {
+		return []byte(header + "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: apps\nspec:\n  path: ./apps\n  images:\n  - name: ghcr.io/kubereboot/kured\n    newName: r.io/kured\n    digest: " + digest + "\n")
+	}
+	r := Compare(map[string][]byte{"clusters/a/apps.yaml": kust(d("a"))}, map[string][]byte{"clusters/a/apps.yaml": kust(d("c"))},
+		Options{Tags: map[string]string{"r.io/kured@" + d("a"): "1.12.0", "r.io/kured@" + d("c"): "1.12.1"}})
+	want := []Change{{Field: "images[ghcr.io/kubereboot/kured]", From: "r.io/kured:1.12.0@" + d("a"), To: "r.io/kured:1.12.1@" + d("c")}}
+	if d := cmp.Diff(want, r.Clusters[0].Changes); d != "" {
+		t.Errorf("changes (-want +got):\n%s", d)
 	}
 }

@@ -1,18 +1,123 @@
 package review
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
+
+	"fleetgen.dev/fleetgen/internal/inert"
 )
+
+// Every string a Report holds may come from a pull request or from DIR (a
+// cluster name is a folder name there, a field holds label keys and layer
+// names, values are whatever the trees say), so the writers put each one
+// through internal/inert: text quotes it with inert.Quote (printable ASCII,
+// bare only when it is a plain token), GitHub's workflow commands with
+// inert.Command, Markdown in inert.Code spans, JSON with inert.JSON. Only
+// fleetgen's own words (the summary, kinds of change, markers) are written as
+// they are, and no line starts with a quoted string.
 
 // MarkdownMarker starts every Markdown report, so that a CI job finds its
 // own pull request comment and edits it rather than adding one per push.
 const MarkdownMarker = "<!-- fleetgen diff -->"
 
-// Summary is the report in one line, e.g. "1 cluster added, 2 changed; 5
-// files differ", or "no changes".
+// MaxMarkdown bounds WriteMarkdown's output below GitHub's limit for a
+// comment (65,536 characters).
+const MaxMarkdown = 60000
+
+// Bounds of the text, Markdown and GitHub reports (JSON has everything).
+const (
+	// maxValue is how many bytes of a value a report shows.
+	maxValue = 256
+	// maxTextNames and maxMarkdownNames are how many clusters a group of
+	// the text report and a Markdown section names; a Markdown heading and
+	// an annotation name maxShortNames.
+	maxTextNames     = 100
+	maxMarkdownNames = 500
+	maxShortNames    = 10
+	// maxItems is how many changes, objects and warnings a group shows.
+	maxItems = 200
+	// maxAnnotations is how many ::warning and how many ::notice commands
+	// the GitHub report writes (the runner shows 10 of each per step).
+	maxAnnotations = 10
+	// maxSummaryNames is how many clusters each line of the Markdown
+	// summary names; maxWarnings how many distinct warnings it lists;
+	// maxFiles how many files.
+	maxSummaryNames = 5
+	maxWarnings     = 20
+	maxFiles        = 100
+)
+
+// Formats of Write.
+const (
+	FormatText     = "text"
+	FormatMarkdown = "markdown"
+	FormatJSON     = "json"
+	FormatGitHub   = "github"
+)
+
+// Write writes r in format (FormatText, FormatMarkdown, FormatJSON or
+// FormatGitHub); for text and github the unified file diff follows as a
+// quoted block (inert.Block: escaped, and under ::stop-commands:: so that a
+// GitHub runner runs nothing it holds). Text writes nothing when there is no
+// change at all.
+func (r Report) Write(w io.Writer, format, fileDiff string) error {
+	var b strings.Builder
+	switch format {
+	case FormatMarkdown:
+		r.markdown(&b)
+	case FormatJSON:
+		out, err := inert.JSON(r, "  ")
+		if err != nil {
+			return err
+		}
+		b.Write(out)
+	case FormatGitHub:
+		r.github(&b)
+		b.WriteString(inert.Block(fileDiff))
+	case FormatText:
+		if fileDiff == "" && r.Empty() {
+			break
+		}
+		r.text(&b)
+		if fileDiff != "" {
+			b.WriteString("\n")
+			b.WriteString(inert.Block(fileDiff))
+		}
+	default:
+		return fmt.Errorf("report format %q: want text, markdown, json or github", format)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteText writes the report for a terminal (Write's text, without a file
+// diff).
+func (r Report) WriteText(w io.Writer) error { return r.writeFormat(w, FormatText) }
+
+// WriteMarkdown writes the report as one pull request comment (at most
+// MaxMarkdown characters, starting with MarkdownMarker).
+func (r Report) WriteMarkdown(w io.Writer) error { return r.writeFormat(w, FormatMarkdown) }
+
+// WriteJSON writes the report as one JSON object (SPEC §7), indented, ASCII.
+func (r Report) WriteJSON(w io.Writer) error { return r.writeFormat(w, FormatJSON) }
+
+// WriteGitHub writes GitHub Actions workflow commands: a ::warning per
+// warning and a ::notice per group of clusters with the same change.
+func (r Report) WriteGitHub(w io.Writer) error { return r.writeFormat(w, FormatGitHub) }
+
+func (r Report) writeFormat(w io.Writer, format string) error {
+	if format == FormatText && r.Empty() {
+		var b strings.Builder
+		r.text(&b)
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
+	return r.Write(w, format, "")
+}
+
+// Summary is the report in one line, e.g. "1 cluster added, 2 clusters
+// changed; 5 files differ", or "no changes". It holds counts only.
 func (r Report) Summary() string {
 	if r.Empty() {
 		return "no changes"
@@ -22,9 +127,9 @@ func (r Report) Summary() string {
 		n[c.Change]++
 	}
 	var parts []string
-	for _, k := range []string{Added, Removed, Update} {
+	for _, k := range changeKinds {
 		if n[k] > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s %s", n[k], plural(n[k], "cluster", "clusters"), k))
+			parts = append(parts, fmt.Sprintf("%d %s %s", n[k], plural(n[k], "cluster", "clusters"), kindWord(k)))
 		}
 	}
 	if len(r.Manager.Changes) > 0 {
@@ -38,174 +143,190 @@ func (r Report) Summary() string {
 	return s + fmt.Sprintf("%d %s differ", files, plural(files, "file", "files"))
 }
 
-// WriteText writes the report for a terminal: the summary line, then each
-// cluster with its changes and warnings, then the manager's changes.
-func (r Report) WriteText(w io.Writer) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "fleetgen diff: %s\n", r.Summary())
-	for _, c := range r.Clusters {
-		fmt.Fprintf(&b, "\n%s: %s\n", c.Name, c.Change)
-		for _, ch := range c.Changes {
-			fmt.Fprintf(&b, "  %s\n", ch.text())
-		}
-		for _, wn := range c.Warnings {
-			fmt.Fprintf(&b, "  warning: %s\n", wn)
+// changeKinds orders the kinds of cluster change in every report.
+var changeKinds = []string{Added, Removed, Update}
+
+// kindWord is a kind of change as a report writes it: one of fleetgen's
+// words, whatever a hand-built Report holds.
+func kindWord(k string) string {
+	switch k {
+	case Added, Removed, Update:
+		return k
+	}
+	return "changed"
+}
+
+// text writes the text report: the summary line, then a block per group of
+// clusters that share changes (kind: clusters, then a line per change,
+// object and warning), then the manager.
+func (r Report) text(b *strings.Builder) {
+	fmt.Fprintf(b, "fleetgen diff: %s\n", r.Summary())
+	for _, g := range groupClusters(r.Clusters) {
+		fmt.Fprintf(b, "\n%s: %s\n", kindWord(g.change), textNames(g.clusters, maxTextNames))
+		for i, it := range g.items {
+			if i == maxItems {
+				fmt.Fprintf(b, "  … %d more (fleetgen diff --output json has them)\n", len(g.items)-i)
+				break
+			}
+			b.WriteString("  " + it.text() + "\n")
 		}
 	}
 	if len(r.Manager.Changes)+len(r.Manager.Warnings) > 0 {
 		b.WriteString("\nmanager: changed\n")
 		for _, ch := range r.Manager.Changes {
-			fmt.Fprintf(&b, "  %s\n", ch.text())
+			b.WriteString("  " + ch.text() + "\n")
 		}
 		for _, wn := range r.Manager.Warnings {
-			fmt.Fprintf(&b, "  warning: %s\n", wn)
+			b.WriteString("  warning: " + inert.Prose(wn) + "\n")
 		}
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
+// textNames lists clusters for the text report: each quoted, at most max,
+// with their count when more than one.
+func textNames(names []string, max int) string {
+	var b strings.Builder
+	for i, n := range names {
+		if i == max {
+			fmt.Fprintf(&b, " … and %d more", len(names)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(inert.Quote(n))
+	}
+	if len(names) > 1 {
+		fmt.Fprintf(&b, " (%d clusters)", len(names))
+	}
+	return b.String()
+}
+
+// text is one change for the text report: field: + to, field: - from, or
+// field: from -> to; an image's tags and digests side by side.
 func (c Change) text() string {
+	f := inert.Quote(c.Field) + ": "
+	if s, ok := imageChange(c, func(s string) string { return s }, " -> "); ok {
+		return f + s
+	}
+	from, to := textSide(c.From, c.FromMarker), textSide(c.To, c.ToMarker)
 	switch {
-	case c.From == "":
-		return fmt.Sprintf("%s: + %s", c.Field, c.To)
-	case c.To == "":
-		return fmt.Sprintf("%s: - %s", c.Field, c.From)
+	case c.From == "" && !c.FromMarker:
+		return f + "+ " + to
+	case c.To == "" && !c.ToMarker:
+		return f + "- " + from
 	default:
-		return fmt.Sprintf("%s: %s -> %s", c.Field, c.From, c.To)
+		return f + from + " -> " + to
 	}
 }
 
-// WriteMarkdown writes the report as one pull request comment: a heading
-// with the summary, the warnings, then a section per cluster with a table of
-// its changes. It starts with MarkdownMarker.
-func (r Report) WriteMarkdown(w io.Writer) error {
-	var b strings.Builder
-	b.WriteString(MarkdownMarker + "\n")
-	fmt.Fprintf(&b, "### fleetgen diff: %s\n", mdEscape(r.Summary()))
-	if ws := r.Warnings(); len(ws) > 0 {
-		b.WriteString("\n> [!WARNING]\n")
-		for _, wn := range ws {
-			fmt.Fprintf(&b, "> - %s\n", mdEscape(wn))
-		}
+// textSide is a value quoted and cut to maxValue, or a marker as it is
+// (quoted too unless it is plain words: markers are fleetgen's words, but a
+// Change is data).
+func textSide(s string, isMarker bool) string {
+	if isMarker && plainWords(s) {
+		return s
 	}
-	table := func(b *strings.Builder, changes []Change) {
-		if len(changes) == 0 {
-			return
-		}
-		b.WriteString("\n| field | from | to |\n| --- | --- | --- |\n")
-		for _, ch := range changes {
-			fmt.Fprintf(b, "| `%s` | %s | %s |\n", mdCode(ch.Field), mdCell(ch.From), mdCell(ch.To))
-		}
+	head, more := inert.Cut(s, maxValue)
+	if more == 0 {
+		return inert.Quote(s)
 	}
-	// Sections go in while they fit a pull request comment; the rest is
-	// counted (the json output has everything).
-	var sections []string
-	for _, c := range r.Clusters {
-		var sb strings.Builder
-		fmt.Fprintf(&sb, "\n#### `%s`: %s\n", mdCode(c.Name), c.Change)
-		table(&sb, c.Changes)
-		sections = append(sections, sb.String())
-	}
-	if len(r.Manager.Changes) > 0 {
-		var sb strings.Builder
-		sb.WriteString("\n#### manager\n")
-		table(&sb, r.Manager.Changes)
-		sections = append(sections, sb.String())
-	}
-	var files strings.Builder
-	if !r.Empty() {
-		files.WriteString("\n<details><summary>Files</summary>\n\n")
-		for _, f := range []struct {
-			sign  string
-			paths []string
-		}{{"added", r.Files.Added}, {"removed", r.Files.Removed}, {"changed", r.Files.Changed}} {
-			for _, p := range f.paths {
-				fmt.Fprintf(&files, "- %s `%s`\n", f.sign, mdCode(p))
-			}
-		}
-		files.WriteString("\n</details>\n")
-	}
-	const reserve = 200 // the note on what was left out
-	for i, sec := range sections {
-		if b.Len()+len(sec)+reserve > MaxMarkdown {
-			fmt.Fprintf(&b, "\n… %d more %s not shown: the comment would exceed %d characters (`fleetgen diff --output json` has the whole report).\n",
-				len(sections)-i, plural(len(sections)-i, "section", "sections"), MaxMarkdown)
-			_, err := io.WriteString(w, b.String())
-			return err
-		}
-		b.WriteString(sec)
-	}
-	if b.Len()+files.Len() <= MaxMarkdown {
-		b.WriteString(files.String())
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	return inert.Quote(head) + fmt.Sprintf("… (%d more bytes)", more)
 }
 
-// MaxMarkdown bounds WriteMarkdown's output below GitHub's limit for a
-// comment (65,536 characters).
-const MaxMarkdown = 60000
-
-func mdCell(s string) string {
-	if s == "" {
-		return ""
+func (it item) text() string {
+	switch {
+	case it.change != nil:
+		return it.change.text()
+	case it.object != nil:
+		o := it.object
+		return "layer " + inert.Quote(o.Layer) + ": " + objectSign(o.Change) + " " + inert.Quote(o.APIVersion) + " " + inert.Quote(o.Kind) + " " + objectName(o, inert.Quote)
+	default:
+		return "warning: " + inert.Prose(it.warning)
 	}
-	return "`" + mdCode(s) + "`"
 }
 
-// mdCode makes s safe inside a code span of a table cell.
-func mdCode(s string) string {
-	return strings.NewReplacer("`", "'", "|", "\\|", "\n", " ", "\r", " ").Replace(s)
-}
-
-// mdEscape keeps s from opening HTML or breaking a line in Markdown text.
-func mdEscape(s string) string {
-	return strings.NewReplacer("<", "&lt;", ">", "&gt;", "\n", " ", "\r", " ").Replace(s)
-}
-
-// WriteJSON writes the report as one JSON object (SPEC §7), indented.
-func (r Report) WriteJSON(w io.Writer) error {
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
+func objectSign(change string) string {
+	switch change {
+	case Added:
+		return "+"
+	case Removed:
+		return "-"
 	}
-	_, err = w.Write(append(b, '\n'))
-	return err
+	return "~"
 }
 
-// WriteGitHub writes GitHub Actions workflow commands: a ::warning for each
-// warning and a ::notice for each added, removed or changed cluster (and the
-// manager), so that they show on the pull request.
-func (r Report) WriteGitHub(w io.Writer) error {
-	var b strings.Builder
-	for _, wn := range r.Warnings() {
-		fmt.Fprintf(&b, "::warning title=fleetgen diff::%s\n", escapeData(wn))
+func objectName(o *Object, quote func(string) string) string {
+	if o.Namespace == "" {
+		return quote(o.Name)
 	}
-	for _, c := range r.Clusters {
-		fields := make([]string, 0, len(c.Changes))
-		for _, ch := range c.Changes {
-			fields = append(fields, ch.Field)
+	return quote(o.Namespace) + "/" + quote(o.Name)
+}
+
+// github writes the workflow commands: a ::warning per distinct warning
+// (with the clusters that have it), a ::notice per group of clusters, one for
+// the manager; at most maxAnnotations of each, then one that counts the rest.
+func (r Report) github(b *strings.Builder) {
+	title := []inert.Prop{{Key: "title", Value: "fleetgen diff"}}
+	ws := groupWarnings(r)
+	for i, w := range ws {
+		if i == maxAnnotations {
+			b.WriteString(inert.Command("warning", title, fmt.Sprintf("%d more warnings: fleetgen diff --output json has them", len(ws)-i)))
+			break
 		}
-		fmt.Fprintf(&b, "::notice title=fleetgen diff::%s\n", escapeData(fmt.Sprintf("%s: %s (%s)", c.Name, c.Change, strings.Join(fields, ", "))))
+		msg := inert.Prose(w.message)
+		if len(w.clusters) > 0 {
+			msg += " (" + textNames(w.clusters, maxShortNames) + ")"
+		}
+		b.WriteString(inert.Command("warning", title, msg))
+	}
+	gs := groupClusters(r.Clusters)
+	for i, g := range gs {
+		if i == maxAnnotations {
+			b.WriteString(inert.Command("notice", title, fmt.Sprintf("%d more groups of changed clusters: fleetgen diff --output json has them", len(gs)-i)))
+			break
+		}
+		b.WriteString(inert.Command("notice", title, kindWord(g.change)+": "+textNames(g.clusters, maxShortNames)+": "+g.fields()))
 	}
 	if len(r.Manager.Changes) > 0 {
 		fields := make([]string, 0, len(r.Manager.Changes))
 		for _, ch := range r.Manager.Changes {
-			fields = append(fields, ch.Field)
+			fields = append(fields, inert.Quote(ch.Field))
 		}
-		fmt.Fprintf(&b, "::notice title=fleetgen diff::%s\n", escapeData("manager: changed ("+strings.Join(fields, ", ")+")"))
+		b.WriteString(inert.Command("notice", title, "manager: changed: "+joinShort(fields)))
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
-// escapeData escapes a workflow command's message as the Actions toolkit
-// does (@actions/core command.ts).
-func escapeData(s string) string {
-	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A").Replace(s)
+// fields names what a group changes, for an annotation.
+func (g group) fields() string {
+	var out []string
+	seen := map[string]bool{}
+	for _, it := range g.items {
+		var f string
+		switch {
+		case it.change != nil:
+			f = inert.Quote(it.change.Field)
+		case it.object != nil:
+			f = "layer " + inert.Quote(it.object.Layer) + " objects"
+		default:
+			f = "warnings"
+		}
+		if !seen[f] {
+			seen[f] = true
+			out = append(out, f)
+		}
+	}
+	return joinShort(out)
 }
 
+func joinShort(s []string) string {
+	if len(s) > maxShortNames {
+		return strings.Join(s[:maxShortNames], ", ") + fmt.Sprintf(" and %d more", len(s)-maxShortNames)
+	}
+	return strings.Join(s, ", ")
+}
+
+// plural is one or many by n.
 func plural(n int, one, many string) string {
 	if n == 1 {
 		return one

@@ -12,15 +12,19 @@ import (
 
 	"github.com/rogpeppe/go-internal/diff"
 
+	"fleetgen.dev/fleetgen/internal/inert"
 	"fleetgen.dev/fleetgen/pkg/generate"
 	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/pkg/secrets"
 )
 
 // Compare returns a unified diff (a/ and b/ prefixes, /dev/null for a
 // missing side) from have, what Read found in dir, to files, covering
 // changed, missing and stale fleetgen-owned files; "" when equal. Secrets'
-// content (generate.File.Secret, or "kind: Secret" on either side) is never
-// shown.
+// content (generate.File.Secret, or a Secret on either side as
+// secrets.Conceal parses it, in any YAML spelling) is never shown. Paths
+// are written with inert.Text, so a name from dir never breaks a line; the
+// content is raw: print it through inert.Block.
 func Compare(dir string, have map[string][]byte, files []generate.File) (string, error) {
 	if err := checkPaths(files); err != nil {
 		return "", err
@@ -37,14 +41,14 @@ func Compare(dir string, have map[string][]byte, files []generate.File) (string,
 		case ok && old == nil:
 			return "", schema.Invalid(fmt.Errorf("%s in %s: not a regular file fleetgen can read", f.Path, dir))
 		case !ok:
-			out = append(out, entry{f.Path, fileDiff("/dev/null", nil, "b/"+f.Path, f.Data, f.Secret)})
+			out = append(out, entry{f.Path, fileDiff("/dev/null", nil, "b/"+inert.Text(f.Path), f.Data, f.Secret)})
 		case !bytes.Equal(old, f.Data):
-			out = append(out, entry{f.Path, fileDiff("a/"+f.Path, old, "b/"+f.Path, f.Data, f.Secret)})
+			out = append(out, entry{f.Path, fileDiff("a/"+inert.Text(f.Path), old, "b/"+inert.Text(f.Path), f.Data, f.Secret)})
 		}
 	}
 	for p, old := range have {
 		if !want[p] && bytes.HasPrefix(old, []byte(generate.Header)) && !FluxSystem(p) {
-			out = append(out, entry{p, fileDiff("a/"+p, old, "/dev/null", nil, false)})
+			out = append(out, entry{p, fileDiff("a/"+inert.Text(p), old, "/dev/null", nil, false)})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].path < out[j].path })
@@ -131,7 +135,7 @@ func Read(dir string, opt Options) (map[string][]byte, error) {
 
 // fileDiff is the unified diff of one file, with a secret's content hidden.
 func fileDiff(oldName string, old []byte, newName string, new []byte, secret bool) []byte {
-	if secret || isSecret(old) || isSecret(new) {
+	if secret || secrets.Conceal(old) || secrets.Conceal(new) {
 		return fmt.Appendf(nil, "diff %s %s\n--- %s\n+++ %s\n@@ Secret content differs; not shown @@\n", oldName, newName, oldName, newName)
 	}
 	if len(old) == 0 && len(new) == 0 {
@@ -140,9 +144,4 @@ func fileDiff(oldName string, old []byte, newName string, new []byte, secret boo
 		return fmt.Appendf(nil, "diff %s %s\n--- %s\n+++ %s\n", oldName, newName, oldName, newName)
 	}
 	return diff.Diff(oldName, old, newName, new)
-}
-
-// isSecret reports whether a manifest holds a top-level kind: Secret.
-func isSecret(b []byte) bool {
-	return bytes.HasPrefix(b, []byte("kind: Secret\n")) || bytes.Contains(b, []byte("\nkind: Secret\n"))
 }

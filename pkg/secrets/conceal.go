@@ -1,0 +1,45 @@
+package secrets
+
+import (
+	"bytes"
+	"errors"
+	"io"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Conceal reports whether a report (the file diff of `render --check` and
+// `diff`) must not show data's content: some document of it is a Secret,
+// also inside a List, in whatever YAML spelling ("Secret", 'Secret', a tag,
+// an escape, flow style, JSON), or a document that may spell one does not
+// parse, so nobody can tell. It decides by parsing, as Plaintext does, never
+// by matching text; data that no YAML reading can make a Secret (see
+// mayHoldSecret) is not parsed.
+func Conceal(data []byte) bool {
+	if !mayHoldSecret(data) {
+		return false
+	}
+	for _, chunk := range splitDocuments(data) {
+		dec := yaml.NewDecoder(bytes.NewReader(chunk))
+		for {
+			var doc any
+			err := dec.Decode(&doc)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return true
+			}
+			obj, _ := asMap(doc)
+			if obj == nil {
+				continue
+			}
+			for _, o := range objects(obj) {
+				if k, _ := o["kind"].(string); k == "Secret" {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
