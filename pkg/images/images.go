@@ -159,6 +159,20 @@ func Discover(f *schema.Fleet, m *layers.Model) (*Result, error) {
 	return res, nil
 }
 
+// Written returns the container image references objs use, as written
+// there (not charts), sorted and deduplicated: what the images rewrite of a
+// Flux Kustomization matches by name.
+func Written(objs []*layers.Object) []string {
+	found, _ := collect(objs)
+	var out []string
+	for _, f := range found {
+		if !f.chart {
+			out = append(out, f.ref)
+		}
+	}
+	return dedupe(out)
+}
+
 type found struct {
 	ref   string
 	chart bool

@@ -42,11 +42,17 @@ func Diff(ctx context.Context, cfg Config) (review.Report, string, error) {
 		return review.Report{}, "", err
 	}
 	had := owned(r.had)
-	rep := review.Compare(had, filesMap(r.files), review.Options{GeneratedClientIDs: r.generated, Tags: tags(r.lock)})
-	objs, err := receivedChanges(cfg, ld, had)
+	objs, oldTags, err := receivedChanges(cfg, ld, had)
 	if err != nil {
 		return review.Report{}, "", err
 	}
+	tg := tags(r.lock)
+	for ref, tag := range oldTags {
+		if _, ok := tg[ref]; !ok {
+			tg[ref] = tag // an image the change replaced, gone from the lock
+		}
+	}
+	rep := review.Compare(had, filesMap(r.files), review.Options{GeneratedClientIDs: r.generated, Tags: tg})
 	rep.AddObjects(objs)
 	return rep, d, nil
 }

@@ -192,3 +192,36 @@ func TestDiffLayerFoldersUntrusted(t *testing.T) {
 		t.Error("the published layers differ from the fleet's and the report is empty")
 	}
 }
+
+// TestDiffOldTagFromPublishedLayers: an image bump replaces the lock's entry,
+// so the old tag is read from what DIR's layer folders wrote: the report
+// reads 6.7.1 -> 6.7.2 beside the digests, not "?" (issue 28).
+func TestDiffOldTagFromPublishedLayers(t *testing.T) {
+	t.Parallel()
+	fleet := copyTree(t, filepath.Join("..", "..", "examples", "quickstart"))
+	published := filepath.Join(t.TempDir(), "published")
+	cfg := Config{File: filepath.Join(fleet, "fleet.yaml"), OutDir: published, AgeKeyFile: filepath.Join(fleet, "age.agekey")}
+	if err := Render(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []string{"apps", "infrastructure"} {
+		if err := os.CopyFS(filepath.Join(published, l), os.DirFS(filepath.Join(fleet, l))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testenv.ReplaceIn(t, filepath.Join(fleet, "apps", "base", "podinfo.yaml"), "podinfo:6.7.1", "podinfo:6.7.2")
+	testenv.ReplaceIn(t, filepath.Join(fleet, "fleet.lock.yaml"),
+		"sha256:2c689903c5f16bc2ee048f34bb0d7f2839652f5183101ba158345ce2bb67a6c1\n  source: ghcr.io/stefanprodan/podinfo:6.7.1\n  target: quickstart.azurecr.io/stefanprodan/podinfo:6.7.1",
+		"sha256:3c689903c5f16bc2ee048f34bb0d7f2839652f5183101ba158345ce2bb67a6c1\n  source: ghcr.io/stefanprodan/podinfo:6.7.2\n  target: quickstart.azurecr.io/stefanprodan/podinfo:6.7.2")
+	rep, _, err := Diff(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := rep.Write(&b, "text", ""); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "6.7.1 -> 6.7.2") {
+		t.Errorf("the report does not show the old and new tags:\n%s", b.String())
+	}
+}

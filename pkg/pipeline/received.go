@@ -10,6 +10,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"fleetgen.dev/fleetgen/pkg/images"
 	"fleetgen.dev/fleetgen/pkg/layers"
 	"fleetgen.dev/fleetgen/pkg/review"
 	"fleetgen.dev/fleetgen/pkg/schema"
@@ -28,8 +29,17 @@ type oldKustomization struct {
 		PostBuild *struct {
 			Substitute map[string]string `json:"substitute"`
 		} `json:"postBuild"`
+		Images []struct {
+			Name    string `json:"name"`
+			NewName string `json:"newName"`
+			Digest  string `json:"digest"`
+		} `json:"images"`
 	} `json:"spec"`
 }
+
+// pinned is one spec.images rewrite of an old Kustomization: the name the
+// layer writes and the mirror reference pinned by digest it became.
+type pinned struct{ name, ref string }
 
 // receivedChanges compares what each cluster receives from its layers now
 // (ld.Model) with what it received when DIR was published (SPEC §7): the
@@ -42,10 +52,15 @@ type oldKustomization struct {
 // DIR, fetching nothing, bounded: layers.Options); a bound is an input error.
 // A folder of DIR that does not build counts as one whose cluster received
 // nothing.
-func receivedChanges(cfg Config, ld *Loaded, had map[string][]byte) (map[string][]review.Object, error) {
+//
+// It also returns the tags the old images were pinned from, by mirror
+// reference pinned by digest (review.Options.Tags), read from what DIR's
+// layers wrote: the lock no longer holds an image a change replaced.
+func receivedChanges(cfg Config, ld *Loaded, had map[string][]byte) (map[string][]review.Object, map[string]string, error) {
 	f := ld.Fleet
 	src := schema.CleanPath(f.Spec.Source.Path)
 	var units []layers.Unit
+	rewrites := map[[2]string][]pinned{}
 	for p, data := range had {
 		dir, file := path.Split(p)
 		parts := strings.Split(strings.TrimSuffix(dir, "/"), "/")
@@ -71,6 +86,11 @@ func receivedChanges(cfg Config, ld *Loaded, had map[string][]byte) (map[string]
 			u.Vars = k.Spec.PostBuild.Substitute
 		}
 		units = append(units, u)
+		for _, img := range k.Spec.Images {
+			if img.Name != "" && img.NewName != "" && img.Digest != "" {
+				rewrites[[2]string{u.Cluster, u.Layer}] = append(rewrites[[2]string{u.Cluster, u.Layer}], pinned{img.Name, img.NewName + "@" + img.Digest})
+			}
+		}
 	}
 	sort.Slice(units, func(i, j int) bool {
 		if units[i].Cluster != units[j].Cluster {
@@ -79,15 +99,39 @@ func receivedChanges(cfg Config, ld *Loaded, had map[string][]byte) (map[string]
 		return units[i].Layer < units[j].Layer
 	})
 	if !holdsAny(cfg.OutDir, units) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	old, err := layers.New(cfg.OutDir, units, layers.DefaultOptions())
 	var lim *layers.LimitError
 	if errors.As(err, &lim) {
-		return nil, schema.Invalid(errors.New("diff: the layer folders of " + cfg.OutDir + ": " + lim.Error()))
+		return nil, nil, schema.Invalid(errors.New("diff: the layer folders of " + cfg.OutDir + ": " + lim.Error()))
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	tags := map[string]string{}
+	seenSet := map[*layers.Set]map[string]string{}
+	for _, u := range units {
+		rw := rewrites[[2]string{u.Cluster, u.Layer}]
+		s := old.Received(u.Cluster, u.Layer)
+		if len(rw) == 0 || s == nil {
+			continue
+		}
+		byName, ok := seenSet[s]
+		if !ok {
+			byName = map[string]string{}
+			for _, ref := range images.Written(s.Objects) {
+				if name, tag := splitTag(ref); tag != "" {
+					byName[name] = tag
+				}
+			}
+			seenSet[s] = byName
+		}
+		for _, p := range rw {
+			if tag, ok := byName[p.name]; ok {
+				tags[p.ref] = tag
+			}
+		}
 	}
 
 	type pair struct{ old, new *layers.Set }
@@ -117,7 +161,19 @@ func receivedChanges(cfg Config, ld *Loaded, had map[string][]byte) (map[string]
 	for _, u := range layers.FromFleet(f) {
 		compare(u.Cluster, u.Layer)
 	}
-	return out, nil
+	return out, tags, nil
+}
+
+// splitTag splits an image reference as written into its name and tag ("" when
+// it has none): "nginx:1.25" → nginx, 1.25; "host:5000/app@sha256:…" → the
+// name and "".
+func splitTag(ref string) (name, tag string) {
+	ref, _, _ = strings.Cut(ref, "@")
+	i := strings.LastIndexByte(ref, ':')
+	if i < 0 || strings.Contains(ref[i+1:], "/") {
+		return ref, ""
+	}
+	return ref[:i], ref[i+1:]
 }
 
 // holdsAny reports whether folder dir holds the folder of any unit.
