@@ -13,33 +13,10 @@ import (
 	"fleetgen.dev/fleetgen/test/testenv"
 )
 
-// writeTree writes files (slash paths) into a new temporary folder and
-// returns it.
-func writeTree(t testing.TB, files map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	testenv.WriteTree(t, dir, files)
-	return dir
-}
+func writeTree(t testing.TB, files map[string]string) string { return testenv.TempTree(t, files) }
 
-func fleet(dir string, layers []schema.Layer, images ...string) *schema.Fleet {
-	f := &schema.Fleet{
-		APIVersion: schema.APIVersion, Kind: schema.Kind,
-		Metadata: schema.Metadata{Name: "contoso"},
-		Dir:      dir,
-		Spec: schema.Spec{
-			Registry: schema.Registry{Host: "contoso.azurecr.io"},
-			Images:   images,
-			Layers:   layers,
-			Clusters: []schema.Cluster{
-				{Name: "prod-eu-1", Labels: map[string]string{"env": "prod"}},
-				{Name: "prod-us-1", Labels: map[string]string{"env": "prod"}},
-				{Name: "dev-1", Labels: map[string]string{"env": "dev"}},
-			},
-		},
-	}
-	schema.Default(f)
-	return f
+func fleet(dir string, ls []schema.Layer, imgs ...string) *schema.Fleet {
+	return testenv.Fleet(dir, ls, imgs...)
 }
 
 var workloads = map[string]string{

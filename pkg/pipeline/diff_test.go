@@ -69,21 +69,12 @@ func TestReadRenderedUntrusted(t *testing.T) {
 // without the layer folders (a previous render) has nothing to compare with.
 func TestDiffLayerOnlyChange(t *testing.T) {
 	t.Parallel()
-	fleet := copyTree(t, filepath.Join("..", "..", "examples", "quickstart"))
-	published := filepath.Join(t.TempDir(), "published")
-	cfg := Config{File: filepath.Join(fleet, "fleet.yaml"), OutDir: published, AgeKeyFile: filepath.Join(fleet, "age.agekey")}
-	if err := Render(context.Background(), cfg); err != nil {
-		t.Fatal(err)
-	}
+	cfg, fleet, published := publishedQuickstart(t, false)
 	rendered := filepath.Join(t.TempDir(), "rendered")
 	if err := os.CopyFS(rendered, os.DirFS(published)); err != nil {
 		t.Fatal(err)
 	}
-	for _, l := range []string{"apps", "infrastructure"} { // what publish copies
-		if err := os.CopyFS(filepath.Join(published, l), os.DirFS(filepath.Join(fleet, l))); err != nil {
-			t.Fatal(err)
-		}
-	}
+	copyLayers(t, fleet, published)
 	rep, _, err := Diff(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -156,12 +147,7 @@ func TestDiffLayerOnlyChange(t *testing.T) {
 // the report.
 func TestDiffLayerFoldersUntrusted(t *testing.T) {
 	t.Parallel()
-	fleet := copyTree(t, filepath.Join("..", "..", "examples", "quickstart"))
-	published := filepath.Join(t.TempDir(), "published")
-	cfg := Config{File: filepath.Join(fleet, "fleet.yaml"), OutDir: published, AgeKeyFile: filepath.Join(fleet, "age.agekey")}
-	if err := Render(context.Background(), cfg); err != nil {
-		t.Fatal(err)
-	}
+	cfg, _, published := publishedQuickstart(t, false)
 	outside := t.TempDir()
 	const marker = "OUTSIDE-MARKER"
 	testenv.WriteTree(t, outside, map[string]string{
@@ -198,17 +184,7 @@ func TestDiffLayerFoldersUntrusted(t *testing.T) {
 // reads 6.7.1 -> 6.7.2 beside the digests, not "?" (issue 28).
 func TestDiffOldTagFromPublishedLayers(t *testing.T) {
 	t.Parallel()
-	fleet := copyTree(t, filepath.Join("..", "..", "examples", "quickstart"))
-	published := filepath.Join(t.TempDir(), "published")
-	cfg := Config{File: filepath.Join(fleet, "fleet.yaml"), OutDir: published, AgeKeyFile: filepath.Join(fleet, "age.agekey")}
-	if err := Render(context.Background(), cfg); err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range []string{"apps", "infrastructure"} {
-		if err := os.CopyFS(filepath.Join(published, l), os.DirFS(filepath.Join(fleet, l))); err != nil {
-			t.Fatal(err)
-		}
-	}
+	cfg, fleet, _ := publishedQuickstart(t, true)
 	testenv.ReplaceIn(t, filepath.Join(fleet, "apps", "base", "podinfo.yaml"), "podinfo:6.7.1", "podinfo:6.7.2")
 	testenv.ReplaceIn(t, filepath.Join(fleet, "fleet.lock.yaml"),
 		"sha256:2c689903c5f16bc2ee048f34bb0d7f2839652f5183101ba158345ce2bb67a6c1\n  source: ghcr.io/stefanprodan/podinfo:6.7.1\n  target: quickstart.azurecr.io/stefanprodan/podinfo:6.7.1",
@@ -223,5 +199,34 @@ func TestDiffOldTagFromPublishedLayers(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "6.7.1 -> 6.7.2") {
 		t.Errorf("the report does not show the old and new tags:\n%s", b.String())
+	}
+}
+
+// publishedQuickstart renders a copy of examples/quickstart into a folder
+// "published" and returns the config that diffs against it, the fleet's
+// folder and the published folder; with layers, the layer folders are copied
+// beside the render, as publish does, making it a checkout of the published
+// tree.
+func publishedQuickstart(t *testing.T, layers bool) (cfg Config, fleet, published string) {
+	t.Helper()
+	fleet = copyTree(t, filepath.Join("..", "..", "examples", "quickstart"))
+	published = filepath.Join(t.TempDir(), "published")
+	cfg = Config{File: filepath.Join(fleet, "fleet.yaml"), OutDir: published, AgeKeyFile: filepath.Join(fleet, "age.agekey")}
+	if err := Render(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	if layers {
+		copyLayers(t, fleet, published)
+	}
+	return cfg, fleet, published
+}
+
+// copyLayers copies the quickstart's layer folders from fleet to published.
+func copyLayers(t *testing.T, fleet, published string) {
+	t.Helper()
+	for _, l := range []string{"apps", "infrastructure"} {
+		if err := os.CopyFS(filepath.Join(published, l), os.DirFS(filepath.Join(fleet, l))); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
