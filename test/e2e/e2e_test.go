@@ -154,12 +154,12 @@ func TestReconcile(t *testing.T) {
 			s.pass("3 flux-system", "%s: Namespace, GitRepository and Kustomization flux-system intact, inventory holds %s", cs.c.name, strings.Join(names(cs.ks), ", "))
 		}
 	}
-	// 6. What the model says a cluster receives is what kustomize-controller
+	// 7. What the model says a cluster receives is what kustomize-controller
 	// applied: every rule of post-build substitution (issue 27).
 	if n, err := substitutionMatches(ctx, edge, ex); err != nil {
-		s.fail("6 substitution", "%s: %v", edge.name, err)
+		s.fail("7 substitution", "%s: %v", edge.name, err)
 	} else {
-		s.pass("6 substitution", "%s: %d objects of layer %s live as fleetgen's model has them (each substitution rule, opt-outs, a generator)", edge.name, n, substitutionLayer)
+		s.pass("7 substitution", "%s: %d objects of layer %s live as fleetgen's model has them (each substitution rule, opt-outs, a generator)", edge.name, n, substitutionLayer)
 	}
 	if t.Failed() {
 		return

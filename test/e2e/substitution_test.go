@@ -15,7 +15,7 @@ import (
 
 // substitutionLayer is a layer whose objects use each rule of Flux's
 // post-build substitution: the real kustomize-controller applies it on the
-// workload cluster, and assertion 6 compares what is live with what
+// workload cluster, and assertion 7 compares what is live with what
 // fleetgen's model (pkg/layers) says that cluster receives.
 const substitutionLayer = "substitution"
 
@@ -88,7 +88,7 @@ func addSubstitutionLayer(t *testing.T, ex *example) {
 		"    - name: "+substitutionLayer+"\n      path: ./"+substitutionLayer+"\n      substitute: {empty: \"\", team: platform}\n  groups:\n")
 }
 
-// substitutionMatches is assertion 6: every object the model says c receives
+// substitutionMatches is assertion 7: every object the model says c receives
 // from the substitution layer is live on c as the model has it (the model's
 // fields a subset of the live object's), and the model has every object of
 // the layer's inventory.
