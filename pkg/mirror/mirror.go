@@ -125,19 +125,36 @@ func WithTransport(t http.RoundTripper) Option {
 	return func(o *options) error { o.transport = t; return nil }
 }
 
-// targetKeychain answers with fixed credentials for the target registries and
-// defers to the next keychain for everything else.
+// targetKeychain answers with fixed credentials for the target registries,
+// reached as the targets are, and defers to the next keychain for everything
+// else. hosts maps a target registry to its scheme (https, or http when
+// declared insecure or on loopback): a request to the same host by another
+// scheme, such as a source mirror on the target's host declared insecure,
+// gets no credentials, so that they never cross plain HTTP to a host that is
+// reached over HTTPS (SPEC §4).
 type targetKeychain struct {
-	hosts          map[string]bool
+	hosts          map[string]string
 	user, password string
 	next           authn.Keychain
 }
 
 func (k targetKeychain) Resolve(r authn.Resource) (authn.Authenticator, error) {
-	if k.hosts[r.RegistryStr()] {
-		return authn.FromConfig(authn.AuthConfig{Username: k.user, Password: k.password}), nil
+	if scheme, ok := k.hosts[r.RegistryStr()]; ok {
+		if scheme == schemeOf(r) {
+			return authn.FromConfig(authn.AuthConfig{Username: k.user, Password: k.password}), nil
+		}
+		return authn.Anonymous, nil
 	}
 	return k.next.Resolve(r)
+}
+
+// schemeOf is the scheme go-containerregistry reaches r by: http for a
+// registry named insecure or on loopback, https otherwise.
+func schemeOf(r authn.Resource) string {
+	if s, ok := r.(interface{ Scheme() string }); ok {
+		return s.Scheme()
+	}
+	return "https"
 }
 
 // Run copies every pair (all platforms of an index, by digest, skipping what the
@@ -189,10 +206,10 @@ func Run(ctx context.Context, pairs []Pair, opts ...Option) ([]lock.Image, Stats
 	}
 	keychain := o.keychain
 	if o.user != "" {
-		hosts := map[string]bool{}
+		hosts := map[string]string{}
 		for _, p := range pairs {
 			if r, err := name.ParseReference(p.Target, nameOpts...); err == nil {
-				hosts[r.Context().RegistryStr()] = true
+				hosts[r.Context().RegistryStr()] = r.Context().Scheme()
 			}
 		}
 		keychain = targetKeychain{hosts: hosts, user: o.user, password: o.password, next: keychain}

@@ -50,6 +50,7 @@ func validate(f *Fleet) Errors {
 	v.registry()
 	v.source()
 	v.sourceMirrors()
+	v.hostSecurity()
 	v.output()
 	v.encryption()
 	v.images()
