@@ -252,6 +252,9 @@ func (f *Fleet) refs() []struct {
 			out = append(out, entry{fmt.Sprintf("spec.clusters[%d].registration.caCert", i), reg.CACert, formFile | formValue})
 		}
 	}
+	for _, r := range f.verifyRefs() {
+		out = append(out, entry{r.path, r.ref, formFile})
+	}
 	return out
 }
 

@@ -92,6 +92,10 @@ type Spec struct {
 
 	// SourceMirrors reads source registries' images from other hosts.
 	SourceMirrors []SourceMirror `json:"sourceMirrors,omitempty"`
+
+	// Verify holds the signature policies images must satisfy before they
+	// are mirrored and published (validate_verify.go).
+	Verify []VerifyPolicy `json:"verify,omitempty"`
 }
 
 // Manager is the management ("upstream") cluster.

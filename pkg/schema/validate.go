@@ -51,6 +51,7 @@ func validate(f *Fleet) Errors {
 	v.source()
 	v.sourceMirrors()
 	v.hostSecurity()
+	v.verify()
 	v.output()
 	v.encryption()
 	v.images()
