@@ -23,6 +23,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"fleetgen.dev/fleetgen/pkg/lock"
+	"fleetgen.dev/fleetgen/pkg/verify"
 )
 
 // Stats summarises a Run.
@@ -65,6 +66,7 @@ type options struct {
 	backoff   remote.Backoff
 	referrers bool
 	sources   []SourceMirror
+	policies  verify.Policies
 }
 
 // WithReferrers copies each image's supply chain with it (default true):
@@ -280,7 +282,7 @@ func Run(ctx context.Context, pairs []Pair, opts ...Option) ([]lock.Image, Stats
 		}
 		if err == nil {
 			stats.Referrers += len(res.referrers)
-			entries = append(entries, lock.Image{Source: p.Source, Target: p.Target, Digest: res.digest, Referrers: res.referrers})
+			entries = append(entries, lock.Image{Source: p.Source, Target: p.Target, Digest: res.digest, Referrers: res.referrers, Verified: res.verified})
 		}
 		mu.Unlock()
 		if err != nil {
@@ -405,6 +407,7 @@ type pairResult struct {
 	digest    string
 	present   bool // the target had the image (its referrers may still have been copied)
 	referrers []lock.Referrer
+	verified  *lock.Verified
 }
 
 // copyPair copies one pair and, unless turned off, its supply chain.
@@ -444,6 +447,9 @@ func (r *runner) copyPair(ctx context.Context, p Pair, pushed *atomic.Int64) (pa
 		return res, srcErr
 	}
 	res.digest = want.String()
+	if res.verified, err = r.verify(ctx, p, src, want); err != nil {
+		return res, err
+	}
 	srcRepo, dstRepo := src.Context(), dst.Context()
 	var desc *remote.Descriptor
 	switch {
