@@ -12,6 +12,7 @@ import (
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/mirror"
 	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/pkg/verify"
 )
 
 // Loaded is one command's input, read once and handed to every step (build
@@ -36,6 +37,11 @@ type Loaded struct {
 	// when build mirrors; fleet.yaml and the layers do not).
 	input     schema.Errors
 	inputDone bool
+
+	// pol is spec.verify compiled (Policies, verify.go).
+	pol     verify.Policies
+	polErr  error
+	polDone bool
 }
 
 // Load reads fleet.yaml, its lock and its layers (built with kustomize,
@@ -96,6 +102,7 @@ const (
 func (ld *Loaded) check(r rules) error {
 	if !ld.inputDone {
 		ld.input = append(ld.collisions(), ld.Images.Substitutions(ld.Fleet)...)
+		ld.input = append(ld.input, ld.verifyInput()...)
 		ld.inputDone = true
 	}
 	errs := append(schema.Errors(nil), ld.input...)
@@ -106,6 +113,7 @@ func (ld *Loaded) check(r rules) error {
 	}
 	if r == allRules {
 		errs = append(errs, ld.lockErrors()...)
+		errs = append(errs, ld.verifyLock()...)
 		errs = append(errs, generate.ImageClashes(ld.Fleet, ld.Lock, ld.Images.LayerImages)...)
 	}
 	return schema.Sorted(errs)
