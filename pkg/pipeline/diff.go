@@ -36,6 +36,7 @@ func Diff(ctx context.Context, cfg Config) (review.Report, string, error) {
 		return review.Report{}, "", err
 	}
 	rep := review.Compare(owned(r.had), filesMap(r.files), review.Options{ClientIDPlaceholder: NewClientIDPlaceholder})
+	rep.AddImageVerification(ld.verificationChanges())
 	return rep, d, nil
 }
 

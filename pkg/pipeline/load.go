@@ -93,6 +93,11 @@ const (
 	// allRules add the lock's: every image locked, every target on
 	// spec.registry.
 	allRules
+	// verifyRules add that every image a spec.verify policy covers is locked
+	// with a signature verified under the policy as it is now: validate's
+	// (publish refuses such an image at the mirror; render and diff, whose
+	// output does not depend on it, show it instead).
+	verifyRules
 )
 
 // check runs every rule a later step applies to the input, so that nothing
@@ -111,10 +116,12 @@ func (ld *Loaded) check(r rules) error {
 			errs = append(errs, e)
 		}
 	}
-	if r == allRules {
+	if r >= allRules {
 		errs = append(errs, ld.lockErrors()...)
-		errs = append(errs, ld.verifyLock()...)
 		errs = append(errs, generate.ImageClashes(ld.Fleet, ld.Lock, ld.Images.LayerImages)...)
+	}
+	if r == verifyRules {
+		errs = append(errs, ld.verifyLock()...)
 	}
 	return schema.Sorted(errs)
 }

@@ -267,3 +267,39 @@ func TestVerifySignaturesAtMirror(t *testing.T) {
 		t.Errorf("the good signature: %v", err)
 	}
 }
+
+// TestDiffShowsPolicyChange: a change to spec.verify that mirror has not
+// applied shows per image in diff (manager changes), and none shows when
+// the lock matches the policy.
+func TestDiffShowsPolicyChange(t *testing.T) {
+	ctx := context.Background()
+	key := testenv.NewKey(t)
+	cfg, src, _ := signedSetup(t, key, "%SRC%/contoso/app:1.0")
+	if err := pipeline.Mirror(ctx, cfg, io.Discard, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := pipeline.Render(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	rep, _, err := pipeline.Diff(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Manager.Changes) != 0 {
+		t.Errorf("changes with the lock verified under the policy: %+v", rep.Manager.Changes)
+	}
+	testenv.ReplaceIn(t, cfg.File, "keys: [{file: keys/cosign.pub}]", "keys: [{file: keys/cosign.pub}, {file: keys/other.pub}]")
+	testenv.WriteTree(t, filepath.Dir(cfg.File), map[string]string{"keys/other.pub": string(testenv.NewKey(t).PublicPEM)})
+	rep, _, err = pipeline.Diff(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Manager.Changes) != 1 {
+		t.Fatalf("manager changes %+v, want one", rep.Manager.Changes)
+	}
+	ch := rep.Manager.Changes[0]
+	if ch.Field != "images["+src+"/contoso/app:1.0].verified" || !strings.HasPrefix(ch.From, "spec.verify[0] policy sha256:") ||
+		!strings.Contains(ch.From, " signature sha256:") || !strings.HasSuffix(ch.To, "(not verified yet: run `fleetgen mirror`)") || ch.From == ch.To {
+		t.Errorf("change %+v", ch)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"fleetgen.dev/fleetgen/pkg/lock"
+	"fleetgen.dev/fleetgen/pkg/review"
 	"fleetgen.dev/fleetgen/pkg/schema"
 	"fleetgen.dev/fleetgen/pkg/verify"
 )
@@ -115,4 +116,38 @@ func (ld *Loaded) signedImages(l *lock.Lock) (map[string]*verify.Policy, error) 
 		}
 	}
 	return out, nil
+}
+
+// verificationChanges says, per locked image, where the policy that covers
+// it now differs from the one its lock entry was verified under: a policy
+// added, removed or changed (its digest) that `fleetgen mirror` has not
+// applied yet. A lock whose verification changed in the same change (a
+// new signature after mirror) reads as the recorded state on both sides.
+func (ld *Loaded) verificationChanges() []review.Change {
+	ps, err := ld.Policies()
+	if err != nil {
+		return nil
+	}
+	var out []review.Change
+	for _, u := range ld.Images.Images {
+		img, ok := ld.Lock.Image(u.Ref)
+		if !ok {
+			continue
+		}
+		from := ""
+		if v := img.Verified; v != nil {
+			from = v.Policy + " policy " + v.PolicyDigest + " signature " + v.Signature
+		}
+		repo, _ := lock.SplitRef(u.Ref)
+		to := ""
+		if p := ps.For(repo); p != nil {
+			if v := img.Verified; v != nil && v.Policy == p.Name && v.PolicyDigest == p.Digest {
+				to = from
+			} else {
+				to = p.Name + " policy " + p.Digest + " (not verified yet: run `fleetgen mirror`)"
+			}
+		}
+		out = append(out, review.Change{Field: "images[" + u.Ref + "].verified", From: from, To: to})
+	}
+	return out
 }
