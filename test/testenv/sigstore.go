@@ -65,15 +65,24 @@ type Key struct {
 // NewKey makes an ECDSA P-256 key pair.
 func NewKey(t testing.TB) *Key {
 	t.Helper()
-	kp, err := sign.NewEphemeralKeypair(nil)
+	k, err := GenerateKey()
 	if err != nil {
 		t.Fatal(err)
+	}
+	return k
+}
+
+// GenerateKey is NewKey for programs (the mirror benchmark).
+func GenerateKey() (*Key, error) {
+	kp, err := sign.NewEphemeralKeypair(nil)
+	if err != nil {
+		return nil, err
 	}
 	der, err := x509.MarshalPKIXPublicKey(kp.GetPublicKey())
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	return &Key{kp: kp, PublicPEM: pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})}
+	return &Key{kp: kp, PublicPEM: pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})}, nil
 }
 
 // Bundle signs statement (CosignStatement) as a DSSE envelope with the key:
@@ -81,15 +90,20 @@ func NewKey(t testing.TB) *Key {
 // (--tlog-upload=false).
 func (k *Key) Bundle(t testing.TB, statement []byte) []byte {
 	t.Helper()
+	b, err := k.SignBundle(statement)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// SignBundle is Bundle for programs.
+func (k *Key) SignBundle(statement []byte) ([]byte, error) {
 	b, err := sign.Bundle(&sign.DSSEData{Data: statement, PayloadType: "application/vnd.in-toto+json"}, k.kp, sign.BundleOptions{})
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	out, err := protojson.Marshal(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return protojson.Marshal(b)
 }
 
 // Legacy signs payload (SimpleSigning) with the key and returns the
