@@ -250,6 +250,9 @@ func (p *Policy) check(e *entity, image v1.Hash) *Error {
 // certificate's key, the Rekor entries (the time they prove), the chain
 // to a Fulcio CA at that time, the SCT, and last the identity.
 func (p *Policy) keyless(e *entity) *Error {
+	if e.env != nil && len(e.env.sigs) != 1 {
+		return refuse(Malformed, "a keyless DSSE envelope with %d signatures: want one, the one its log entry holds", len(e.env.sigs))
+	}
 	if err := verifySignature(e.cert.PublicKey, e); err != nil {
 		return refuse(Malformed, "the signature does not verify with its own certificate (an altered payload)")
 	}

@@ -2,6 +2,8 @@ package verify_test
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"io"
 	"log"
@@ -110,6 +112,29 @@ func TestImage(t *testing.T) {
 			testenv.PushLegacy(t, repo, d, []testenv.LegacyLayer{{Payload: payload, Annotations: ann}})
 		}
 	}
+	// forged edits a keyless bundle's first log entry: the inclusion promise
+	// or the proof's root hash no longer verify.
+	forged := func(field string) sign {
+		return func(t *testing.T, repo name.Repository, d v1.Hash, subject v1.Descriptor) {
+			var b map[string]any
+			if err := json.Unmarshal(ss.Bundle(t, identity, issuer, testenv.CosignStatement(d), time.Time{}), &b); err != nil {
+				t.Fatal(err)
+			}
+			te := b["verificationMaterial"].(map[string]any)["tlogEntries"].([]any)[0].(map[string]any)
+			bogus := base64.StdEncoding.EncodeToString([]byte(strings.Repeat("x", 32)))
+			switch field {
+			case "set":
+				te["inclusionPromise"].(map[string]any)["signedEntryTimestamp"] = bogus
+			case "proof":
+				te["inclusionProof"].(map[string]any)["rootHash"] = bogus
+			}
+			out, err := json.Marshal(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			testenv.PushBundle(t, repo, subject, out)
+		}
+	}
 	same := func(d v1.Hash) v1.Hash { return d }
 	elsewhere := func(v1.Hash) v1.Hash { return anotherDigest }
 	expired := time.Now().Add(30 * time.Minute) // the certificate is valid ten minutes
@@ -141,6 +166,8 @@ func TestImage(t *testing.T) {
 		{name: "expired certificate, legacy", signs: []sign{keylessLegacy(identity, expired, false)}, ids: anyone, want: verify.Untrusted, detail: "expired certificate"},
 		{name: "keyless on another digest", signs: []sign{keylessBundle(identity, time.Time{}, elsewhere)}, ids: anyone, want: verify.DigestMismatch},
 		{name: "tampered payload, keyless legacy", signs: []sign{keylessLegacy(identity, time.Time{}, true)}, ids: anyone, want: verify.Malformed, detail: "altered payload"},
+		{name: "keyless, forged inclusion promise", signs: []sign{forged("set")}, ids: anyone, want: verify.Untrusted, detail: "no transparency log entry verifies"},
+		{name: "keyless, forged inclusion proof", signs: []sign{forged("proof")}, ids: anyone, want: verify.Untrusted, detail: "inclusion proof does not verify"},
 		{name: "keyless signature, keys only", signs: []sign{keylessBundle(identity, time.Time{}, same)}, keys: []*testenv.Key{key}, want: verify.WrongKey},
 		{name: "keyed signature, keyless only", signs: []sign{bundleBy(key, same)}, ids: anyone, want: verify.WrongKey},
 	} {
