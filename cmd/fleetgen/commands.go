@@ -93,7 +93,7 @@ fleet.lock.yaml keys them.`,
 	}
 	in.add(g, cmd, 0)
 	cmd.Flags().BoolVar(&o.why, "why", false, "print who needs each image")
-	cmd.Flags().StringVarP(&o.format, "output", "o", formatText, "text (one image per line) or json (an array of {image, neededBy, locked})")
+	cmd.Flags().StringVarP(&o.format, "output", "o", formatText, "text (one image per line) or json (an array of {image, neededBy, locked, policy})")
 	_ = cmd.RegisterFlagCompletionFunc("output", completeValues(formatText, formatJSON))
 	return cmd
 }

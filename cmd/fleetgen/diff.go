@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"fleetgen.dev/fleetgen/internal/inert"
+	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/pipeline"
 	"fleetgen.dev/fleetgen/pkg/review"
 )
@@ -138,10 +139,17 @@ func writeImagesJSON(ctx context.Context, cfg pipeline.Config, w io.Writer) erro
 	if err != nil {
 		return err
 	}
+	policies, err := ld.Policies()
+	if err != nil {
+		return err
+	}
 	type image struct {
 		Image    string   `json:"image"`
 		NeededBy []string `json:"neededBy"`
 		Locked   *string  `json:"locked"`
+		// Policy is the spec.verify policy that covers the image, null when
+		// none does.
+		Policy *string `json:"policy"`
 	}
 	out := make([]image, 0, len(ld.Images.Images))
 	for _, u := range ld.Images.Images {
@@ -149,6 +157,10 @@ func writeImagesJSON(ctx context.Context, cfg pipeline.Config, w io.Writer) erro
 		if l, ok := ld.Lock.Image(u.Ref); ok {
 			pinned := l.Pinned()
 			img.Locked = &pinned
+		}
+		if repo, _ := lock.SplitRef(u.Ref); policies.For(repo) != nil {
+			name := policies.For(repo).Name
+			img.Policy = &name
 		}
 		out = append(out, img)
 	}

@@ -55,6 +55,23 @@ type Image struct {
 	// copied with it into the target repository; sorted by Digest, omitted
 	// when there are none.
 	Referrers []Referrer `json:"referrers,omitempty"`
+	// Verified is the signature that verified the image at its source when
+	// a spec.verify policy covers it; nil when none does.
+	Verified *Verified `json:"verified,omitempty"`
+}
+
+// Verified records which policy covered an image and which signature
+// satisfied it, so that publish checks that signature at the mirror and
+// diff shows a change of either.
+type Verified struct {
+	// Policy is the policy's field path, spec.verify[N].
+	Policy string `json:"policy"`
+	// PolicyDigest fingerprints what the policy accepted (globs, keys,
+	// identities, trusted root): sha256:<hex>.
+	PolicyDigest string `json:"policyDigest"`
+	// Signature is the digest of the signature's manifest (a Sigstore bundle
+	// referrer or cosign's sha256-<hex>.sig manifest), copied with the image.
+	Signature string `json:"signature"`
 }
 
 // Referrer is one artifact of an image's supply chain, by digest.
@@ -255,6 +272,10 @@ func (l *Lock) Clone() *Lock {
 	c.Images = append([]Image(nil), l.Images...)
 	for i := range c.Images {
 		c.Images[i].Referrers = append([]Referrer(nil), c.Images[i].Referrers...)
+		if v := c.Images[i].Verified; v != nil {
+			vv := *v
+			c.Images[i].Verified = &vv
+		}
 	}
 	c.Clients = append([]Client(nil), l.Clients...)
 	return &c

@@ -141,11 +141,13 @@ func (p *parser) images(n *yaml.Node) []Image {
 				img.Digest = p.digest(v, path+".digest")
 			case "referrers":
 				img.Referrers = p.referrers(v, path+".referrers")
+			case "verified":
+				img.Verified = p.verified(v, path+".verified")
 			default:
 				return false
 			}
 			return true
-		}, "source, target, digest or referrers", "source", "target", "digest")
+		}, "source, target, digest, referrers or verified", "source", "target", "digest")
 		if j, dup := seen[img.Source]; dup && img.Source != "" {
 			p.errorf(item, path+".source", "duplicate source (also images[%d]): want one entry per image", j)
 		} else {
@@ -197,6 +199,32 @@ func (p *parser) referrers(n *yaml.Node, path string) []Referrer {
 		out = append(out, r)
 	})
 	return out
+}
+
+// policyRE is the only policy name a verified entry may carry.
+var policyRE = regexp.MustCompile(`^spec\.verify\[(0|[1-9][0-9]{0,5})\]$`)
+
+func (p *parser) verified(n *yaml.Node, path string) *Verified {
+	v := &Verified{}
+	p.fields(n, path, func(key string, _, val *yaml.Node) bool {
+		switch key {
+		case "policy":
+			if s, ok := p.str(val, path+".policy"); ok {
+				if !policyRE.MatchString(s) {
+					p.errorf(val, path+".policy", "malformed policy: want spec.verify[N]")
+				}
+				v.Policy = s
+			}
+		case "policyDigest":
+			v.PolicyDigest = p.digest(val, path+".policyDigest")
+		case "signature":
+			v.Signature = p.digest(val, path+".signature")
+		default:
+			return false
+		}
+		return true
+	}, "policy, policyDigest or signature", "policy", "policyDigest", "signature")
+	return v
 }
 
 // cosignTagRE is the only tag a referrer entry may carry: cosign's scheme.

@@ -23,6 +23,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"fleetgen.dev/fleetgen/pkg/lock"
+	"fleetgen.dev/fleetgen/pkg/verify"
 )
 
 // Stats summarises a Run.
@@ -65,6 +66,7 @@ type options struct {
 	backoff   remote.Backoff
 	referrers bool
 	sources   []SourceMirror
+	policies  verify.Policies
 }
 
 // WithReferrers copies each image's supply chain with it (default true):
@@ -125,19 +127,36 @@ func WithTransport(t http.RoundTripper) Option {
 	return func(o *options) error { o.transport = t; return nil }
 }
 
-// targetKeychain answers with fixed credentials for the target registries and
-// defers to the next keychain for everything else.
+// targetKeychain answers with fixed credentials for the target registries,
+// reached as the targets are, and defers to the next keychain for everything
+// else. hosts maps a target registry to its scheme (https, or http when
+// declared insecure or on loopback): a request to the same host by another
+// scheme, such as a source mirror on the target's host declared insecure,
+// gets no credentials, so that they never cross plain HTTP to a host that is
+// reached over HTTPS (SPEC §4).
 type targetKeychain struct {
-	hosts          map[string]bool
+	hosts          map[string]string
 	user, password string
 	next           authn.Keychain
 }
 
 func (k targetKeychain) Resolve(r authn.Resource) (authn.Authenticator, error) {
-	if k.hosts[r.RegistryStr()] {
-		return authn.FromConfig(authn.AuthConfig{Username: k.user, Password: k.password}), nil
+	if scheme, ok := k.hosts[r.RegistryStr()]; ok {
+		if scheme == schemeOf(r) {
+			return authn.FromConfig(authn.AuthConfig{Username: k.user, Password: k.password}), nil
+		}
+		return authn.Anonymous, nil
 	}
 	return k.next.Resolve(r)
+}
+
+// schemeOf is the scheme go-containerregistry reaches r by: http for a
+// registry named insecure or on loopback, https otherwise.
+func schemeOf(r authn.Resource) string {
+	if s, ok := r.(interface{ Scheme() string }); ok {
+		return s.Scheme()
+	}
+	return "https"
 }
 
 // Run copies every pair (all platforms of an index, by digest, skipping what the
@@ -189,10 +208,10 @@ func Run(ctx context.Context, pairs []Pair, opts ...Option) ([]lock.Image, Stats
 	}
 	keychain := o.keychain
 	if o.user != "" {
-		hosts := map[string]bool{}
+		hosts := map[string]string{}
 		for _, p := range pairs {
 			if r, err := name.ParseReference(p.Target, nameOpts...); err == nil {
-				hosts[r.Context().RegistryStr()] = true
+				hosts[r.Context().RegistryStr()] = r.Context().Scheme()
 			}
 		}
 		keychain = targetKeychain{hosts: hosts, user: o.user, password: o.password, next: keychain}
@@ -263,7 +282,7 @@ func Run(ctx context.Context, pairs []Pair, opts ...Option) ([]lock.Image, Stats
 		}
 		if err == nil {
 			stats.Referrers += len(res.referrers)
-			entries = append(entries, lock.Image{Source: p.Source, Target: p.Target, Digest: res.digest, Referrers: res.referrers})
+			entries = append(entries, lock.Image{Source: p.Source, Target: p.Target, Digest: res.digest, Referrers: res.referrers, Verified: res.verified})
 		}
 		mu.Unlock()
 		if err != nil {
@@ -388,6 +407,7 @@ type pairResult struct {
 	digest    string
 	present   bool // the target had the image (its referrers may still have been copied)
 	referrers []lock.Referrer
+	verified  *lock.Verified
 }
 
 // copyPair copies one pair and, unless turned off, its supply chain.
@@ -427,6 +447,9 @@ func (r *runner) copyPair(ctx context.Context, p Pair, pushed *atomic.Int64) (pa
 		return res, srcErr
 	}
 	res.digest = want.String()
+	if res.verified, err = r.verify(ctx, p, src, want); err != nil {
+		return res, err
+	}
 	srcRepo, dstRepo := src.Context(), dst.Context()
 	var desc *remote.Descriptor
 	switch {

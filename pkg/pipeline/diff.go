@@ -54,6 +54,7 @@ func Diff(ctx context.Context, cfg Config) (review.Report, string, error) {
 	}
 	rep := review.Compare(had, filesMap(r.files), review.Options{GeneratedClientIDs: r.generated, Tags: tg})
 	rep.AddObjects(objs)
+	rep.AddImageVerification(ld.verificationChanges())
 	return rep, d, nil
 }
 

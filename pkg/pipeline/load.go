@@ -15,6 +15,7 @@ import (
 	"fleetgen.dev/fleetgen/pkg/publish"
 	"fleetgen.dev/fleetgen/pkg/schema"
 	"fleetgen.dev/fleetgen/pkg/secrets"
+	"fleetgen.dev/fleetgen/pkg/verify"
 )
 
 // Loaded is one command's input, read once and handed to every step (build
@@ -46,6 +47,11 @@ type Loaded struct {
 	// files caches layerFileProblems.
 	files     schema.Errors
 	filesDone bool
+
+	// pol is spec.verify compiled (Policies, verify.go).
+	pol     verify.Policies
+	polErr  error
+	polDone bool
 }
 
 // Load reads fleet.yaml, its lock and its layers (built with kustomize,
@@ -101,6 +107,11 @@ const (
 	// allRules add the lock's: every image locked, every target on
 	// spec.registry.
 	allRules
+	// verifyRules add that every image a spec.verify policy covers is locked
+	// with a signature verified under the policy as it is now: validate's
+	// (publish refuses such an image at the mirror; render and diff, whose
+	// output does not depend on it, show it instead).
+	verifyRules
 )
 
 // check runs every rule a later step applies to the input, so that nothing
@@ -110,6 +121,7 @@ const (
 func (ld *Loaded) check(r rules) error {
 	if !ld.inputDone {
 		ld.input = append(ld.collisions(), ld.Model.Check(ld.Fleet)...)
+		ld.input = append(ld.input, ld.verifyInput()...)
 		ld.inputDone = true
 	}
 	errs := append(schema.Errors(nil), ld.input...)
@@ -123,9 +135,12 @@ func (ld *Loaded) check(r rules) error {
 		}
 		errs = append(errs, found...)
 	}
-	if r == allRules {
+	if r >= allRules {
 		errs = append(errs, ld.lockErrors()...)
 		errs = append(errs, generate.ImageClashes(ld.Fleet, ld.Lock, ld.Images.LayerImages)...)
+	}
+	if r == verifyRules {
+		errs = append(errs, ld.verifyLock()...)
 	}
 	return schema.Sorted(errs)
 }

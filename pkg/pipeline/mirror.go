@@ -14,6 +14,7 @@ import (
 	"fleetgen.dev/fleetgen/internal/inert"
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/mirror"
+	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
 // Environment variables with the target registry's credentials (CI). The
@@ -93,6 +94,14 @@ func mirrorLoaded(ctx context.Context, cfg Config, ld *Loaded, w io.Writer, dryR
 		opts = append(opts, mirror.WithTargetCredentials(user, pass))
 	}
 	opts = append(opts, mirror.WithReferrers(!cfg.NoReferrers))
+	if ps, err := ld.Policies(); err != nil {
+		return err
+	} else if len(ps) > 0 {
+		if cfg.NoReferrers {
+			return schema.Invalid(errors.New("mirror: --no-referrers would leave behind the signatures spec.verify needs at the mirror: drop the flag, or spec.verify"))
+		}
+		opts = append(opts, mirror.WithVerify(ps))
+	}
 	if len(f.Spec.SourceMirrors) > 0 {
 		ms := make([]mirror.SourceMirror, len(f.Spec.SourceMirrors))
 		for i, m := range f.Spec.SourceMirrors {

@@ -100,6 +100,11 @@ func publishLoaded(ctx context.Context, cfg Config, ld *Loaded) error {
 	if err := publish.Verify(ctx, f.Spec.Registry, l.Images, vopts...); err != nil {
 		return fmt.Errorf("publish: nothing pushed: %w", err)
 	}
+	if signed, err := ld.signedImages(l); err != nil {
+		return err
+	} else if err := publish.VerifySignatures(ctx, f.Spec.Registry, l.Images, signed, vopts...); err != nil {
+		return fmt.Errorf("publish: nothing pushed: %w", err)
+	}
 
 	if cfg.PushURL != "" {
 		opts = append(opts, publish.WithPushURL(cfg.PushURL))

@@ -34,7 +34,7 @@ func Validate(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	return validate(cfg, ld, allRules)
+	return validate(cfg, ld, verifyRules)
 }
 
 func validate(cfg Config, ld *Loaded, r rules) error {

@@ -86,7 +86,7 @@ func OCI(ctx context.Context, f *schema.Fleet, l *lock.Lock, rendered []generate
 	}
 	o.logger.Debug("built artifact", "digest", imgDigest.String(), "files", len(c.files), "elapsed", time.Since(start))
 
-	ropts := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(o.keychain())}
+	ropts := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(o.keychain(f.Spec.Registry))}
 	desc, err := remote.Head(ref, ropts...)
 	var terr *transport.Error
 	switch {

@@ -209,15 +209,26 @@ func TestVerify(t *testing.T) {
 	}
 }
 
+// TestKeychainUsesEnvCredentials: FLEETGEN_REGISTRY_* go to spec.registry's
+// host, reached as it is declared, and nowhere else (SPEC §4): not to an OCI
+// source on another host, not to the same host over plain HTTP when it is
+// declared secure.
 func TestKeychainUsesEnvCredentials(t *testing.T) {
-	ref, _ := name.NewTag("contoso.azurecr.io/a:1")
+	creds := map[string]string{EnvRegistryUsername: "ci", EnvRegistryPassword: "fake-password"}
+	secure := schema.Registry{Host: "contoso.azurecr.io"}
 	for _, tc := range []struct {
 		name     string
 		env      map[string]string
+		reg      schema.Registry
+		ref      string
+		insecure bool // the reference is reached over plain HTTP
 		wantUser string
 	}{
-		{"both set", map[string]string{EnvRegistryUsername: "ci", EnvRegistryPassword: "fake-password"}, "ci"},
-		{"password missing", map[string]string{EnvRegistryUsername: "ci"}, ""},
+		{"both set", creds, secure, "contoso.azurecr.io/a:1", false, "ci"},
+		{"password missing", map[string]string{EnvRegistryUsername: "ci"}, secure, "contoso.azurecr.io/a:1", false, ""},
+		{"another host", creds, secure, "ghcr.io/contoso/fleet:1", false, ""},
+		{"the registry's host over plain HTTP", creds, secure, "contoso.azurecr.io/a:1", true, ""},
+		{"an insecure registry over plain HTTP", creds, schema.Registry{Host: "registry.lan:5000", Insecure: true}, "registry.lan:5000/a:1", true, "ci"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("DOCKER_CONFIG", t.TempDir()) // no user credentials
@@ -225,7 +236,15 @@ func TestKeychainUsesEnvCredentials(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			auth, err := o.keychain().Resolve(ref.Context())
+			var nopts []name.Option
+			if tc.insecure {
+				nopts = append(nopts, name.Insecure)
+			}
+			ref, err := name.NewTag(tc.ref, nopts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			auth, err := o.keychain(tc.reg).Resolve(ref.Context())
 			if err != nil {
 				t.Fatal(err)
 			}

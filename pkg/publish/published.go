@@ -181,7 +181,7 @@ func fetchOCIPublished(ctx context.Context, f *schema.Fleet, want map[string]str
 	}
 	p := &Published{files: map[string][]byte{}}
 	start := time.Now()
-	img, err := remote.Image(ref, remote.WithContext(ctx), remote.WithAuthFromKeychain(o.keychain()))
+	img, err := remote.Image(ref, remote.WithContext(ctx), remote.WithAuthFromKeychain(o.keychain(f.Spec.Registry)))
 	var terr *transport.Error
 	switch {
 	case errors.As(err, &terr) && terr.StatusCode == http.StatusNotFound:

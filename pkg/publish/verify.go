@@ -105,7 +105,7 @@ func Verify(ctx context.Context, reg schema.Registry, images []lock.Image, opts 
 				results[i].err = fmt.Errorf("lock entry %s: %w", c.img.Source, err)
 				return nil
 			}
-			ropts := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(o.keychain())}
+			ropts := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(o.keychain(reg))}
 			desc, err := remote.Head(d, ropts...)
 			var terr *transport.Error
 			switch {
@@ -198,18 +198,39 @@ func checkTargets(reg schema.Registry, images []lock.Image) error {
 	return &StaleLockError{Registry: reg.Host, Images: stale}
 }
 
-// keychain is FLEETGEN_REGISTRY_USERNAME/PASSWORD (when both are set), then
-// the Docker config and its credential helpers (so `az acr login` works).
-func (o *options) keychain() authn.Keychain {
-	return authn.NewMultiKeychain(envKeychain{o}, authn.DefaultKeychain)
+// keychain is FLEETGEN_REGISTRY_USERNAME/PASSWORD (when both are set) for
+// reg's host, reached as reg says (HTTPS, or plain HTTP when insecure or on
+// loopback), then the Docker config and its credential helpers (so `az acr
+// login` works). The variables belong to spec.registry.host alone (SPEC §4):
+// an OCI source on another host, or the registry's host reached another way,
+// never gets them.
+func (o *options) keychain(reg schema.Registry) authn.Keychain {
+	return authn.NewMultiKeychain(envKeychain{o: o, reg: reg}, authn.DefaultKeychain)
 }
 
-type envKeychain struct{ o *options }
+type envKeychain struct {
+	o   *options
+	reg schema.Registry
+}
 
-func (k envKeychain) Resolve(authn.Resource) (authn.Authenticator, error) {
+func (k envKeychain) Resolve(r authn.Resource) (authn.Authenticator, error) {
 	user, pass := k.o.env(EnvRegistryUsername), k.o.env(EnvRegistryPassword)
-	if user == "" || pass == "" {
+	if user == "" || pass == "" || !k.ours(r) {
 		return authn.Anonymous, nil
 	}
 	return &authn.Basic{Username: user, Password: pass}, nil
+}
+
+// ours reports whether r is spec.registry's host reached by its own scheme.
+func (k envKeychain) ours(r authn.Resource) bool {
+	var opts []name.Option
+	if k.reg.Insecure || k.o.insecure {
+		opts = append(opts, name.Insecure)
+	}
+	reg, err := name.NewRegistry(k.reg.Host, opts...)
+	if err != nil || r.RegistryStr() != reg.RegistryStr() {
+		return false
+	}
+	s, ok := r.(interface{ Scheme() string })
+	return ok && s.Scheme() == reg.Scheme()
 }

@@ -255,6 +255,9 @@ func (f *Fleet) refs() []struct {
 			out = append(out, entry{fmt.Sprintf("spec.clusters[%d].apiServer.ca", i), a.CA, formFile | formValue})
 		}
 	}
+	for _, r := range f.verifyRefs() {
+		out = append(out, entry{r.path, r.ref, formFile})
+	}
 	return out
 }
 

@@ -99,6 +99,9 @@ type Spec struct {
 	// ArgoCD registers the clusters with Argo CD as cluster Secrets
 	// (argocd.go).
 	ArgoCD *ArgoCD `json:"argocd,omitempty"`
+	// Verify holds the signature policies images must satisfy before they
+	// are mirrored and published (validate_verify.go).
+	Verify []VerifyPolicy `json:"verify,omitempty"`
 }
 
 // Manager is the management ("upstream") cluster.

@@ -50,6 +50,8 @@ func validate(f *Fleet) Errors {
 	v.registry()
 	v.source()
 	v.sourceMirrors()
+	v.hostSecurity()
+	v.verify()
 	v.output()
 	v.encryption()
 	v.images()

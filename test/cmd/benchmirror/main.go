@@ -41,6 +41,7 @@ import (
 
 	"fleetgen.dev/fleetgen/pkg/mirror"
 	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/pkg/verify"
 	"fleetgen.dev/fleetgen/test/testenv"
 )
 
@@ -320,6 +321,43 @@ func run(ctx context.Context, scale float64, seed int64, jobs int, withCrane boo
 		}
 		signed = indexes
 	}
+	// Every reference signed with a key (a cosign v3 bundle referrer), for
+	// the rows with spec.verify on.
+	key, err := testenv.GenerateKey()
+	if err != nil {
+		return err
+	}
+	if !noReferrers {
+		logf("signing the %d references with a key (bundle referrers)", len(items))
+		if err := parallel(4, len(items), func(i int) error {
+			repo, err := name.NewRepository(src + "/" + items[i].repo)
+			if err != nil {
+				return err
+			}
+			var desc v1.Descriptor
+			if items[i].idx != nil {
+				desc.MediaType, desc.Digest, desc.Size = types.OCIImageIndex, must(items[i].idx.Digest()), must(items[i].idx.Size())
+				if mt, err := items[i].idx.MediaType(); err == nil {
+					desc.MediaType = mt
+				}
+			} else {
+				desc.Digest, desc.Size = must(items[i].img.Digest()), must(items[i].img.Size())
+				desc.MediaType = must(items[i].img.MediaType())
+			}
+			b, err := key.SignBundle(testenv.CosignStatement(desc.Digest))
+			if err != nil {
+				return err
+			}
+			ref := testenv.ArtifactImage(testenv.BundleType, testenv.BundleType, string(b), &desc)
+			rd, err := ref.Digest()
+			if err != nil {
+				return err
+			}
+			return remote.Write(repo.Digest(rd.String()), ref, remote.WithContext(ctx))
+		}); err != nil {
+			return fmt.Errorf("sign data set: %w", err)
+		}
+	}
 	items = nil // let the blobs go
 
 	var results []result
@@ -392,9 +430,9 @@ func run(ctx context.Context, scale float64, seed int64, jobs int, withCrane boo
 			stop()
 			return fmt.Errorf("fleetgen cold: %w", err)
 		}
-		if stats.Referrers != 2*signed {
+		if want := 2*signed + map[bool]int{false: len(refs)}[noReferrers]; stats.Referrers != want {
 			stop()
-			return fmt.Errorf("fleetgen cold: %d referrers copied, want %d", stats.Referrers, 2*signed)
+			return fmt.Errorf("fleetgen cold: %d referrers copied, want %d", stats.Referrers, want)
 		}
 		results = append(results, result{"fleetgen mirror, cold", stats.Elapsed, p.BlobBytes()})
 		// The warm re-run, best of three (the machine is shared).
@@ -431,6 +469,47 @@ func run(ctx context.Context, scale float64, seed int64, jobs int, withCrane boo
 		}
 		results = append(results, result{"fleetgen mirror, warm", best, p.BlobBytes()})
 		stop()
+	}
+
+	// spec.verify: cold runs with verification off and on, interleaved
+	// (off, on, on, off, off, on) into fresh registries, best of three each.
+	if !noReferrers {
+		f := &schema.Fleet{Spec: schema.Spec{Verify: []schema.VerifyPolicy{{Cosign: &schema.CosignVerify{Keys: []schema.FileRef{{File: "cosign.pub", Data: key.PublicPEM}}}}}}}
+		ps, err := verify.Compile(f, nil)
+		if err != nil {
+			return err
+		}
+		best := map[bool]time.Duration{}
+		for round := 0; round < 3; round++ {
+			for _, on := range [][]bool{{false, true}, {true, false}}[round%2] {
+				p, stop, err := registry(tmp, "verify")
+				if err != nil {
+					return err
+				}
+				pairs, err := mirror.Plan(schema.Registry{Host: p.Host}, refs)
+				if err != nil {
+					stop()
+					return err
+				}
+				opts := []mirror.Option{mirror.WithJobs(jobs)}
+				if on {
+					opts = append(opts, mirror.WithVerify(ps))
+				}
+				entries, stats, err := mirror.Run(ctx, pairs, opts...)
+				stop()
+				if err != nil {
+					return fmt.Errorf("fleetgen cold, verify %v: %w", on, err)
+				}
+				if on && (len(entries) != len(pairs) || entries[0].Verified == nil) {
+					return fmt.Errorf("fleetgen cold, verify on: entries not verified")
+				}
+				if b, ok := best[on]; !ok || stats.Elapsed < b {
+					best[on] = stats.Elapsed
+				}
+				logf("fleetgen cold, verify %v: %.2f s", on, stats.Elapsed.Seconds())
+			}
+		}
+		results = append(results, result{"cold, verify off (best of 3)", best[false], 0}, result{"cold, verify on (best of 3)", best[true], 0})
 	}
 
 	// A sequential crane copy loop.
@@ -481,6 +560,10 @@ func run(ctx context.Context, scale float64, seed int64, jobs int, withCrane boo
 	}
 	fmt.Printf("cold bytes / unique     %6.3f   (target <= 1.05) %s\n", byteRatio, check(byteRatio <= 1.05))
 	fmt.Printf("warm re-run             %6.3f s (target < 0.5 s) %s\n", warm.elapsed.Seconds(), check(warm.elapsed < 500*time.Millisecond))
+	if on, ok := by["cold, verify on (best of 3)"]; ok {
+		ratio := on.elapsed.Seconds() / by["cold, verify off (best of 3)"].elapsed.Seconds()
+		fmt.Printf("verify on / off (cold)  %6.3f   (target <= 1.1)  %s\n", ratio, check(ratio <= 1.1))
+	}
 	return nil
 }
 
@@ -528,4 +611,13 @@ func human(n int64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
+}
+
+// must returns v, panicking on err: for values of in-memory images, which
+// cannot fail.
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

@@ -6,6 +6,7 @@
 #   test/e2e/tools/build.sh --dir      # prints that folder, builds nothing
 #   test/e2e/tools/build.sh etcd helm  # builds only those (if missing)
 #   test/e2e/tools/build.sh fleet      # Fleet's CLI (fleet apply) alone
+#   test/e2e/tools/build.sh cosign-v3.1.3  # only cosign (its name carries its version)
 #   FLEETGEN_E2E_BIN=$(test/e2e/tools/build.sh)/bin go test ./test/e2e/
 #
 # A binary already in the cache is never rebuilt: a cold build costs about
@@ -33,6 +34,9 @@ FLEET_VERSION=v0.16.0
 FLUX_ARTIFACT_VERSION=v0.18.1
 # helm renders the real fleet-agent chart.
 HELM_VERSION=v3.19.0
+# cosign signs test images for the signature interop test (pkg/verify). It is
+# not part of the cache key: it is built as bin/cosign-<version>, on its own.
+COSIGN_VERSION=v3.1.3
 
 here="$(cd "$(dirname "$0")" && pwd)"
 key="etcd-${ETCD_VERSION}_kube-${KUBE_VERSION}_sc-${SOURCE_CONTROLLER_VERSION}_kc-${KUSTOMIZE_CONTROLLER_VERSION}_fleet-${FLEET_VERSION}_helm-${HELM_VERSION}"
@@ -174,6 +178,13 @@ build_helm() {
 	mv "$work/helm-bin/helm" "$out/bin/helm"
 }
 
+# build_cosign: cosign's go.mod has no replace directives, so go install works.
+build_cosign() {
+	GOBIN="$work/cosign-bin" GOFLAGS=-buildvcs=false "${nice[@]}" go install -trimpath \
+		-ldflags "-s -w -X sigs.k8s.io/release-utils/version.gitVersion=$COSIGN_VERSION" "github.com/sigstore/cosign/v3/cmd/cosign@$COSIGN_VERSION"
+	mv "$work/cosign-bin/cosign" "$out/bin/cosign-$COSIGN_VERSION"
+}
+
 timed etcd build_etcd
 timed kube-apiserver build_kube kube-apiserver
 timed source-controller build_flux source-controller "$SOURCE_CONTROLLER_VERSION"
@@ -182,6 +193,7 @@ timed fleetcontroller build_fleet
 timed kube-controller-manager build_kube kube-controller-manager
 timed helm build_helm
 timed fleet build_fleetcli
+timed "cosign-$COSIGN_VERSION" build_cosign
 if ! ((${#only[@]})) || [[ " ${only[*]} " == *" fleetcontroller "* ]]; then
 	copy_fleet_chart
 fi

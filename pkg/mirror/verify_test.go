@@ -1,0 +1,160 @@
+package mirror_test
+
+import (
+	"context"
+	"errors"
+	"math/rand"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"fleetgen.dev/fleetgen/pkg/mirror"
+	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/pkg/verify"
+	"fleetgen.dev/fleetgen/test/testenv"
+)
+
+// hostRecorder passes requests on and records the hosts they went to.
+type hostRecorder struct {
+	mu    sync.Mutex
+	hosts map[string]int
+}
+
+func (h *hostRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	h.mu.Lock()
+	if h.hosts == nil {
+		h.hosts = map[string]int{}
+	}
+	h.hosts[req.URL.Host]++
+	h.mu.Unlock()
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+// TestRunVerify: with spec.verify, an image signed by the policy's key (a
+// bundle referrer), one signed keyless by the policy's identity (legacy
+// .sig) and one no policy covers are mirrored, each signature with its
+// image and recorded in the lock entry; an unsigned image and one signed by
+// another key are refused before anything of theirs is copied, the error
+// naming image, policy and reason. Every request goes to the two registries:
+// no Rekor, Fulcio or TUF request.
+func TestRunVerify(t *testing.T) {
+	t.Parallel()
+	src, dst := inProcess(t), inProcess(t)
+	key, other := testenv.NewKey(t), testenv.NewKey(t)
+	ss := testenv.NewSigstore(t)
+	rng := rand.New(rand.NewSource(3))
+	pushImg := func(repo string) (name.Repository, v1.Hash, v1.Descriptor) {
+		img, err := testenv.Image(rng, nil, 1, 512)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref := src + "/" + repo + ":1.0"
+		d, err := v1.NewHash(push(t, ref, img))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sz, _ := img.Size()
+		mt, _ := img.MediaType()
+		r, _ := name.NewRepository(src + "/" + repo)
+		return r, d, v1.Descriptor{MediaType: mt, Digest: d, Size: sz}
+	}
+	repo, d, desc := pushImg("contoso/keyed")
+	keyedSig := testenv.PushBundle(t, repo, desc, key.Bundle(t, testenv.CosignStatement(d)))
+	repo, d, _ = pushImg("contoso/keyless")
+	payload := testenv.SimpleSigning(repo.String(), d)
+	keylessSig := testenv.PushLegacy(t, repo, d, []testenv.LegacyLayer{{Payload: payload, Annotations: ss.Legacy(t, identity, issuer, payload, zeroTime)}})
+	pushImg("contoso/unsigned")
+	repo, d, desc = pushImg("contoso/stranger")
+	testenv.PushBundle(t, repo, desc, other.Bundle(t, testenv.CosignStatement(d)))
+	pushImg("thirdparty/tool")
+
+	f := &schema.Fleet{Spec: schema.Spec{Verify: []schema.VerifyPolicy{
+		{Images: []string{src + "/contoso/keyless"}, Cosign: &schema.CosignVerify{
+			Identities:  []schema.KeylessIdentity{{Issuer: issuer, Subject: identity}},
+			TrustedRoot: &schema.FileRef{File: "root.json", Data: ss.TrustedRoot}}},
+		{Images: []string{src + "/contoso/**"}, Cosign: &schema.CosignVerify{Keys: []schema.FileRef{{File: "cosign.pub", Data: key.PublicPEM}}}},
+	}}}
+	ps, err := verify.Compile(f, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refs []string
+	for _, r := range []string{"contoso/keyed", "contoso/keyless", "contoso/unsigned", "contoso/stranger", "thirdparty/tool"} {
+		refs = append(refs, src+"/"+r+":1.0")
+	}
+	pairs, err := mirror.Plan(schema.Registry{Host: dst}, refs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &hostRecorder{}
+	entries, _, err := mirror.Run(context.Background(), pairs, anon, mirror.WithBackoff(fastBackoff), mirror.WithTransport(rec), mirror.WithVerify(ps))
+	var ve *verify.Error
+	if !errors.As(err, &ve) {
+		t.Fatalf("err = %v, want refusals", err)
+	}
+	msg := err.Error()
+	for _, want := range []string{
+		"mirror " + src + "/contoso/stranger:1.0 -> " + dst + "/contoso/stranger:1.0: verify signature of sha256:",
+		"policy spec.verify[1]: wrong key",
+		"mirror " + src + "/contoso/unsigned:1.0 -> " + dst + "/contoso/unsigned:1.0: verify signature of sha256:",
+		"policy spec.verify[1]: no signature",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error does not say %q:\n%s", want, msg)
+		}
+	}
+	if n := strings.Count(msg, "\n") + 1; n != 2 {
+		t.Errorf("%d failures, want 2:\n%s", n, msg)
+	}
+	got := map[string]string{}
+	for _, e := range entries {
+		if e.Verified != nil {
+			got[e.Source] = e.Verified.Policy + " " + e.Verified.Signature
+			if e.Verified.PolicyDigest == "" {
+				t.Errorf("%s: no policy digest", e.Source)
+			}
+			found := false
+			for _, r := range e.Referrers {
+				found = found || r.Digest == e.Verified.Signature
+			}
+			if !found {
+				t.Errorf("%s: the verifying signature is not among the copied referrers %+v", e.Source, e.Referrers)
+			}
+		} else {
+			got[e.Source] = "unverified"
+		}
+	}
+	want := map[string]string{
+		src + "/contoso/keyed:1.0":   "spec.verify[1] " + keyedSig.String(),
+		src + "/contoso/keyless:1.0": "spec.verify[0] " + keylessSig.String(),
+		src + "/thirdparty/tool:1.0": "unverified",
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: %q, want %q", k, got[k], v)
+		}
+	}
+	for _, r := range []string{"contoso/unsigned", "contoso/stranger"} {
+		if _, err := remote.Head(mustRef(t, dst+"/"+r+":1.0")); err == nil {
+			t.Errorf("%s was copied although it failed verification", r)
+		}
+	}
+	for h := range rec.hosts {
+		if h != src && h != dst {
+			t.Errorf("a request to %s: verification must be offline", h)
+		}
+	}
+}
+
+const (
+	issuer   = "https://token.actions.githubusercontent.com"
+	identity = "release@contoso.example"
+)
+
+var zeroTime time.Time

@@ -1,0 +1,305 @@
+package pipeline_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"fleetgen.dev/fleetgen/pkg/lock"
+	"fleetgen.dev/fleetgen/pkg/pipeline"
+	"fleetgen.dev/fleetgen/pkg/publish"
+	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/pkg/verify"
+	"fleetgen.dev/fleetgen/test/testenv"
+)
+
+const signedFleet = `apiVersion: fleetgen.dev/v1alpha1
+kind: Fleet
+metadata:
+  name: contoso
+spec:
+  registry:
+    host: %DST%
+  source:
+    kind: git
+    url: ssh://git@github.com/contoso/fleet-gitops.git
+    ref: main
+  images:
+%IMAGES%
+  verify:
+    - images: ["%SRC%/contoso/**"]
+      cosign:
+        keys: [{file: keys/cosign.pub}]
+  layers:
+    - name: apps
+      path: ./apps
+  clusters:
+    - name: prod-1
+      registration: {mode: capi}
+`
+
+// signedSetup pushes to an in-process source registry contoso/app (signed by
+// key, a bundle referrer) and contoso/tool (unsigned), and writes a fleet
+// that mirrors images to another in-process registry under a policy for
+// contoso/**. It returns the config, the source and target hosts and the
+// app's digest.
+func signedSetup(t *testing.T, key *testenv.Key, images ...string) (pipeline.Config, string, string) {
+	t.Helper()
+	newReg := func() string {
+		s := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+		t.Cleanup(s.Close)
+		return strings.TrimPrefix(s.URL, "http://")
+	}
+	src, dst := newReg(), newReg()
+	for _, repo := range []string{"contoso/app", "contoso/tool"} {
+		img, err := random.Image(256, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref, _ := name.NewTag(src + "/" + repo + ":1.0")
+		if err := remote.Write(ref, img); err != nil {
+			t.Fatal(err)
+		}
+		if repo == "contoso/app" {
+			d, _ := img.Digest()
+			sz, _ := img.Size()
+			mt, _ := img.MediaType()
+			testenv.PushBundle(t, ref.Context(), v1.Descriptor{MediaType: mt, Digest: d, Size: sz}, key.Bundle(t, testenv.CosignStatement(d)))
+		}
+	}
+	var list strings.Builder
+	for _, i := range images {
+		list.WriteString("    - " + strings.ReplaceAll(i, "%SRC%", src) + "\n")
+	}
+	root := t.TempDir()
+	testenv.WriteTree(t, root, map[string]string{
+		"fleet.yaml":              strings.NewReplacer("%DST%", dst, "%SRC%", src, "%IMAGES%\n", list.String()).Replace(signedFleet),
+		"keys/cosign.pub":         string(key.PublicPEM),
+		"apps/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [cm.yaml]\n",
+		"apps/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  namespace: default\n",
+	})
+	noEnv := func(string) (string, bool) { return "", false }
+	return pipeline.Config{File: filepath.Join(root, "fleet.yaml"), OutDir: filepath.Join(t.TempDir(), "out"), LookupEnv: noEnv}, src, dst
+}
+
+// TestMirrorPublishVerified: a fleet with spec.verify mirrors its signed
+// image with the signature, locks the policy and signature, validates,
+// renders and publishes; publish verifies at the mirror again.
+func TestMirrorPublishVerified(t *testing.T) {
+	ctx := context.Background()
+	key := testenv.NewKey(t)
+	cfg, src, dst := signedSetup(t, key, "%SRC%/contoso/app:1.0")
+	if err := pipeline.Mirror(ctx, cfg, io.Discard, false); err != nil {
+		t.Fatal(err)
+	}
+	l, err := lock.Load(filepath.Join(filepath.Dir(cfg.File), lock.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, ok := l.Image(src + "/contoso/app:1.0")
+	if !ok || img.Verified == nil || img.Verified.Policy != "spec.verify[0]" {
+		t.Fatalf("lock entry %+v, want it verified under spec.verify[0]", img)
+	}
+	if err := pipeline.Validate(ctx, cfg); err != nil {
+		t.Fatalf("validate after mirror: %v", err)
+	}
+	if err := pipeline.Render(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	bare := testenv.BareRepo(t, "fleet.git")
+	cfg.PushURL = bare
+	if err := pipeline.Publish(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+
+	// What clusters pull loses its signature: publish refuses, nothing pushed.
+	sig, _ := name.NewDigest(dst + "/contoso/app@" + img.Verified.Signature)
+	if err := remote.Delete(sig); err != nil {
+		t.Fatal(err)
+	}
+	bare2 := testenv.BareRepo(t, "fleet2.git")
+	cfg.PushURL = bare2
+	err = pipeline.Publish(ctx, cfg)
+	if err == nil || !strings.Contains(err.Error(), "nothing pushed") || schema.IsInvalid(err) {
+		t.Fatalf("publish without the signature at the mirror: %v, want a refusal (exit 1)", err)
+	}
+	if refs := testenv.Git(t, bare2, "for-each-ref"); refs != "" {
+		t.Errorf("pushed: %s", refs)
+	}
+}
+
+// TestMirrorRefusesUnsigned: an unsigned image under the policy fails the
+// mirror (exit 1) naming the image, the policy and the reason, and the lock
+// keeps its bytes.
+func TestMirrorRefusesUnsigned(t *testing.T) {
+	ctx := context.Background()
+	key := testenv.NewKey(t)
+	cfg, src, _ := signedSetup(t, key, "%SRC%/contoso/app:1.0", "%SRC%/contoso/tool:1.0")
+	lockPath := filepath.Join(filepath.Dir(cfg.File), lock.FileName)
+	before := []byte("# an old lock\napiVersion: fleetgen.dev/v1alpha1\nkind: Lock\n")
+	if err := os.WriteFile(lockPath, before, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := pipeline.Mirror(ctx, cfg, io.Discard, false)
+	var ve *verify.Error
+	if !errors.As(err, &ve) || schema.IsInvalid(err) {
+		t.Fatalf("err = %v, want a signature refusal (exit 1)", err)
+	}
+	for _, want := range []string{src + "/contoso/tool:1.0", "policy spec.verify[0]: no signature", "1 of 2 images not mirrored"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not say %q: %v", want, err)
+		}
+	}
+	if after, _ := os.ReadFile(lockPath); !bytes.Equal(after, before) {
+		t.Errorf("the lock changed:\n%s", after)
+	}
+}
+
+// TestValidateVerifyPolicies: validate reports a glob that matches no image,
+// a trusted root that does not parse, and a lock made before the policy,
+// each at its place in fleet.yaml (exit 2).
+func TestValidateVerifyPolicies(t *testing.T) {
+	ctx := context.Background()
+	key := testenv.NewKey(t)
+	cfg, _, _ := signedSetup(t, key, "%SRC%/contoso/app:1.0")
+	if err := pipeline.Mirror(ctx, cfg, io.Discard, false); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Dir(cfg.File)
+	good, err := os.ReadFile(cfg.File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.ReplaceIn(t, cfg.File, `    - images: ["`, `    - images: ["ghcr.io/contoso/typo/**"]
+      cosign:
+        identities: [{issuer: "https://accounts.google.com", subject: a@contoso.example}]
+        trustedRoot: {file: keys/root.json}
+    - images: ["`)
+	testenv.WriteTree(t, dir, map[string]string{"keys/root.json": `{"mediaType": "MARKER"}`})
+	err = pipeline.Validate(ctx, cfg)
+	if !schema.IsInvalid(err) {
+		t.Fatalf("err = %v, want input errors", err)
+	}
+	for _, want := range []string{
+		`fleet.yaml:18:29: spec.verify[0].cosign.trustedRoot.file: "keys/root.json": not a trusted_root.json`,
+		`fleet.yaml:15:16: spec.verify[0].images[0]: "ghcr.io/contoso/typo/**" matches no image of the fleet`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("validate does not say %q:\n%v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "MARKER") {
+		t.Errorf("validate quotes the trusted root: %v", err)
+	}
+
+	// The policy changes (a second key) after the lock was written.
+	testenv.WriteTree(t, dir, map[string]string{"fleet.yaml": strings.Replace(string(good), "keys: [{file: keys/cosign.pub}]", "keys: [{file: keys/cosign.pub}, {file: keys/other.pub}]", 1),
+		"keys/other.pub": string(testenv.NewKey(t).PublicPEM)})
+	err = pipeline.Validate(ctx, cfg)
+	if !schema.IsInvalid(err) || !strings.Contains(err.Error(), "spec.verify[0]: 1 image(s) this policy covers are locked without a signature verified under it (the policy is new or changed): run `fleetgen mirror`") {
+		t.Errorf("validate with a changed policy: %v", err)
+	}
+	if err := pipeline.Mirror(ctx, cfg, io.Discard, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := pipeline.Validate(ctx, cfg); err != nil {
+		t.Errorf("validate after mirror: %v", err)
+	}
+}
+
+// TestVerifySignaturesAtMirror: publish.VerifySignatures refuses a covered
+// image whose lock names no verification, or a signature at the mirror that
+// another key made; it passes the one the policy's key made.
+func TestVerifySignaturesAtMirror(t *testing.T) {
+	ctx := context.Background()
+	key, other := testenv.NewKey(t), testenv.NewKey(t)
+	s := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(s.Close)
+	host := strings.TrimPrefix(s.URL, "http://")
+	f := &schema.Fleet{Spec: schema.Spec{Verify: []schema.VerifyPolicy{{Cosign: &schema.CosignVerify{Keys: []schema.FileRef{{File: "k.pub", Data: key.PublicPEM}}}}}}}
+	ps, err := verify.Compile(f, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var images []lock.Image
+	policies := map[string]*verify.Policy{}
+	for i, signer := range []*testenv.Key{key, other, nil} {
+		img, _ := random.Image(128, 1)
+		repo := []string{"good", "stranger", "unlocked"}[i]
+		ref, _ := name.NewTag(host + "/" + repo + ":1")
+		if err := remote.Write(ref, img); err != nil {
+			t.Fatal(err)
+		}
+		d, _ := img.Digest()
+		sz, _ := img.Size()
+		mt, _ := img.MediaType()
+		e := lock.Image{Source: "ghcr.io/contoso/" + repo + ":1", Target: ref.String(), Digest: d.String()}
+		if signer != nil {
+			sig := testenv.PushBundle(t, ref.Context(), v1.Descriptor{MediaType: mt, Digest: d, Size: sz}, signer.Bundle(t, testenv.CosignStatement(d)))
+			e.Verified = &lock.Verified{Policy: ps[0].Name, PolicyDigest: ps[0].Digest, Signature: sig.String()}
+		}
+		images = append(images, e)
+		policies[e.Source] = ps[0]
+	}
+	err = publish.VerifySignatures(ctx, schema.Registry{Host: host}, images, policies)
+	var ue *publish.UnsignedError
+	if !errors.As(err, &ue) {
+		t.Fatalf("err = %v, want *UnsignedError", err)
+	}
+	if len(ue.Images) != 2 || !strings.Contains(ue.Images[0], "stranger") || !strings.Contains(ue.Images[0], "wrong key") ||
+		!strings.Contains(ue.Images[1], "unlocked") || !strings.Contains(ue.Images[1], "locked without a signature") {
+		t.Errorf("refused %q", ue.Images)
+	}
+	if err := publish.VerifySignatures(ctx, schema.Registry{Host: host}, images[:1], policies); err != nil {
+		t.Errorf("the good signature: %v", err)
+	}
+}
+
+// TestDiffShowsPolicyChange: a change to spec.verify that mirror has not
+// applied shows per image in diff (manager changes), and none shows when
+// the lock matches the policy.
+func TestDiffShowsPolicyChange(t *testing.T) {
+	ctx := context.Background()
+	key := testenv.NewKey(t)
+	cfg, src, _ := signedSetup(t, key, "%SRC%/contoso/app:1.0")
+	if err := pipeline.Mirror(ctx, cfg, io.Discard, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := pipeline.Render(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	rep, _, err := pipeline.Diff(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Manager.Changes) != 0 {
+		t.Errorf("changes with the lock verified under the policy: %+v", rep.Manager.Changes)
+	}
+	testenv.ReplaceIn(t, cfg.File, "keys: [{file: keys/cosign.pub}]", "keys: [{file: keys/cosign.pub}, {file: keys/other.pub}]")
+	testenv.WriteTree(t, filepath.Dir(cfg.File), map[string]string{"keys/other.pub": string(testenv.NewKey(t).PublicPEM)})
+	rep, _, err = pipeline.Diff(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Manager.Changes) != 1 {
+		t.Fatalf("manager changes %+v, want one", rep.Manager.Changes)
+	}
+	ch := rep.Manager.Changes[0]
+	if ch.Field != "images["+src+"/contoso/app:1.0].verified" || !strings.HasPrefix(ch.From, "spec.verify[0] policy sha256:") ||
+		!strings.Contains(ch.From, " signature sha256:") || !strings.HasSuffix(ch.To, "(not verified yet: run `fleetgen mirror`)") || ch.From == ch.To {
+		t.Errorf("change %+v", ch)
+	}
+}

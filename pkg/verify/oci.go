@@ -1,0 +1,249 @@
+package verify
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+)
+
+// Media types of the signatures fleetgen reads.
+const (
+	// BundleArtifactType is cosign v3's referrer of an image: a manifest of
+	// this artifact type whose layer is a Sigstore bundle.
+	BundleArtifactType = "application/vnd.dev.sigstore.bundle.v0.3+json"
+	// SimpleSigningMediaType is the layer type of cosign's legacy
+	// sha256-<hex>.sig manifests.
+	SimpleSigningMediaType = "application/vnd.dev.cosign.simplesigning.v1+json"
+)
+
+// Bounds on what one image's signatures may make fleetgen read.
+const (
+	maxCandidates = 16      // signature manifests tried per image
+	maxLayers     = 16      // signature layers read per manifest
+	maxBlob       = 1 << 20 // bytes of one bundle or payload
+)
+
+// Verified says which signature verified an image under which policy.
+type Verified struct {
+	// Policy is the policy's name (spec.verify[N]) and PolicyDigest its
+	// fingerprint (Policy.Digest).
+	Policy, PolicyDigest string
+	// Signature is the digest of the signature's manifest: the bundle
+	// referrer, or the sha256-<hex>.sig manifest.
+	Signature v1.Hash
+}
+
+// Image finds the signatures of the image digest in repo (Sigstore bundle
+// referrers, by the referrers API or its tag schema, and the legacy
+// sha256-<hex>.sig tag) and returns the first that verifies under p. opts
+// reach the registry (auth, transport, context): the only requests made are
+// to repo's registry. A refusal is an *Error naming the policy and the
+// reason (NoSignature when none is found); registry failures are other
+// errors.
+func (p *Policy) Image(ctx context.Context, repo name.Repository, digest v1.Hash, opts ...remote.Option) (Verified, error) {
+	opts = append([]remote.Option{remote.WithContext(ctx)}, opts...)
+	cands, err := candidates(repo, digest, opts)
+	if err != nil {
+		return Verified{}, err
+	}
+	if len(cands) == 0 {
+		return Verified{}, &Error{Policy: p.Name, Reason: NoSignature, Detail: fmt.Sprintf("neither a Sigstore bundle referrer nor a %s tag", legacyTag(digest))}
+	}
+	var refusals []*Error
+	for _, c := range cands {
+		err := p.signature(repo, digest, c, opts)
+		if err == nil {
+			return Verified{Policy: p.Name, PolicyDigest: p.Digest, Signature: c.Digest}, nil
+		}
+		var ve *Error
+		if !errors.As(err, &ve) {
+			return Verified{}, err
+		}
+		refusals = append(refusals, ve)
+	}
+	return Verified{}, combine(p.Name, refusals)
+}
+
+// Signature verifies the signature manifest sig (a bundle referrer or a
+// legacy .sig manifest) of the image digest in repo under p: publish
+// checks the one the lock names, at the mirror.
+func (p *Policy) Signature(ctx context.Context, repo name.Repository, digest, sig v1.Hash, opts ...remote.Option) error {
+	opts = append([]remote.Option{remote.WithContext(ctx)}, opts...)
+	desc, err := remote.Get(repo.Digest(sig.String()), opts...)
+	if err != nil {
+		if isNotFound(err) {
+			return &Error{Policy: p.Name, Reason: NoSignature, Detail: fmt.Sprintf("the signature %s the lock names is not there", sig)}
+		}
+		return fmt.Errorf("get signature %s: %w", sig, err)
+	}
+	return p.signature(repo, digest, desc.Descriptor, opts)
+}
+
+// combine makes one refusal of several: the reason of the first that is
+// not NoSignature (an attestation is no signature), the details of all.
+func combine(policy string, rs []*Error) *Error {
+	out := &Error{Policy: policy, Reason: rs[0].Reason}
+	for _, r := range rs {
+		if r.Reason != NoSignature {
+			out.Reason = r.Reason
+			break
+		}
+	}
+	var details []string
+	for i, r := range rs {
+		if i == 3 {
+			details = append(details, fmt.Sprintf("and %d more", len(rs)-i))
+			break
+		}
+		details = append(details, r.Detail)
+	}
+	if len(rs) > 1 {
+		out.Detail = fmt.Sprintf("none of %d signatures verifies: %s", len(rs), strings.Join(details, "; "))
+	} else {
+		out.Detail = details[0]
+	}
+	return out
+}
+
+func legacyTag(d v1.Hash) string { return d.Algorithm + "-" + d.Hex + ".sig" }
+
+// candidates lists the signature manifests of digest: bundle referrers
+// first, then the legacy tag's manifest.
+func candidates(repo name.Repository, digest v1.Hash, opts []remote.Option) ([]v1.Descriptor, error) {
+	var out []v1.Descriptor
+	idx, err := remote.Referrers(repo.Digest(digest.String()), opts...)
+	if err != nil && !isNotFound(err) {
+		return nil, fmt.Errorf("list referrers of %s: %w", digest, err)
+	}
+	if err == nil {
+		m, err := idx.IndexManifest()
+		if err != nil {
+			return nil, fmt.Errorf("list referrers of %s: %w", digest, err)
+		}
+		for _, d := range m.Manifests {
+			if isBundleType(d.ArtifactType) && len(out) < maxCandidates {
+				out = append(out, d)
+			}
+		}
+	}
+	desc, err := remote.Head(repo.Tag(legacyTag(digest)), opts...)
+	switch {
+	case err == nil:
+		out = append(out, *desc)
+	case !isNotFound(err):
+		return nil, fmt.Errorf("head %s: %w", legacyTag(digest), err)
+	}
+	return out, nil
+}
+
+func isBundleType(t string) bool {
+	return strings.HasPrefix(t, "application/vnd.dev.sigstore.bundle")
+}
+
+// signature reads the signature manifest desc and verifies what it holds.
+func (p *Policy) signature(repo name.Repository, digest v1.Hash, desc v1.Descriptor, opts []remote.Option) error {
+	got, err := remote.Get(repo.Digest(desc.Digest.String()), opts...)
+	if err != nil {
+		return fmt.Errorf("get signature %s: %w", desc.Digest, err)
+	}
+	if got.MediaType.IsIndex() {
+		return &Error{Policy: p.Name, Reason: Malformed, Detail: fmt.Sprintf("signature %s is an index", desc.Digest)}
+	}
+	m, err := v1.ParseManifest(bytes.NewReader(got.Manifest))
+	if err != nil {
+		return &Error{Policy: p.Name, Reason: Malformed, Detail: fmt.Sprintf("signature %s: the manifest does not parse", desc.Digest)}
+	}
+	bundle := isBundleType(m.ArtifactType) || isBundleType(string(m.Config.MediaType)) || isBundleType(string(m.Config.ArtifactType))
+	var refusals []*Error
+	for i, l := range m.Layers {
+		if i == maxLayers {
+			break
+		}
+		var e *entity
+		switch {
+		case bundle && isBundleType(string(l.MediaType)):
+			data, err := readBlob(repo, l, opts)
+			if err != nil {
+				var ve *Error
+				if errors.As(err, &ve) {
+					refusals = append(refusals, ve)
+					continue
+				}
+				return err
+			}
+			if e, err = parseBundle(data); err != nil {
+				refusals = append(refusals, refuse(Malformed, "signature %s: %v", desc.Digest, err))
+				continue
+			}
+		case !bundle && l.MediaType == types.MediaType(SimpleSigningMediaType):
+			data, err := readBlob(repo, l, opts)
+			if err != nil {
+				var ve *Error
+				if errors.As(err, &ve) {
+					refusals = append(refusals, ve)
+					continue
+				}
+				return err
+			}
+			if e, err = parseLegacy(data, l.Annotations); err != nil {
+				refusals = append(refusals, refuse(Malformed, "signature %s: %v", desc.Digest, err))
+				continue
+			}
+		default:
+			continue
+		}
+		ve := p.check(e, digest)
+		if ve == nil {
+			return nil
+		}
+		ve.Detail = fmt.Sprintf("signature %s: %s", desc.Digest, ve.Detail)
+		refusals = append(refusals, ve)
+	}
+	if len(refusals) == 0 {
+		return &Error{Policy: p.Name, Reason: NoSignature, Detail: fmt.Sprintf("%s holds no signature layer", desc.Digest)}
+	}
+	return combine(p.Name, refusals)
+}
+
+// readBlob reads a signature layer (at most maxBlob bytes) and checks its
+// digest.
+func readBlob(repo name.Repository, d v1.Descriptor, opts []remote.Option) ([]byte, error) {
+	if d.Size > maxBlob || d.Digest.Algorithm != "sha256" {
+		return nil, &Error{Reason: Malformed, Detail: fmt.Sprintf("signature layer %s is larger than %d bytes or not sha256", d.Digest, maxBlob)}
+	}
+	l, err := remote.Layer(repo.Digest(d.Digest.String()), opts...)
+	if err != nil {
+		return nil, fmt.Errorf("get signature layer %s: %w", d.Digest, err)
+	}
+	rc, err := l.Compressed()
+	if err != nil {
+		return nil, fmt.Errorf("get signature layer %s: %w", d.Digest, err)
+	}
+	defer rc.Close()
+	data, err := io.ReadAll(io.LimitReader(rc, maxBlob+1))
+	if err != nil {
+		return nil, fmt.Errorf("read signature layer %s: %w", d.Digest, err)
+	}
+	sum := sha256.Sum256(data)
+	if len(data) > maxBlob || hex.EncodeToString(sum[:]) != d.Digest.Hex {
+		return nil, &Error{Reason: Malformed, Detail: fmt.Sprintf("signature layer %s does not match its digest", d.Digest)}
+	}
+	return data, nil
+}
+
+func isNotFound(err error) bool {
+	var te *transport.Error
+	return errors.As(err, &te) && (te.StatusCode == http.StatusNotFound)
+}
