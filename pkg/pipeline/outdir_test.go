@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -78,11 +79,15 @@ func TestBadInputNeverLocksOutDir(t *testing.T) {
 	if err := Render(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
-	held, err := tree.Prepare(out, filepath.Join(fleet, "fleet.lock.yaml"), nil) // another render's lock
-	if err != nil || held == nil {
-		t.Fatalf("Prepare = %v, %v", held, err)
+	// Another render holds the folder (tree's flock on DIR/.fleetgen/lock).
+	held, err := os.OpenFile(filepath.Join(out, tree.MetaDir, "lock"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
 	}
 	defer held.Close()
+	if err := syscall.Flock(int(held.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(cfg.File, []byte("apiVersion: fleetgen.dev/v1alpha1\nkind: Fleet\nspec: {clusters: [{name: BAD}]}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -55,10 +54,8 @@ func validate(cfg Config, ld *Loaded, r rules) error {
 // step fails.
 //
 // The input is loaded and checked before OutDir is touched: a bad fleet.yaml
-// never takes the folder's lock. A folder an earlier render wrote is then
-// locked, a killed render's journal finished (which may commit the lock
-// file: it is read again then), and the folder read while the fleet renders
-// (tree.Prepare).
+// never takes the folder's lock (tree.WriteWith locks, recovers and reads the
+// folder when the render is done).
 func Render(ctx context.Context, cfg Config) error {
 	if cfg.OutDir == "" {
 		return schema.Invalid(errors.New("render: no output folder (-o DIR)"))
@@ -73,35 +70,11 @@ func Render(ctx context.Context, cfg Config) error {
 	if err := ld.check(allRules); err != nil {
 		return err
 	}
-	pr, err := tree.Prepare(cfg.OutDir, ld.LockPath, cfg.waiting)
-	if err != nil {
-		return err
-	}
-	if pr != nil {
-		defer pr.Close()
-		if err := ld.reloadLock(); err != nil {
-			return err
-		}
-	}
-	return renderLoaded(ctx, cfg, ld, pr)
+	return renderLoaded(ctx, cfg, ld)
 }
 
-// reloadLock reads the lock again after tree.Prepare finished a killed
-// render's journal, which commits the lock with the tree: when its bytes
-// changed, the lock is the new one (the lock rules run again with it).
-func (ld *Loaded) reloadLock() error {
-	l, data, err := loadLock(filepath.Dir(ld.LockPath))
-	if err != nil {
-		return err
-	}
-	if !bytes.Equal(data, ld.LockBytes) {
-		ld.Lock, ld.LockBytes = l, data
-	}
-	return nil
-}
-
-// renderLoaded renders ld into cfg.OutDir, through pr when it was prepared.
-func renderLoaded(ctx context.Context, cfg Config, ld *Loaded, pr *tree.Prepared) error {
+// renderLoaded renders ld into cfg.OutDir.
+func renderLoaded(ctx context.Context, cfg Config, ld *Loaded) error {
 	r, err := render(ctx, cfg, ld, false)
 	if err != nil {
 		return err
@@ -114,12 +87,7 @@ func renderLoaded(ctx context.Context, cfg Config, ld *Loaded, pr *tree.Prepared
 		lk.New = r.lock.Marshal()
 	}
 	opt := tree.Options{Lock: lk, Waiting: cfg.waiting}
-	var st tree.Stats
-	if pr != nil {
-		st, err = pr.Write(r.files, opt)
-	} else {
-		st, err = tree.WriteWith(cfg.OutDir, r.files, opt)
-	}
+	st, err := tree.WriteWith(cfg.OutDir, r.files, opt)
 	if err != nil {
 		return err
 	}
@@ -259,7 +227,7 @@ func Build(ctx context.Context, cfg Config, publish bool) error {
 			return validate(cfg, ld, outputRules)
 		}},
 		{"mirror", func() error { return mirrorLoaded(ctx, cfg, ld, io.Discard, false) }},
-		{"render", func() error { return renderLoaded(ctx, cfg, ld, nil) }},
+		{"render", func() error { return renderLoaded(ctx, cfg, ld) }},
 	}
 	if publish {
 		steps = append(steps, struct {

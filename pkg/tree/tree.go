@@ -89,91 +89,30 @@ func WriteWith(dir string, files []generate.File, opt Options) (st Stats, err er
 	if err := os.Mkdir(filepath.Join(dir, MetaDir), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		return st, fmt.Errorf("create %s: %w", filepath.Join(dir, MetaDir), err)
 	}
-	p, err := prepare(dir, lockPath, opt.Waiting)
+	t, err := openTree(dir)
 	if err != nil {
 		return st, err
 	}
-	defer p.Close()
-	return p.Write(files, opt)
-}
-
-// Prepared is an output folder locked for one update and read in the
-// background while the fleet loads and renders (docs/performance.md).
-type Prepared struct {
-	t        *tree
-	held     *os.File
-	lockPath string
-	done     chan struct{} // closed when existing and scanErr are set
-	existing listing
-	scanErr  error
-}
-
-// Prepare locks dir as WriteWith does, finishes what a killed render left
-// (call it before reading the lock: that may commit it) and starts reading
-// dir. It returns nil, touching nothing, when no render wrote dir (no
-// MetaDir): use WriteWith. Close releases it.
-func Prepare(dir, lockPath string, waiting func()) (*Prepared, error) {
-	dir = filepath.Clean(dir)
-	for _, d := range []string{dir, filepath.Join(dir, MetaDir)} { // WriteWith refuses a symlink
-		if fi, err := os.Lstat(d); err != nil || !fi.IsDir() {
-			return nil, nil
-		}
-	}
-	lockPath, err := absLock(Options{Lock: &Lock{Path: lockPath}})
-	if err != nil {
-		return nil, err
-	}
-	return prepare(dir, lockPath, waiting)
-}
-
-// prepare is Prepare once MetaDir exists; lockPath is absolute or "".
-func prepare(dir, lockPath string, waiting func()) (*Prepared, error) {
-	t, err := openTree(dir)
-	if err != nil {
-		return nil, err
-	}
+	defer t.root.Close()
 	if !t.realDir(MetaDir) {
-		t.root.Close()
-		return nil, invalidMeta(dir, "not a folder fleetgen made")
+		return st, invalidMeta(dir, "not a folder fleetgen made")
 	}
-	held, err := flock(t.root, MetaDir+"/"+lockFile, false, waiting)
+	held, err := flock(t.root, MetaDir+"/"+lockFile, false, opt.Waiting)
 	if err != nil {
-		t.root.Close()
-		return nil, fmt.Errorf("lock %s: %w", dir, err)
+		return st, fmt.Errorf("lock %s: %w", dir, err)
 	}
-	p := &Prepared{t: t, held: held, lockPath: lockPath, done: make(chan struct{})}
+	defer held.Close()
 	if err := t.recover(lockPath); err != nil {
-		held.Close()
-		t.root.Close()
-		return nil, err
+		return st, err
 	}
-	go func() {
-		defer close(p.done)
-		p.existing, p.scanErr = t.scan()
-	}()
-	return p, nil
-}
-
-// Write is WriteWith on the prepared folder, once, with Prepare's lock.
-func (p *Prepared) Write(files []generate.File, opt Options) (Stats, error) {
-	<-p.done
-	if err := checkPaths(files); err != nil {
-		return Stats{}, err
+	existing, err := t.scan()
+	if err != nil {
+		return st, err
 	}
-	if p.scanErr != nil {
-		return Stats{}, p.scanErr
+	if err := t.ignoreMeta(); err != nil {
+		return st, err
 	}
-	if err := p.t.ignoreMeta(); err != nil {
-		return Stats{}, err
-	}
-	return p.t.update(p.lockPath, files, p.existing, opt)
-}
-
-// Close releases the folder once the read ended.
-func (p *Prepared) Close() error {
-	<-p.done
-	p.held.Close()
-	return p.t.root.Close()
+	return t.update(lockPath, files, existing, opt)
 }
 
 func absLock(opt Options) (string, error) {
