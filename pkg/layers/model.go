@@ -270,7 +270,7 @@ func (m *Model) receive(s *Set) error {
 			s.Err = fmt.Errorf("%s (%s): post-build substitution fails: %w", o.Origin, o.Describe(), err)
 			return nil
 		}
-		m.substituted += int64(len(o.tp.text))
+		m.substituted += int64(o.tp.size(s.vars)) // what it can hold, at most
 		if m.substituted > m.opts.MaxSubstituted {
 			return &LimitError{fmt.Sprintf("post-build substitution makes more than %d MiB of objects for all clusters together (layer folder %s, %s): want fewer or smaller substituted objects or values",
 				m.opts.MaxSubstituted>>20, s.Path, o.Origin)}

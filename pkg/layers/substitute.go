@@ -1,7 +1,6 @@
 package layers
 
 import (
-	"errors"
 	"fmt"
 	"regexp"
 	"sort"
@@ -39,10 +38,6 @@ const (
 // varNameRE is Flux's varsubRegex.
 var varNameRE = regexp.MustCompile(`^[_[:alpha:]][_[:alpha:][:digit:]]*$`)
 
-// errVarNotSet is envsubst's strict-mode error, matched by its text (the
-// engine does not export it).
-const strictMarker = "variable not set (strict mode)"
-
 // template is an object's YAML parsed for substitution once per build; each
 // cluster is then an Execute with its variables.
 type template struct {
@@ -55,6 +50,8 @@ type template struct {
 	// among them without an operator that supplies a value for an unset
 	// variable: a strict substitution fails without them.
 	refs, required []string
+	// uses counts the references to each variable.
+	uses map[string]int
 }
 
 // newTemplate parses an object's YAML text for substitution.
@@ -74,9 +71,14 @@ func newTemplate(text string) *template {
 		return tp
 	}
 	tp.t = t
-	refs, required := map[string]bool{}, map[string]bool{}
-	walkVars(tree.Root, refs, required)
-	tp.refs, tp.required = keys(refs), keys(required)
+	tp.uses = map[string]int{}
+	required := map[string]bool{}
+	walkVars(tree.Root, tp.uses, required)
+	for v := range tp.uses {
+		tp.refs = append(tp.refs, v)
+	}
+	sort.Strings(tp.refs)
+	tp.required = keys(required)
 	return tp
 }
 
@@ -86,19 +88,19 @@ func newTemplate(text string) *template {
 // variable (-, :-, =, :=, +, :+, ?, :?). A function's arguments are evaluated
 // before the variable is looked up, so their references count whatever the
 // operator.
-func walkVars(n parse.Node, refs, required map[string]bool) {
+func walkVars(n parse.Node, uses map[string]int, required map[string]bool) {
 	switch n := n.(type) {
 	case *parse.ListNode:
 		for _, c := range n.Nodes {
-			walkVars(c, refs, required)
+			walkVars(c, uses, required)
 		}
 	case *parse.FuncNode:
-		refs[n.Param] = true
+		uses[n.Param]++
 		if !defaultOp(n.Name) {
 			required[n.Param] = true
 		}
 		for _, a := range n.Args {
-			walkVars(a, refs, required)
+			walkVars(a, uses, required)
 		}
 	}
 }
@@ -128,8 +130,8 @@ func (tp *template) missing(vars map[string]string) []string {
 // longer, and a default is text of the template).
 func (tp *template) size(vars map[string]string) int {
 	n := len(tp.text)
-	for _, v := range tp.refs {
-		n += len(vars[v]) * strings.Count(tp.text, v)
+	for v, k := range tp.uses {
+		n += len(vars[v]) * k
 	}
 	return n
 }
@@ -190,16 +192,6 @@ func checkVarNames(vars map[string]string) error {
 // optsOut reports whether res carries Flux's opt-out label or annotation.
 func optsOut(res *resource.Resource) bool {
 	return res.GetLabels()[substituteKey] == disabledValue || res.GetAnnotations()[substituteKey] == disabledValue
-}
-
-// isStrictMiss reports whether err is strict mode's "variable not set".
-func isStrictMiss(err error) bool {
-	for ; err != nil; err = errors.Unwrap(err) {
-		if strings.Contains(err.Error(), strictMarker) {
-			return true
-		}
-	}
-	return false
 }
 
 func keys(m map[string]bool) []string {
