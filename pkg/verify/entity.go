@@ -31,11 +31,11 @@ type entity struct {
 	tlog    []tlogEntry
 }
 
-// envelope is a DSSE envelope: its signatures are over PAE(type, payload).
+// envelope is a DSSE envelope: its signature is over PAE(type, payload).
 type envelope struct {
 	payloadType string
 	payload     []byte
-	sigs        [][]byte
+	sig         []byte
 }
 
 // pae is DSSE's pre-authentication encoding of the envelope's payload.
@@ -61,12 +61,13 @@ type inclusionProof struct {
 	checkpoint         string
 }
 
-// Bundle media types fleetgen reads (protobuf-specs' Bundle, v0.1 to v0.3).
-var bundleMediaTypes = map[string]bool{
-	"application/vnd.dev.sigstore.bundle+json;version=0.1": true,
-	"application/vnd.dev.sigstore.bundle+json;version=0.2": true,
-	"application/vnd.dev.sigstore.bundle+json;version=0.3": true,
-	"application/vnd.dev.sigstore.bundle.v0.3+json":        true,
+// Bundle media types fleetgen reads (protobuf-specs' Bundle, v0.1 to v0.3)
+// and their minor version.
+var bundleMediaTypes = map[string]int{
+	"application/vnd.dev.sigstore.bundle+json;version=0.1": 1,
+	"application/vnd.dev.sigstore.bundle+json;version=0.2": 2,
+	"application/vnd.dev.sigstore.bundle+json;version=0.3": 3,
+	"application/vnd.dev.sigstore.bundle.v0.3+json":        3,
 }
 
 // int64s reads an int64 that protobuf's JSON writes as a string (or a number).
@@ -149,7 +150,8 @@ func parseBundle(data []byte) (*entity, error) {
 	if err := json.NewDecoder(bytes.NewReader(data)).Decode(&b); err != nil {
 		return nil, errors.New("the bundle is not JSON")
 	}
-	if !bundleMediaTypes[b.MediaType] {
+	version, ok := bundleMediaTypes[b.MediaType]
+	if !ok {
 		return nil, errors.New("not a Sigstore bundle v0.1 to v0.3")
 	}
 	e := &entity{}
@@ -162,7 +164,14 @@ func parseBundle(data []byte) (*entity, error) {
 		}
 		e.cert = c
 	case vm.X509CertificateChain != nil && len(vm.X509CertificateChain.Certificates) > 0:
-		// The first is the signer's; the rest come from the trusted root.
+		// v0.3 has the signer's certificate alone (sigstore-go refuses a
+		// chain there).
+		if version >= 3 {
+			return nil, errors.New("a v0.3 bundle with a certificate chain: want the certificate alone")
+		}
+		// The first is the signer's; the rest come from the trusted root
+		// (sigstore-go reads a bundle's intermediates only when asked to,
+		// and for v0.3 alone).
 		c, err := parseCertB64(vm.X509CertificateChain.Certificates[0].RawBytes)
 		if err != nil {
 			return nil, err
@@ -192,15 +201,13 @@ func parseBundle(data []byte) (*entity, error) {
 		if env.payload, err = decodeBase64(d.Payload); err != nil {
 			return nil, errors.New("the bundle's DSSE payload is not base64")
 		}
-		if len(d.Signatures) == 0 || len(d.Signatures) > 8 {
-			return nil, errors.New("the bundle's DSSE envelope has no signature, or too many")
+		// DSSE allows several signatures; a Sigstore bundle's envelope
+		// has one (sigstore-go refuses more, for keys as for certificates).
+		if len(d.Signatures) != 1 {
+			return nil, errors.New("the bundle's DSSE envelope has no signature or more than one: want one")
 		}
-		for _, s := range d.Signatures {
-			sig, err := decodeBase64(s.Sig)
-			if err != nil || len(sig) == 0 {
-				return nil, errors.New("the bundle's DSSE signature is not base64")
-			}
-			env.sigs = append(env.sigs, sig)
+		if env.sig, err = decodeBase64(d.Signatures[0].Sig); err != nil || len(env.sig) == 0 {
+			return nil, errors.New("the bundle's DSSE signature is not base64")
 		}
 		e.env = env
 	default:
@@ -209,12 +216,30 @@ func parseBundle(data []byte) (*entity, error) {
 	if len(vm.TlogEntries) > maxTlogEntries {
 		return nil, fmt.Errorf("more than %d transparency log entries", maxTlogEntries)
 	}
+	var promised, proven bool
 	for i, t := range vm.TlogEntries {
 		te, err := parseTlogEntry(t)
 		if err != nil {
 			return nil, fmt.Errorf("tlogEntries[%d]: %w", i, err)
 		}
+		// protobuf-specs requires the kind and version (matchBody holds
+		// them to the body's).
+		if te.kind == "" || te.version == "" {
+			return nil, fmt.Errorf("tlogEntries[%d]: no kindVersion", i)
+		}
+		promised = promised || len(te.set) > 0
+		proven = proven || te.proof != nil
 		e.tlog = append(e.tlog, te)
+	}
+	// What each version promises its log entries carry, as sigstore-go
+	// holds bundles to it: v0.1 an inclusion promise, v0.2 and later an
+	// inclusion proof.
+	switch {
+	case len(e.tlog) == 0:
+	case version == 1 && !promised:
+		return nil, errors.New("a v0.1 bundle whose log entries have no inclusion promise")
+	case version >= 2 && !proven:
+		return nil, errors.New("a v0.2 or later bundle whose log entries have no inclusion proof")
 	}
 	return e, nil
 }

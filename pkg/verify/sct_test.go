@@ -8,12 +8,15 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/asn1"
-	"encoding/hex"
+	"encoding/base64"
+	"encoding/json"
 	"math/big"
 	"net/url"
 	"testing"
 	"time"
 
+	"github.com/sigstore/sigstore-go/pkg/root"
+	sgverify "github.com/sigstore/sigstore-go/pkg/verify"
 	"golang.org/x/crypto/cryptobyte"
 )
 
@@ -21,7 +24,8 @@ import (
 // precertificate (the leaf's TBS without the SCT extension and the issuer's
 // key hash), Fulcio embeds the SCT. verifySCT accepts it, and refuses it
 // from an unknown log, with a flipped signature, or on a leaf whose other
-// fields changed.
+// fields changed; sigstore-go's VerifySignedCertificateTimestamp, reading
+// the same trusted root, gives each the same verdict.
 func TestVerifySCT(t *testing.T) {
 	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	ca := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "fulcio"}, IsCA: true, BasicConstraintsValid: true,
@@ -75,22 +79,70 @@ func TestVerifySCT(t *testing.T) {
 		c, _ := x509.ParseCertificate(der)
 		return c
 	}
-	tr := &TrustedRoot{ctlogs: map[string]*logKey{hex.EncodeToString(logID[:]): {key: &ctKey.PublicKey, start: time.Now().Add(-time.Hour)}}}
-	good := leaf(sig, 7)
-	if err := tr.verifySCT(good, []*x509.Certificate{good, caCert}); err != nil {
-		t.Fatalf("a valid SCT: %v", err)
-	}
+	// One trusted_root.json with the CT log, one with another: fleetgen
+	// and sigstore-go each read them (ParseTrustedRoot,
+	// root.NewTrustedRootFromJSON) and must agree on every SCT.
+	otherKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	withLog, otherLog := ctRoot(t, caCert, &ctKey.PublicKey), ctRoot(t, caCert, &otherKey.PublicKey)
 	flipped := append([]byte(nil), sig...)
 	flipped[len(flipped)-1] ^= 1
-	for name, c := range map[string]*x509.Certificate{"flipped signature": leaf(flipped, 7), "another serial": leaf(sig, 8)} {
-		if err := tr.verifySCT(c, []*x509.Certificate{c, caCert}); err == nil {
-			t.Errorf("%s: verified", name)
+	for _, tc := range []struct {
+		name string
+		cert *x509.Certificate
+		root []byte
+		ok   bool
+	}{
+		{"a valid SCT", leaf(sig, 7), withLog, true},
+		{"flipped signature", leaf(flipped, 7), withLog, false},
+		{"another serial", leaf(sig, 8), withLog, false},
+		{"an unknown log", leaf(sig, 7), otherLog, false},
+		{"no SCT", preCert, withLog, false},
+	} {
+		tr, err := ParseTrustedRoot(tc.root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		chain := []*x509.Certificate{tc.cert, caCert}
+		err = tr.verifySCT(tc.cert, chain)
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: verifySCT = %v, want verified %v", tc.name, err, tc.ok)
+		}
+		sgRoot, rerr := root.NewTrustedRootFromJSON(tc.root)
+		if rerr != nil {
+			t.Fatal(rerr)
+		}
+		sg := sgverify.VerifySignedCertificateTimestamp([][]*x509.Certificate{chain}, 1, sgRoot)
+		if (err == nil) != (sg == nil) {
+			t.Errorf("%s: DISAGREE: fleetgen %v, sigstore-go %v", tc.name, err, sg)
 		}
 	}
-	if err := (&TrustedRoot{ctlogs: map[string]*logKey{}}).verifySCT(good, []*x509.Certificate{good, caCert}); err == nil {
-		t.Error("an unknown log: verified")
+}
+
+// ctRoot is a trusted_root.json with the CA, a CT log of key ct (valid from
+// an hour ago) and, as every root must have one, a Rekor log of the same key.
+func ctRoot(t *testing.T, ca *x509.Certificate, ct *ecdsa.PublicKey) []byte {
+	t.Helper()
+	der, err := x509.MarshalPKIXPublicKey(ct)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err := tr.verifySCT(preCert, []*x509.Certificate{preCert, caCert}); err == nil {
-		t.Error("no SCT: verified")
+	id := sha256.Sum256(der)
+	b64 := base64.StdEncoding.EncodeToString
+	log := map[string]any{
+		"baseUrl": "https://ct.example", "hashAlgorithm": "SHA2_256",
+		"publicKey": map[string]any{"rawBytes": b64(der), "keyDetails": "PKIX_ECDSA_P256_SHA_256",
+			"validFor": map[string]string{"start": time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)}},
+		"logId": map[string]string{"keyId": b64(id[:])},
 	}
+	out, err := json.Marshal(map[string]any{
+		"mediaType": "application/vnd.dev.sigstore.trustedroot+json;version=0.1",
+		"tlogs":     []any{log}, "ctlogs": []any{log},
+		"certificateAuthorities": []any{map[string]any{"uri": "https://fulcio.example",
+			"certChain": map[string]any{"certificates": []any{map[string]string{"rawBytes": b64(ca.Raw)}}},
+			"validFor":  map[string]string{"start": time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/sha256"
 	"crypto/x509"
+	"encoding/asn1"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
@@ -232,7 +233,7 @@ func matchBody(te tlogEntry, e *entity) error {
 			return mismatch
 		}
 		sig, err := base64.StdEncoding.DecodeString(b.Spec.Signatures[0].Signature)
-		if err != nil || !bytes.Equal(sig, e.env.sigs[0]) || !sameCert(b.Spec.Signatures[0].Verifier, e) {
+		if err != nil || !bytes.Equal(sig, e.env.sig) || !sameCert(b.Spec.Signatures[0].Verifier, e) {
 			return mismatch
 		}
 		return nil
@@ -255,6 +256,7 @@ func sameCert(b64pem string, e *entity) bool {
 // signing, at each of times (and that the CA was in service then); it
 // returns the chain (leaf first) of the last check.
 func (tr *TrustedRoot) verifyChain(cert *x509.Certificate, times []time.Time) ([]*x509.Certificate, error) {
+	cert = withCriticalSANHandled(cert)
 	var chain []*x509.Certificate
 	for _, t := range times {
 		var ok bool
@@ -278,4 +280,28 @@ func (tr *TrustedRoot) verifyChain(cert *x509.Certificate, times []time.Time) ([
 		}
 	}
 	return chain, nil
+}
+
+// oidSAN is the subject alternative name extension.
+var oidSAN = asn1.ObjectIdentifier{2, 5, 29, 17}
+
+// withCriticalSANHandled returns cert, or a copy of it for chain
+// verification when its SAN extension is critical and holds no name Go
+// reads: Fulcio's certificates for a username identity carry nothing but
+// an otherName SAN, critical as RFC 5280 wants it when the subject is
+// empty, which Go's verifier would refuse as unhandled (sigstore-go drops
+// it from the list the same way; certIdentity reads the name).
+func withCriticalSANHandled(cert *x509.Certificate) *x509.Certificate {
+	var rest []asn1.ObjectIdentifier
+	for _, id := range cert.UnhandledCriticalExtensions {
+		if !id.Equal(oidSAN) {
+			rest = append(rest, id)
+		}
+	}
+	if len(rest) == len(cert.UnhandledCriticalExtensions) {
+		return cert
+	}
+	c := *cert
+	c.UnhandledCriticalExtensions = rest
+	return &c
 }

@@ -12,9 +12,11 @@
 // TUF, no Rekor or Fulcio request.
 //
 // The checks follow sigstore-go's verifier (pkg/verify), which the tests run
-// side by side on the same signatures; fleetgen does not link it, because
-// its packages pull in a TUF client, Rekor's REST client and gRPC (about
-// 16 MB of binary) that offline verification never calls.
+// side by side on every signature they verify and which must give the same
+// verdict (sigstore_test.go; go test -run 'Sigstore|TestImage|SCT' -v
+// ./pkg/verify shows each pair); fleetgen does not link it, because its
+// packages pull in a TUF client, Rekor's REST client and gRPC (about 16 MB
+// of binary) that offline verification never calls.
 package verify
 
 import (
@@ -38,6 +40,8 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"golang.org/x/crypto/cryptobyte"
+	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
 
 	"fleetgen.dev/fleetgen/pkg/schema"
 )
@@ -250,9 +254,6 @@ func (p *Policy) check(e *entity, image v1.Hash) *Error {
 // certificate's key, the Rekor entries (the time they prove), the chain
 // to a Fulcio CA at that time, the SCT, and last the identity.
 func (p *Policy) keyless(e *entity) *Error {
-	if e.env != nil && len(e.env.sigs) != 1 {
-		return refuse(Malformed, "a keyless DSSE envelope with %d signatures: want one, the one its log entry holds", len(e.env.sigs))
-	}
 	if err := verifySignature(e.cert.PublicKey, e); err != nil {
 		return refuse(Malformed, "the signature does not verify with its own certificate (an altered payload)")
 	}
@@ -270,6 +271,9 @@ func (p *Policy) keyless(e *entity) *Error {
 		}
 	}
 	issuer, subject := certIdentity(e.cert)
+	if subject == "" {
+		return refuse(IdentityMismatch, "the certificate names no subject (no URI, email or Fulcio username)")
+	}
 	for _, id := range p.identities {
 		if id.issuer != issuer {
 			continue
@@ -290,14 +294,16 @@ func printable(s string) string {
 }
 
 // Fulcio's certificate extensions for the OIDC issuer (v2: a DER UTF8String,
-// v1: the raw string).
+// v1: the raw string), and the otherName type of its username SAN.
 var (
-	oidIssuerV1 = asn1.ObjectIdentifier{1, 3, 6, 1, 4, 1, 57264, 1, 1}
-	oidIssuerV2 = asn1.ObjectIdentifier{1, 3, 6, 1, 4, 1, 57264, 1, 8}
+	oidIssuerV1      = asn1.ObjectIdentifier{1, 3, 6, 1, 4, 1, 57264, 1, 1}
+	oidIssuerV2      = asn1.ObjectIdentifier{1, 3, 6, 1, 4, 1, 57264, 1, 8}
+	oidOtherNameUser = asn1.ObjectIdentifier{1, 3, 6, 1, 4, 1, 57264, 1, 7}
 )
 
 // certIdentity returns a Fulcio certificate's OIDC issuer and subject (the
-// first URI or email SAN).
+// first URI or email SAN, else its username otherName SAN), as sigstore-go
+// summarises a certificate.
 func certIdentity(c *x509.Certificate) (issuer, subject string) {
 	for _, ext := range c.Extensions {
 		switch {
@@ -315,20 +321,58 @@ func certIdentity(c *x509.Certificate) (issuer, subject string) {
 		subject = c.URIs[0].String()
 	case len(c.EmailAddresses) > 0:
 		subject = c.EmailAddresses[0]
+	default:
+		subject = otherNameSAN(c)
 	}
 	return issuer, subject
 }
 
-// verifySignature checks e's signature (one of them, for DSSE) with key.
+// otherNameSAN returns the one Fulcio username of c's SAN extensions (an
+// otherName of type 1.3.6.1.4.1.57264.1.7 holding a UTF8String), "" when
+// there is none, more than one, or another otherName (sigstore's
+// cryptoutils.UnmarshalOtherNameSAN refuses those alike).
+func otherNameSAN(c *x509.Certificate) string {
+	var names []string
+	for _, ext := range c.Extensions {
+		if !ext.Id.Equal(oidSAN) {
+			continue
+		}
+		in := cryptobyte.String(ext.Value)
+		var seq cryptobyte.String
+		if !in.ReadASN1(&seq, cbasn1.SEQUENCE) || !in.Empty() {
+			return ""
+		}
+		for !seq.Empty() {
+			var gn cryptobyte.String
+			var tag cbasn1.Tag
+			if !seq.ReadAnyASN1(&gn, &tag) {
+				return ""
+			}
+			if tag != cbasn1.Tag(0).Constructed().ContextSpecific() {
+				continue
+			}
+			// OtherName ::= SEQUENCE { type-id OID, value [0] EXPLICIT ANY }
+			// under an IMPLICIT [0] tag.
+			var oid asn1.ObjectIdentifier
+			var val, str cryptobyte.String
+			if !gn.ReadASN1ObjectIdentifier(&oid) || !oid.Equal(oidOtherNameUser) ||
+				!gn.ReadASN1(&val, cbasn1.Tag(0).Constructed().ContextSpecific()) || !gn.Empty() ||
+				!val.ReadASN1(&str, cbasn1.UTF8String) || !val.Empty() {
+				return ""
+			}
+			names = append(names, string(str))
+		}
+	}
+	if len(names) != 1 {
+		return ""
+	}
+	return names[0]
+}
+
+// verifySignature checks e's signature with key.
 func verifySignature(key crypto.PublicKey, e *entity) error {
 	if e.env != nil {
-		msg := e.env.pae()
-		for _, sig := range e.env.sigs {
-			if verifyMessage(key, msg, sig) == nil {
-				return nil
-			}
-		}
-		return errors.New("no DSSE signature verifies")
+		return verifyMessage(key, e.env.pae(), e.env.sig)
 	}
 	if e.message != nil {
 		return verifyMessage(key, e.message, e.sig)

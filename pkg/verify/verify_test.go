@@ -71,7 +71,8 @@ func policy(t *testing.T, keys []*testenv.Key, ids []schema.KeylessIdentity, roo
 
 // TestImage signs an image in each form cosign uses (a bundle referrer, the
 // legacy .sig tag), keyed and keyless, and checks what verifies and what is
-// refused, with which reason.
+// refused, with which reason; sigstore-go's verifier must give each case
+// the same verdict (sigstore_test.go).
 func TestImage(t *testing.T) {
 	t.Parallel()
 	key, other := testenv.NewKey(t), testenv.NewKey(t)
@@ -111,6 +112,14 @@ func TestImage(t *testing.T) {
 			}
 			testenv.PushLegacy(t, repo, d, []testenv.LegacyLayer{{Payload: payload, Annotations: ann}})
 		}
+	}
+	// unlogged is a keyless legacy signature made with --tlog-upload=false:
+	// no Rekor bundle annotation.
+	unlogged := func(t *testing.T, repo name.Repository, d v1.Hash, _ v1.Descriptor) {
+		payload := testenv.SimpleSigning(repo.String(), d)
+		ann := ss.Legacy(t, identity, issuer, payload, time.Time{})
+		delete(ann, "dev.sigstore.cosign/bundle")
+		testenv.PushLegacy(t, repo, d, []testenv.LegacyLayer{{Payload: payload, Annotations: ann}})
 	}
 	// forged edits a keyless bundle's first log entry: the inclusion promise
 	// or the proof's root hash no longer verify.
@@ -164,6 +173,7 @@ func TestImage(t *testing.T) {
 		{name: "other identity, legacy", signs: []sign{keylessLegacy(identity, time.Time{}, false)}, ids: someoneElse, want: verify.IdentityMismatch},
 		{name: "expired certificate, bundle", signs: []sign{keylessBundle(identity, expired, same)}, ids: anyone, want: verify.Untrusted, detail: "expired certificate"},
 		{name: "expired certificate, legacy", signs: []sign{keylessLegacy(identity, expired, false)}, ids: anyone, want: verify.Untrusted, detail: "expired certificate"},
+		{name: "keyless, legacy, no log entry", signs: []sign{unlogged}, ids: anyone, want: verify.Untrusted, detail: "no transparency log entry"},
 		{name: "keyless on another digest", signs: []sign{keylessBundle(identity, time.Time{}, elsewhere)}, ids: anyone, want: verify.DigestMismatch},
 		{name: "tampered payload, keyless legacy", signs: []sign{keylessLegacy(identity, time.Time{}, true)}, ids: anyone, want: verify.Malformed, detail: "altered payload"},
 		{name: "keyless, forged inclusion promise", signs: []sign{forged("set")}, ids: anyone, want: verify.Untrusted, detail: "no transparency log entry verifies"},
@@ -183,6 +193,7 @@ func TestImage(t *testing.T) {
 			}
 			p := policy(t, tc.keys, tc.ids, root)
 			got, err := p.Image(context.Background(), repo, d)
+			sigstoreAgrees(t, err, newOracle(t, keyPEMs(tc.keys), tc.ids, root).image(t, repo, d))
 			if tc.want == "" {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
@@ -211,18 +222,25 @@ func TestSignatureAtMirror(t *testing.T) {
 	repo, d, desc := image(t)
 	sig := testenv.PushBundle(t, repo, desc, key.Bundle(t, testenv.CosignStatement(d)))
 	p := policy(t, []*testenv.Key{key}, nil, nil)
-	if err := p.Signature(context.Background(), repo, d, sig); err != nil {
+	o := newOracle(t, keyPEMs([]*testenv.Key{key}), nil, nil)
+	err := p.Signature(context.Background(), repo, d, sig)
+	if err != nil {
 		t.Fatalf("the locked signature: %v", err)
 	}
+	sigstoreAgrees(t, err, o.signature(t, repo, d, sig))
 	var ve *verify.Error
 	missing := v1.Hash{Algorithm: "sha256", Hex: strings.Repeat("0", 64)}
-	if err := p.Signature(context.Background(), repo, d, missing); !errors.As(err, &ve) || ve.Reason != verify.NoSignature {
+	err = p.Signature(context.Background(), repo, d, missing)
+	if !errors.As(err, &ve) || ve.Reason != verify.NoSignature {
 		t.Errorf("a missing signature: %v, want %s", err, verify.NoSignature)
 	}
+	sigstoreAgrees(t, err, o.signature(t, repo, d, missing))
 	other := v1.Hash{Algorithm: "sha256", Hex: strings.Repeat("cd", 32)}
-	if err := p.Signature(context.Background(), repo, other, sig); !errors.As(err, &ve) || ve.Reason != verify.DigestMismatch {
+	err = p.Signature(context.Background(), repo, other, sig)
+	if !errors.As(err, &ve) || ve.Reason != verify.DigestMismatch {
 		t.Errorf("another image's signature: %v, want %s", err, verify.DigestMismatch)
 	}
+	sigstoreAgrees(t, err, o.signature(t, repo, other, sig))
 }
 
 // TestPublicGood: the built-in trusted root parses and a policy without a

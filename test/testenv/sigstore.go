@@ -189,10 +189,20 @@ func (s *Sigstore) Bundle(t testing.TB, identity, issuer string, statement []byt
 	return s.protoBundle(t, e)
 }
 
-// promised adds the inclusion promise (the signed entry timestamp) that
-// the virtual Sigstore signs but keeps out of the protobuf entry.
+// promised adds what the virtual Sigstore leaves out of the protobuf entry
+// and Rekor's response carries: the inclusion promise (the signed entry
+// timestamp) and the entry's kind and version (protobuf-specs requires
+// them; sigstore-go refuses a bundle without).
 func (s *Sigstore) promised(t testing.TB, tle *protorekor.TransparencyLogEntry) *protorekor.TransparencyLogEntry {
 	t.Helper()
+	var kv struct {
+		Kind       string `json:"kind"`
+		APIVersion string `json:"apiVersion"`
+	}
+	if err := json.Unmarshal(tle.GetCanonicalizedBody(), &kv); err != nil {
+		t.Fatal(err)
+	}
+	tle.KindVersion = &protorekor.KindVersion{Kind: kv.Kind, Version: kv.APIVersion}
 	set, err := s.ca.RekorSignPayload(tlog.RekorPayload{
 		Body: base64.StdEncoding.EncodeToString(tle.GetCanonicalizedBody()), IntegratedTime: tle.GetIntegratedTime(),
 		LogIndex: tle.GetLogIndex(), LogID: hex.EncodeToString(tle.GetLogId().GetKeyId()),
