@@ -37,7 +37,6 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"golang.org/x/crypto/cryptobyte"
@@ -218,9 +217,6 @@ func (e *Error) Error() string {
 func refuse(r Reason, format string, args ...any) *Error {
 	return &Error{Reason: r, Detail: fmt.Sprintf(format, args...)}
 }
-
-// now is the clock for nothing but refusing timestamps from the future.
-var now = time.Now
 
 // check verifies one signature of the image whose manifest digest is
 // image against p. A nil error means the signature verifies.
