@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"fleetgen.dev/fleetgen/internal/inert"
 	"fleetgen.dev/fleetgen/pkg/schema"
 	"fleetgen.dev/fleetgen/pkg/secrets"
 )
@@ -141,7 +142,7 @@ func (m *Model) Check(f *schema.Fleet) schema.Errors {
 						continue
 					}
 					for _, v := range o.tp.missing(s.vars) {
-						note(key{layer: li, what: "missing", file: o.Origin, obj: o.Describe(), ok: v}, s.Units)
+						note(key{layer: li, what: "missing", file: inert.Quote(o.Origin), obj: quoted(o), ok: v}, s.Units)
 					}
 				}
 			case s.Err != nil:
@@ -149,10 +150,10 @@ func (m *Model) Check(f *schema.Fleet) schema.Errors {
 			default:
 				for _, o := range s.Objects {
 					if p := secrets.ObjectProblem(o.Map); p != "" && !publicArgoCD(o) {
-						note(key{layer: li, what: "plaintext", file: o.Origin, obj: o.Describe(), ok: p}, s.Units)
+						note(key{layer: li, what: "plaintext", file: inert.Quote(o.Origin), obj: quoted(o), ok: p}, s.Units)
 					}
 					for _, field := range notStrings(o) {
-						note(key{layer: li, what: "type", file: o.Origin, obj: o.Describe(), ok: field}, s.Units)
+						note(key{layer: li, what: "type", file: inert.Quote(o.Origin), obj: quoted(o), ok: inert.Quote(field)}, s.Units)
 					}
 				}
 			}
@@ -194,6 +195,17 @@ func receives(clusters []string) string {
 		return clusterList(clusters) + " receives"
 	}
 	return clusterList(clusters) + " receive"
+}
+
+// quoted names o as Describe does, each untrusted part (a layer writes
+// them) quoted when it is not a plain token (inert.Quote), so that no name
+// reads as another or breaks the message's line.
+func quoted(o *Object) string {
+	name := o.Name
+	if o.Namespace != "" {
+		name = o.Namespace + "/" + name
+	}
+	return inert.Quote(o.Kind) + " " + inert.Quote(name)
 }
 
 // publicArgoCD reports whether o is an Argo CD cluster Secret that holds no

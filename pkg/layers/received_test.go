@@ -278,3 +278,33 @@ data:
 		t.Errorf("Check = %q", got)
 	}
 }
+
+// TestCheckQuotesNames: the file and object names a layer writes reach
+// Check's messages quoted when they are not plain tokens, so that a newline,
+// an ESC or a workflow command in them can neither break the message's line
+// nor make one name read as another (SPEC §7).
+func TestCheckQuotesNames(t *testing.T) {
+	t.Parallel()
+	dir := writeTree(t, map[string]string{
+		"apps/kustomization.yaml": "resources: [\"s\\n::warning::x.yaml\"]\n",
+		"apps/s\n::warning::x.yaml": "apiVersion: v1\nkind: Secret\nmetadata: {name: \"x\\n::error::forged\\e[31m\", namespace: app}\nstringData: {a: b}\n",
+	})
+	f := fleet(dir, []schema.Layer{{Name: "apps", Path: "./apps"}})
+	m, err := layers.Load(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := m.Check(f)
+	if len(errs) != 1 {
+		t.Fatalf("Check = %v", errs)
+	}
+	msg := errs[0].Error()
+	for _, want := range []string{`"apps/s\n::warning::x.yaml"`, `Secret "app/x\n::error::forged\x1b[31m" holds unencrypted data`} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("message lacks %s:\n%s", want, msg)
+		}
+	}
+	if strings.ContainsAny(msg, "\n\x1b") {
+		t.Errorf("message holds a raw newline or ESC: %q", msg)
+	}
+}

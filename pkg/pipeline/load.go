@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"fleetgen.dev/fleetgen/internal/inert"
 	"fleetgen.dev/fleetgen/pkg/generate"
 	"fleetgen.dev/fleetgen/pkg/images"
 	"fleetgen.dev/fleetgen/pkg/layers"
@@ -172,15 +173,18 @@ func (ld *Loaded) layerFileProblems() (schema.Errors, error) {
 }
 
 // reported reports whether a finding "file: Secret ns/name …" of the file
-// scan names a file and object an error of errs already names.
+// scan names a file and object an error of errs (Model.Check's, which quotes
+// them with inert.Quote) already names.
 func reported(errs schema.Errors, finding string) bool {
 	file, rest, ok := strings.Cut(finding, ": ")
 	if !ok {
 		return false
 	}
 	obj, _, _ := strings.Cut(rest, " holds")
+	kind, name, _ := strings.Cut(obj, " ")
+	want := " " + inert.Quote(file) + ": " + inert.Quote(kind) + " " + inert.Quote(name) + " "
 	for _, e := range errs {
-		if m := e.Error(); strings.Contains(m, " "+file+": "+obj+" ") {
+		if strings.Contains(e.Error(), want) {
 			return true
 		}
 	}
