@@ -286,7 +286,7 @@ data:
 func TestCheckQuotesNames(t *testing.T) {
 	t.Parallel()
 	dir := writeTree(t, map[string]string{
-		"apps/kustomization.yaml": "resources: [\"s\\n::warning::x.yaml\"]\n",
+		"apps/kustomization.yaml":   "resources: [\"s\\n::warning::x.yaml\"]\n",
 		"apps/s\n::warning::x.yaml": "apiVersion: v1\nkind: Secret\nmetadata: {name: \"x\\n::error::forged\\e[31m\", namespace: app}\nstringData: {a: b}\n",
 	})
 	f := fleet(dir, []schema.Layer{{Name: "apps", Path: "./apps"}})
