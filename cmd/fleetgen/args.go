@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"fleetgen.dev/fleetgen/pkg/pipeline"
-	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/pkg/problem"
 )
 
 // usageError is a mistake on the command line: exit 2 and a pointer to the
@@ -54,7 +54,7 @@ func fleetFile(cmd *cobra.Command, flagValue string, args []string) (string, err
 		default:
 			msg = fmt.Sprintf("%s: no such file in the current folder: run fleetgen in the fleet's folder, or give its fleet file (or folder) with -f or as the argument", f)
 		}
-		return "", &runError{schema.Invalid(errors.New(msg))}
+		return "", &runError{problem.Invalid(errors.New(msg))}
 	}
 	return f, nil
 }

@@ -12,7 +12,7 @@ import (
 
 	"fleetgen.dev/fleetgen/internal/inert"
 	"fleetgen.dev/fleetgen/pkg/pipeline"
-	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/pkg/problem"
 )
 
 // version is set at build time: go build -ldflags "-X main.version=v1.2.3".
@@ -40,7 +40,7 @@ no cluster) are printed too and never change the exit code.`,
 			if err != nil {
 				return err
 			}
-			cfg.OnWarnings = func(ws schema.Errors) { writeWarnings(cmd.OutOrStdout(), cmd.ErrOrStderr(), g.errFormat, ws) }
+			cfg.OnWarnings = func(ws problem.Errors) { writeWarnings(cmd.OutOrStdout(), cmd.ErrOrStderr(), g.errFormat, ws) }
 			return wrap(pipeline.Validate(cmd.Context(), cfg))
 		},
 	}

@@ -10,7 +10,7 @@ import (
 	"syscall"
 
 	"fleetgen.dev/fleetgen/internal/inert"
-	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/pkg/problem"
 )
 
 // Formats of --output (validate) and --error-format (every command that loads
@@ -21,15 +21,15 @@ const (
 	formatGitHub = "github" // GitHub Actions workflow commands on stdout
 )
 
-// Codes of errors that are not a schema.FieldError, in json and github output.
+// Codes of errors that are not a problem.FieldError, in json and github output.
 const (
 	codeInvalidInput = "invalid-input" // input error without a position (a missing file, a broken lock)
 	codeRuntime      = "runtime-error" // registry, Git, file system
 )
 
-// problem is one line of --output json. The keys are fixed: 0 and "" mean
+// record is one line of --output json. The keys are fixed: 0 and "" mean
 // unknown.
-type problem struct {
+type record struct {
 	File    string `json:"file"`
 	Line    int    `json:"line"`
 	Column  int    `json:"column"`
@@ -38,25 +38,25 @@ type problem struct {
 	Message string `json:"message"`
 }
 
-// problems lists err as problem records: every schema.FieldError it holds,
+// problems lists err as records: every problem.FieldError it holds,
 // or err itself as one record without a position.
-func problems(err error) []problem {
-	var es schema.Errors
-	var fe *schema.FieldError
+func problems(err error) []record {
+	var es problem.Errors
+	var fe *problem.FieldError
 	switch {
 	case errors.As(err, &es):
 	case errors.As(err, &fe):
-		es = schema.Errors{fe}
+		es = problem.Errors{fe}
 	default:
 		code := codeRuntime
-		if schema.IsInvalid(err) {
+		if problem.IsInvalid(err) {
 			code = codeInvalidInput
 		}
-		return []problem{{Code: code, Message: err.Error()}}
+		return []record{{Code: code, Message: err.Error()}}
 	}
-	out := make([]problem, len(es))
+	out := make([]record, len(es))
 	for i, e := range es {
-		out[i] = problem{File: e.File, Line: e.Line, Column: e.Column, Field: e.Path, Code: e.ErrorCode(), Message: e.Msg}
+		out[i] = record{File: e.File, Line: e.Line, Column: e.Column, Field: e.Path, Code: e.ErrorCode(), Message: e.Msg}
 	}
 	return out
 }
@@ -85,7 +85,7 @@ func writeProblems(w io.Writer, format string, err error) error {
 // githubError formats p as a GitHub Actions workflow command, so that the
 // problem shows up on the pull request's line:
 // ::error file=F,line=L,col=C,title=CODE::FIELD: MESSAGE
-func githubError(p problem) string {
+func githubError(p record) string {
 	var props []inert.Prop
 	if p.File != "" {
 		props = append(props, inert.Prop{Key: "file", Value: p.File})
@@ -122,7 +122,7 @@ func report(stdout, stderr io.Writer, format, cmdPath string, err error) int {
 		return code
 	case runtimeFailure(err):
 		// Not the input's fault, even inside an input error.
-	case schema.IsInvalid(err):
+	case problem.IsInvalid(err):
 		code = exitInvalid
 	}
 	if code != exitDrift && (format == formatJSON || format == formatGitHub) {
@@ -135,7 +135,7 @@ func report(stdout, stderr io.Writer, format, cmdPath string, err error) int {
 	// Messages may quote the input: each problem is one escaped line, and
 	// an error's own line breaks (a list it makes) are kept, every line
 	// escaped (inert), so no line starts a workflow command.
-	var es schema.Errors
+	var es problem.Errors
 	if errors.As(err, &es) && es.Error() == err.Error() && len(es) > 1 {
 		fmt.Fprintf(stderr, "error: %d problems:\n", len(es))
 		for _, e := range es {

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/test/testenv"
 )
 
@@ -129,12 +129,12 @@ func TestExitCodes(t *testing.T) {
 		err  error
 		want int
 	}{
-		"input":                  {&runError{schema.Invalid(errors.New("bad"))}, exitInvalid},
-		"field":                  {&runError{schema.Errors{{File: "fleet.yaml", Msg: "bad"}}}, exitInvalid},
+		"input":                  {&runError{problem.Invalid(errors.New("bad"))}, exitInvalid},
+		"field":                  {&runError{problem.Errors{{File: "fleet.yaml", Msg: "bad"}}}, exitInvalid},
 		"runtime":                {&runError{errors.New("registry down")}, exitFailure},
-		"I/O error inside input": {&runError{schema.Invalid(fmt.Errorf("read x: %w", syscall.EIO))}, exitFailure},
-		"disk full inside input": {&runError{schema.Invalid(fmt.Errorf("write x: %w", syscall.ENOSPC))}, exitFailure},
-		"cancelled inside input": {&runError{schema.Invalid(fmt.Errorf("layer: %w", context.Canceled))}, exitFailure},
+		"I/O error inside input": {&runError{problem.Invalid(fmt.Errorf("read x: %w", syscall.EIO))}, exitFailure},
+		"disk full inside input": {&runError{problem.Invalid(fmt.Errorf("write x: %w", syscall.ENOSPC))}, exitFailure},
+		"cancelled inside input": {&runError{problem.Invalid(fmt.Errorf("layer: %w", context.Canceled))}, exitFailure},
 		"usage":                  {usagef("bad flag"), exitInvalid},
 		"drift":                  {&runError{errDrift}, exitDrift},
 	} {

@@ -6,13 +6,13 @@ import (
 	"io"
 	"strings"
 
-	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/pkg/problem"
 )
 
 // warning is one line of validate's --output json for a warning: a problem
 // with "severity": "warning" (errors have no severity key).
 type warning struct {
-	problem
+	record
 	Severity string `json:"severity"`
 }
 
@@ -20,13 +20,13 @@ type warning struct {
 // format: text on stderr ("warning: file:line:col: field: message"), json
 // and github on stdout (a JSON line with severity warning; a ::warning
 // workflow command). Warnings never change the exit code.
-func writeWarnings(stdout, stderr io.Writer, format string, ws schema.Errors) {
+func writeWarnings(stdout, stderr io.Writer, format string, ws problem.Errors) {
 	var b strings.Builder
 	for _, w := range ws {
-		p := problem{File: w.File, Line: w.Line, Column: w.Column, Field: w.Path, Code: w.ErrorCode(), Message: w.Msg}
+		p := record{File: w.File, Line: w.Line, Column: w.Column, Field: w.Path, Code: w.ErrorCode(), Message: w.Msg}
 		switch format {
 		case formatJSON:
-			line, err := json.Marshal(warning{problem: p, Severity: "warning"})
+			line, err := json.Marshal(warning{record: p, Severity: "warning"})
 			if err != nil {
 				continue
 			}

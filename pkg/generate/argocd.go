@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 
+	"fleetgen.dev/fleetgen/pkg/layout"
 	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
@@ -42,14 +43,14 @@ type argoTLSClientConfig struct {
 // ApplicationSet cluster generator selects by them). It holds no
 // credential; it is sealed like every Secret when spec.encryption is set
 // (SPEC §5), and pkg/secrets' guard lets it through in plaintext otherwise.
-func (r *renderer) argoCD() []File {
+func (r *renderer) argoCD() []layout.File {
 	f := r.f
 	a := f.Spec.ArgoCD
 	if a == nil {
 		return nil
 	}
 	sealed := f.Spec.Encryption != nil && f.Spec.Encryption.SOPS != nil
-	var files []File
+	var files []layout.File
 	for _, i := range f.ArgoCDClusters() {
 		c := &f.Spec.Clusters[i]
 		server, ca, ok := c.Server()

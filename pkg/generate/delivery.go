@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"sort"
 
+	"fleetgen.dev/fleetgen/pkg/layout"
 	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
@@ -71,14 +72,14 @@ type gitRepoPolicy struct {
 // deliveries renders manager/fleet/gitrepos/<delivery>.yaml, one GitRepo per
 // spec.deliveries entry in the manager's workspace, and
 // manager/fleet/policy.yaml: the Policy that admits exactly what they use.
-func (r *renderer) deliveries() []File {
+func (r *renderer) deliveries() []layout.File {
 	f := r.f
 	ds := f.Spec.Deliveries
 	if len(ds) == 0 {
 		return nil
 	}
 	ns := f.Spec.Manager.Namespace
-	files := make([]File, 0, len(ds)+1)
+	files := make([]layout.File, 0, len(ds)+1)
 	repos, sas, secrets := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for i := range ds {
 		d := &ds[i]

@@ -12,8 +12,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
 
-	"fleetgen.dev/fleetgen/pkg/generate"
 	"fleetgen.dev/fleetgen/pkg/layers"
+	"fleetgen.dev/fleetgen/pkg/layout"
 	"fleetgen.dev/fleetgen/pkg/schema"
 	"fleetgen.dev/fleetgen/test/crdcheck"
 )
@@ -101,7 +101,7 @@ type object struct{ Kind, Namespace, Name string }
 // kustomization.yaml fleetgen wrote before source.bootstrap, listing only
 // fleetgen's files. It returns every object of the build and of the files
 // fleetgen rendered into the folder.
-func fluxBuild(t testing.TB, f *schema.Fleet, files []generate.File, cluster string, oldLayout bool) (built []map[string]any, rendered []object) {
+func fluxBuild(t testing.TB, f *schema.Fleet, files []layout.File, cluster string, oldLayout bool) (built []map[string]any, rendered []object) {
 	t.Helper()
 	root := t.TempDir()
 	prefix := f.Spec.Source.Path

@@ -16,7 +16,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"fleetgen.dev/fleetgen/pkg/generate"
+	"fleetgen.dev/fleetgen/pkg/layout"
 	"fleetgen.dev/fleetgen/pkg/lock"
+	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/pkg/schema"
 	"fleetgen.dev/fleetgen/test/testenv"
 )
@@ -100,7 +102,7 @@ func TestGolden(t *testing.T) {
 	t.Parallel()
 	for _, name := range goldenCases(t) {
 		t.Run(name, func(t *testing.T) {
-			var files []generate.File
+			var files []layout.File
 			c, err := tryLoadCase(t, name)
 			if err == nil {
 				files, err = generate.Render(c.fleet, c.lock, c.opts)
@@ -116,8 +118,8 @@ func TestGolden(t *testing.T) {
 				if err == nil {
 					t.Fatalf("Render: no error, want:\n%s", wantErr)
 				}
-				if !schema.IsInvalid(err) {
-					t.Errorf("Render error is not an input error (schema.IsInvalid): %T", err)
+				if !problem.IsInvalid(err) {
+					t.Errorf("Render error is not an input error (problem.IsInvalid): %T", err)
 				}
 				if diff := cmp.Diff(string(wantErr), err.Error()+"\n"); diff != "" {
 					t.Errorf("error (-want +got):\n%s", diff)
@@ -152,7 +154,7 @@ func TestGolden(t *testing.T) {
 }
 
 // writeWant replaces dir with the rendered tree, or error.txt.
-func writeWant(t testing.TB, dir string, files []generate.File, renderErr error) {
+func writeWant(t testing.TB, dir string, files []layout.File, renderErr error) {
 	t.Helper()
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
@@ -178,7 +180,7 @@ func writeWant(t testing.TB, dir string, files []generate.File, renderErr error)
 }
 
 // renderCase renders a golden case that must succeed.
-func renderCase(t testing.TB, c *goldenCase) []generate.File {
+func renderCase(t testing.TB, c *goldenCase) []layout.File {
 	t.Helper()
 	files, err := generate.Render(c.fleet, c.lock, c.opts)
 	if err != nil {
@@ -210,8 +212,8 @@ func TestFileFormat(t *testing.T) {
 		for _, f := range files {
 			name := c.name + ":" + f.Path
 			s := string(f.Data)
-			if !strings.HasPrefix(s, generate.Header) {
-				t.Errorf("%s: does not start with Header", name)
+			if !strings.HasPrefix(s, layout.Header) {
+				t.Errorf("%s: does not start with layout.Header", name)
 			}
 			if !strings.HasSuffix(s, "\n") || strings.HasSuffix(s, "\n\n") {
 				t.Errorf("%s: want exactly one trailing newline", name)
@@ -336,7 +338,7 @@ func TestRenderRejectsCollisions(t *testing.T) {
 	}
 	schema.Default(f)
 	_, err := generate.Render(f, nil, generate.DefaultOptions())
-	if err == nil || !schema.IsInvalid(err) {
+	if err == nil || !problem.IsInvalid(err) {
 		t.Fatalf("Render = %v, want an input error", err)
 	}
 }

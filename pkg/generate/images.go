@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"fleetgen.dev/fleetgen/pkg/lock"
+	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
@@ -15,7 +16,7 @@ import (
 // in the tag (v0.16.1@sha256:…), which pins it as a reference with both
 // does. nil, and an error for the fleet's agent clusters, when spec.images
 // lists none or the lock lacks it.
-func (r *renderer) fleetAgentImage() (*agentImage, *schema.FieldError) {
+func (r *renderer) fleetAgentImage() (*agentImage, *problem.FieldError) {
 	// Validate requires the image when an agent cluster needs it, and
 	// checks its reference; Render takes a validated Fleet.
 	i, ok := r.f.AgentImage()
@@ -99,8 +100,8 @@ const errUnlocked = "an image fleet.lock.yaml lacks (Render takes a lock that co
 // layerErrors turns the image problems clusters ran into into one error per
 // layer and path, not one per cluster. The names of the images are not
 // quoted: they come from the layer (`fleetgen images --why` lists them).
-func (r *renderer) layerErrors(results []clusterResult) schema.Errors {
-	var errs schema.Errors
+func (r *renderer) layerErrors(results []clusterResult) problem.Errors {
+	var errs problem.Errors
 	seen := map[layerUse]bool{}
 	type imageKey struct {
 		layer int
@@ -149,7 +150,7 @@ func clashMsg(layer, paths string) string {
 // to different images, which Flux's spec.images cannot rewrite: the rule
 // Render would refuse a fleet for besides an image l lacks. The pipeline
 // runs it in `fleetgen validate` and before Render.
-func ImageClashes(f *schema.Fleet, l *lock.Lock, layerImages map[string][]string) schema.Errors {
+func ImageClashes(f *schema.Fleet, l *lock.Lock, layerImages map[string][]string) problem.Errors {
 	r := &renderer{f: f, l: l, opts: Options{LayerImages: layerImages}, layerIndex: map[string]int{}}
 	for i, ly := range f.Spec.Layers {
 		r.layerIndex[ly.Name] = i
@@ -166,7 +167,7 @@ func ImageClashes(f *schema.Fleet, l *lock.Lock, layerImages map[string][]string
 			}
 		}
 	}
-	var errs schema.Errors
+	var errs problem.Errors
 	for li, ps := range paths {
 		sort.Strings(ps)
 		errs = append(errs, r.fieldErr(fmt.Sprintf("spec.layers[%d]", li), clashMsg(f.Spec.Layers[li].Name, strings.Join(uniq(ps), ", "))))

@@ -4,7 +4,9 @@ import (
 	"encoding/base64"
 	"fmt"
 
+	"fleetgen.dev/fleetgen/pkg/layout"
 	"fleetgen.dev/fleetgen/pkg/lock"
+	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
@@ -13,9 +15,9 @@ import (
 // Its fields, checks, defaults and namespace are schema.Modes'.
 type mode struct {
 	// render returns the cluster's files; the error is an input problem.
-	render func(r *renderer, i int, c *schema.Cluster) ([]File, *schema.FieldError)
+	render func(r *renderer, i int, c *schema.Cluster) ([]layout.File, *problem.FieldError)
 	// shared renders files the mode needs once per fleet; nil for none.
-	shared func(r *renderer) []File
+	shared func(r *renderer) []layout.File
 }
 
 // modes renders each entry of schema.Modes, keyed by its name.
@@ -30,7 +32,7 @@ func fleetDir(c *schema.Cluster) string { return "manager/fleet/" + c.Name + "/"
 
 // agent: a ClusterRegistrationToken, a Cluster with the client ID and the
 // labels, and the fleet-agent chart values.
-func (r *renderer) agent(i int, c *schema.Cluster) ([]File, *schema.FieldError) {
+func (r *renderer) agent(i int, c *schema.Cluster) ([]layout.File, *problem.FieldError) {
 	f := r.f
 	ns := f.Spec.Manager.Namespace
 	clientID := c.Registration.ClientID
@@ -42,7 +44,7 @@ func (r *renderer) agent(i int, c *schema.Cluster) ([]File, *schema.FieldError) 
 		}
 		clientID = id
 	}
-	files := []File{
+	files := []layout.File{
 		r.file(fleetDir(c)+"token.yaml", &registrationToken{
 			APIVersion: fleetAPIVersion, Kind: "ClusterRegistrationToken",
 			Metadata: objectMeta{Name: c.Name + "-token", Namespace: ns},
@@ -76,14 +78,14 @@ func (r *renderer) agent(i int, c *schema.Cluster) ([]File, *schema.FieldError) 
 
 // manager: the kubeconfig Secret in cluster-api format and a Cluster that
 // names it.
-func (r *renderer) manager(_ int, c *schema.Cluster) ([]File, *schema.FieldError) {
+func (r *renderer) manager(_ int, c *schema.Cluster) ([]layout.File, *problem.FieldError) {
 	ns := r.f.Spec.Manager.Namespace
 	secretName := c.Name + "-kubeconfig"
 	var kubeconfig []byte
 	if c.Registration.Kubeconfig != nil {
 		kubeconfig = c.Registration.Kubeconfig.Data
 	}
-	return []File{
+	return []layout.File{
 		r.file(fleetDir(c)+"kubeconfig.yaml", &secret{
 			APIVersion: "v1", Kind: "Secret",
 			Metadata: objectMeta{Name: secretName, Namespace: ns, Labels: map[string]string{capiClusterName: c.Name}},
@@ -99,8 +101,8 @@ func (r *renderer) manager(_ int, c *schema.Cluster) ([]File, *schema.FieldError
 }
 
 // capi: a Cluster naming the kubeconfig Secret cluster-api already made.
-func (r *renderer) capi(_ int, c *schema.Cluster) ([]File, *schema.FieldError) {
-	return []File{r.file(fleetDir(c)+"cluster.yaml", &fleetCluster{
+func (r *renderer) capi(_ int, c *schema.Cluster) ([]layout.File, *problem.FieldError) {
+	return []layout.File{r.file(fleetDir(c)+"cluster.yaml", &fleetCluster{
 		APIVersion: fleetAPIVersion, Kind: "Cluster",
 		Metadata: objectMeta{Name: c.Name, Namespace: r.f.Spec.Manager.Namespace, Labels: c.Labels},
 		Spec:     withAgent(fleetClusterSpec{KubeConfigSecret: c.Name + "-kubeconfig"}, c),
@@ -108,14 +110,14 @@ func (r *renderer) capi(_ int, c *schema.Cluster) ([]File, *schema.FieldError) {
 }
 
 // verrazzano: a VerrazzanoManagedCluster and its CA Secret.
-func (r *renderer) verrazzano(_ int, c *schema.Cluster) ([]File, *schema.FieldError) {
+func (r *renderer) verrazzano(_ int, c *schema.Cluster) ([]layout.File, *problem.FieldError) {
 	dir := "manager/verrazzano/" + c.Name + "/"
 	caName := "ca-secret-" + c.Name
 	var ca []byte
 	if c.Registration.CACert != nil {
 		ca = c.Registration.CACert.Data
 	}
-	return []File{
+	return []layout.File{
 		r.file(dir+"vmc.yaml", &managedCluster{
 			APIVersion: verrazzanoAPIVersion, Kind: "VerrazzanoManagedCluster",
 			Metadata: objectMeta{Name: c.Name, Namespace: schema.VerrazzanoNamespace},
@@ -132,8 +134,8 @@ func (r *renderer) verrazzano(_ int, c *schema.Cluster) ([]File, *schema.FieldEr
 
 // verrazzanoAdmin is the ConfigMap every managed cluster's registration
 // reads the admin cluster's API server from.
-func (r *renderer) verrazzanoAdmin() []File {
-	return []File{r.file("manager/verrazzano/admin-cluster.yaml", &configMap{
+func (r *renderer) verrazzanoAdmin() []layout.File {
+	return []layout.File{r.file("manager/verrazzano/admin-cluster.yaml", &configMap{
 		APIVersion: "v1", Kind: "ConfigMap",
 		Metadata: objectMeta{Name: adminConfigMapName, Namespace: schema.VerrazzanoNamespace},
 		Data:     map[string]string{"server": r.f.Spec.Manager.APIServerURL},

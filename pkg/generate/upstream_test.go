@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"fleetgen.dev/fleetgen/pkg/generate"
+	"fleetgen.dev/fleetgen/pkg/layout"
 	"fleetgen.dev/fleetgen/test/crdcheck"
 	"fleetgen.dev/fleetgen/test/synthetic"
 )
@@ -231,7 +232,7 @@ func TestManagerEntryPoint(t *testing.T) {
 	}
 }
 
-var _ = generate.Header
+var _ = layout.Header
 
 // TestSyntheticFleetValidates runs the same checks over a synthetic fleet:
 // many clusters of every mode, groups, two layers, image rewrites.

@@ -14,6 +14,7 @@ import (
 
 	"fleetgen.dev/fleetgen/pkg/layers"
 	"fleetgen.dev/fleetgen/pkg/lock"
+	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
@@ -55,14 +56,14 @@ func (r *Result) Refs() []string {
 // ephemeralContainers; CronJob included) and HelmRelease / OCIRepository
 // chart references, after post-build substitution.
 //
-// Problems are schema.Errors located at the layer concerned in fleet.yaml: an
+// Problems are problem.Errors located at the layer concerned in fleet.yaml: an
 // invalid image (naming the object, never the value). Sets that Flux would
 // fail (a missing variable, a failed substitution: layers.Model.Check
 // reports them) give no images.
 func Discover(f *schema.Fleet, m *layers.Model) (*Result, error) {
 	why := map[string]map[string]bool{}
 	fields := map[string]map[int]string{} // ref → document order → field
-	var errs schema.Errors
+	var errs problem.Errors
 	add := func(ref, who string, order int, field string) bool {
 		n, err := lock.Normalize(ref)
 		if err != nil {

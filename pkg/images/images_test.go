@@ -9,6 +9,7 @@ import (
 
 	"fleetgen.dev/fleetgen/pkg/images"
 	"fleetgen.dev/fleetgen/pkg/layers"
+	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/pkg/schema"
 	"fleetgen.dev/fleetgen/test/testenv"
 )
@@ -267,7 +268,7 @@ spec:
 			if err == nil {
 				t.Fatal("Discover succeeded")
 			}
-			if !schema.IsInvalid(err) {
+			if !problem.IsInvalid(err) {
 				t.Errorf("error %v is not an input error", err)
 			}
 			for _, s := range tc.want {

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
@@ -53,7 +54,7 @@ func refused(t *testing.T, f *schema.Fleet, want string) {
 	if err == nil {
 		t.Fatal("Discover succeeded")
 	}
-	if !schema.IsInvalid(err) {
+	if !problem.IsInvalid(err) {
 		t.Errorf("error %v is not an input error", err)
 	}
 	if strings.Contains(err.Error(), marker) {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"fleetgen.dev/fleetgen/internal/inert"
+	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/pkg/schema"
 	"fleetgen.dev/fleetgen/pkg/secrets"
 )
@@ -17,7 +18,7 @@ import (
 // A layer folder that does not exist or does not build is a problem of
 // fleet.yaml, located at the first layer whose path expands to it and naming
 // the cluster whose labels expanded it; all of them are returned at once as
-// schema.Errors. A bound of Options is an input error (*schema.InvalidError);
+// problem.Errors. A bound of Options is an input error (*problem.InvalidError);
 // an I/O failure or a panic in kustomize is a runtime error.
 func Load(f *schema.Fleet) (*Model, error) {
 	dir := f.Dir
@@ -28,12 +29,12 @@ func Load(f *schema.Fleet) (*Model, error) {
 	m, err := New(dir, units, DefaultOptions())
 	var lim *LimitError
 	if errors.As(err, &lim) {
-		return nil, schema.Invalid(lim)
+		return nil, problem.Invalid(lim)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("layers: %w", err)
 	}
-	var errs schema.Errors
+	var errs problem.Errors
 	for _, p := range sortedBuilds(m) {
 		b := m.Builds[p]
 		if b.Err == nil {
@@ -108,7 +109,7 @@ func sortedBuilds(m *Model) []string {
 //     one: a file, a generator, a patch, a replacement or a substituted
 //     variable; once per layer, file, object and problem, naming the
 //     clusters, never a value.
-func (m *Model) Check(f *schema.Fleet) schema.Errors {
+func (m *Model) Check(f *schema.Fleet) problem.Errors {
 	idx := layerIndex(f)
 	type key struct {
 		layer               int
@@ -159,7 +160,7 @@ func (m *Model) Check(f *schema.Fleet) schema.Errors {
 			}
 		}
 	}
-	var errs schema.Errors
+	var errs problem.Errors
 	for _, k := range order {
 		l := f.Spec.Layers[k.layer]
 		at := fmt.Sprintf("spec.layers[%d]", k.layer)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"fleetgen.dev/fleetgen/pkg/layers"
+	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/pkg/schema"
 	"fleetgen.dev/fleetgen/test/testenv"
 )
@@ -86,7 +87,7 @@ func TestHelperDiscover(t *testing.T) {
 	_, err := discover(f)
 	verdict := "ok"
 	switch {
-	case schema.IsInvalid(err):
+	case problem.IsInvalid(err):
 		verdict = "invalid"
 	case err != nil:
 		verdict = "failure"
@@ -269,7 +270,7 @@ func TestSpecialFilesRefused(t *testing.T) {
 				if err == nil {
 					t.Fatal("Discover succeeded")
 				}
-				if !schema.IsInvalid(err) {
+				if !problem.IsInvalid(err) {
 					t.Errorf("error %v is not an input error", err)
 				}
 				if !strings.Contains(err.Error(), tc.want) {

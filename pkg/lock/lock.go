@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"fleetgen.dev/fleetgen/internal/safefs"
-	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/pkg/problem"
 )
 
 // FileName is the lock's name beside fleet.yaml.
@@ -129,7 +129,7 @@ func Load(path string) (*Lock, error) {
 // Read is Load that also returns the file's bytes (nil when there is none).
 // The lock comes with pull requests: a symlink out of its folder, a FIFO, a
 // device, a file over MaxSize and anything Parse refuses are input errors
-// (schema.Errors naming path), and nothing past MaxSize is ever read.
+// (problem.Errors naming path), and nothing past MaxSize is ever read.
 func Read(path string) (*Lock, []byte, error) {
 	data, err := safefs.ReadFile(filepath.Dir(path), filepath.Base(path), MaxSize)
 	if err != nil {
@@ -146,11 +146,11 @@ func Read(path string) (*Lock, []byte, error) {
 		default:
 			return nil, nil, fmt.Errorf("read %s: %w", path, err)
 		}
-		return nil, nil, schema.Errors{{File: path, Msg: msg + ": " + rewrite}}
+		return nil, nil, problem.Errors{{File: path, Msg: msg + ": " + rewrite}}
 	}
 	l, err := Parse(data)
 	if err != nil {
-		var es schema.Errors
+		var es problem.Errors
 		if errors.As(err, &es) {
 			for _, e := range es {
 				e.File = path

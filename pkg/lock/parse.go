@@ -10,6 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
@@ -29,7 +30,7 @@ var digestRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 
 // Parse decodes lock bytes strictly: unknown and duplicate fields, values that
 // are not strings, malformed digests and duplicate entries are errors, all of
-// them reported as schema.Errors naming fleet.lock.yaml, the line and column
+// them reported as problem.Errors naming fleet.lock.yaml, the line and column
 // and the field path. No message quotes the lock's content (not even the YAML
 // parser's, which may), only where it stands.
 func Parse(data []byte) (*Lock, error) {
@@ -47,11 +48,11 @@ func Parse(data []byte) (*Lock, error) {
 }
 
 type parser struct {
-	errs schema.Errors
+	errs problem.Errors
 }
 
 func (p *parser) errorf(n *yaml.Node, path, format string, args ...any) {
-	e := &schema.FieldError{File: FileName, Path: path, Msg: fmt.Sprintf(format, args...)}
+	e := &problem.FieldError{File: FileName, Path: path, Msg: fmt.Sprintf(format, args...)}
 	if n != nil {
 		e.Line, e.Column = n.Line, n.Column
 	}
@@ -63,7 +64,7 @@ const rewrite = "want the lock fleetgen writes (run fleetgen mirror to write it 
 
 func (p *parser) document(data []byte, l *Lock) {
 	whole := func(line int, what string) {
-		p.errs = append(p.errs, &schema.FieldError{File: FileName, Line: line, Msg: what + ": " + rewrite})
+		p.errs = append(p.errs, &problem.FieldError{File: FileName, Line: line, Msg: what + ": " + rewrite})
 	}
 	switch {
 	case len(data) > MaxSize:

@@ -11,9 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"fleetgen.dev/fleetgen/pkg/problem"
 	"github.com/google/go-cmp/cmp"
-
-	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
 // marker stands for content of a lock (or of a file a lock symlink points
@@ -62,9 +61,9 @@ func TestParseErrors(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			l, err := Parse([]byte(tc.in))
-			var es schema.Errors
+			var es problem.Errors
 			if !errors.As(err, &es) {
-				t.Fatalf("Parse = %v, %v; want schema.Errors", l, err)
+				t.Fatalf("Parse = %v, %v; want problem.Errors", l, err)
 			}
 			if len(es) != len(tc.want) {
 				t.Errorf("got %d errors, want %d:\n%v", len(es), len(tc.want), err)
@@ -77,7 +76,7 @@ func TestParseErrors(t *testing.T) {
 			if strings.Contains(err.Error(), marker) || strings.Contains(err.Error(), "\n"+marker) {
 				t.Errorf("an error quotes the lock's content:\n%v", err)
 			}
-			if !schema.IsInvalid(err) {
+			if !problem.IsInvalid(err) {
 				t.Error("not an input error")
 			}
 		})
@@ -188,7 +187,7 @@ func TestReadAttacks(t *testing.T) {
 			tc.plant(t, path)
 			start := time.Now()
 			l, _, err := readWithin(t, path)
-			if !schema.IsInvalid(err) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), path+": ") {
+			if !problem.IsInvalid(err) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), path+": ") {
 				t.Fatalf("Read = %v, %v; want an input error naming %s: %s", l, err, path, tc.want)
 			}
 			if strings.Contains(err.Error(), marker) {
@@ -272,9 +271,9 @@ func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		l, err := Parse(data)
 		if err != nil {
-			var es schema.Errors
+			var es problem.Errors
 			if !errors.As(err, &es) || len(es) == 0 {
-				t.Fatalf("Parse error %T %v: want schema.Errors", err, err)
+				t.Fatalf("Parse error %T %v: want problem.Errors", err, err)
 			}
 			if w := quotes(t, err.Error(), data, source); w != "" {
 				t.Fatalf("error quotes the input (%q):\n%v", w, err)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"fleetgen.dev/fleetgen/pkg/lock"
+	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
@@ -29,7 +30,7 @@ type Pair struct {
 func Plan(reg schema.Registry, refs []string) ([]Pair, error) {
 	host := strings.TrimSuffix(strings.TrimSpace(reg.Host), "/")
 	if host == "" {
-		return nil, schema.Invalid(errors.New("spec.registry.host: empty: want the mirror registry, e.g. contoso.azurecr.io"))
+		return nil, problem.Invalid(errors.New("spec.registry.host: empty: want the mirror registry, e.g. contoso.azurecr.io"))
 	}
 	prefix := strings.Trim(reg.Prefix, "/")
 	layout := reg.Layout
@@ -37,7 +38,7 @@ func Plan(reg schema.Registry, refs []string) ([]Pair, error) {
 		layout = schema.LayoutStripHost
 	}
 	if layout != schema.LayoutStripHost && layout != schema.LayoutPreserveHost {
-		return nil, schema.Invalid(fmt.Errorf("spec.registry.layout: unsupported value %q: want %s or %s", layout, schema.LayoutStripHost, schema.LayoutPreserveHost))
+		return nil, problem.Invalid(fmt.Errorf("spec.registry.layout: unsupported value %q: want %s or %s", layout, schema.LayoutStripHost, schema.LayoutPreserveHost))
 	}
 
 	var errs []string
@@ -94,7 +95,7 @@ func Plan(reg schema.Registry, refs []string) ([]Pair, error) {
 	}
 	if len(errs) > 0 {
 		sort.Strings(errs)
-		return nil, schema.Invalid(errors.New(strings.Join(errs, "\n")))
+		return nil, problem.Invalid(errors.New(strings.Join(errs, "\n")))
 	}
 	sort.Slice(pairs, func(i, j int) bool { return pairs[i].Source < pairs[j].Source })
 	return pairs, nil

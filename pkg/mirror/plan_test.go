@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"fleetgen.dev/fleetgen/pkg/mirror"
+	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
@@ -107,7 +108,7 @@ func TestPlan(t *testing.T) {
 				if err == nil {
 					t.Fatalf("Plan = %v, want error", got)
 				}
-				if !schema.IsInvalid(err) {
+				if !problem.IsInvalid(err) {
 					t.Errorf("error %v is not an input error", err)
 				}
 				for _, s := range tc.wantErr {

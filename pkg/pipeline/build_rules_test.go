@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/test/testenv"
 )
 
@@ -43,7 +43,7 @@ func TestBuildRefusesPlaintextBeforeMirror(t *testing.T) {
 	}
 	cfg := Config{File: filepath.Join(dir, "fleet.yaml"), OutDir: filepath.Join(t.TempDir(), "out")}
 	err = Build(context.Background(), cfg, false)
-	if err == nil || !schema.IsInvalid(err) || !strings.Contains(err.Error(), "registration.kubeconfig") {
+	if err == nil || !problem.IsInvalid(err) || !strings.Contains(err.Error(), "registration.kubeconfig") {
 		t.Fatalf("build without encryption: got %v, want the plaintext refusal (an input error) before mirroring", err)
 	}
 }

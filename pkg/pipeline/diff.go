@@ -5,10 +5,10 @@ import (
 	"context"
 	"errors"
 
-	"fleetgen.dev/fleetgen/pkg/generate"
+	"fleetgen.dev/fleetgen/pkg/layout"
 	"fleetgen.dev/fleetgen/pkg/lock"
+	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/pkg/review"
-	"fleetgen.dev/fleetgen/pkg/schema"
 	"fleetgen.dev/fleetgen/pkg/tree"
 )
 
@@ -22,13 +22,13 @@ import (
 // the report also lists, per cluster, the objects it receives that the
 // change adds, removes or changes (receivedChanges).
 //
-// Only files of OutDir that carry generate.Header take part: fleetgen's
+// Only files of OutDir that carry layout.Header take part: fleetgen's
 // files, as tree.Read reads them for the file diff (OutDir is untrusted:
 // symlinks, FIFOs and devices are never followed or read, nothing outside it
 // is opened).
 func Diff(ctx context.Context, cfg Config) (review.Report, string, error) {
 	if cfg.OutDir == "" {
-		return review.Report{}, "", schema.Invalid(errors.New("diff: no output folder (-o DIR)"))
+		return review.Report{}, "", problem.Invalid(errors.New("diff: no output folder (-o DIR)"))
 	}
 	if err := checkOutDir(cfg); err != nil {
 		return review.Report{}, "", err
@@ -75,7 +75,7 @@ func tags(l *lock.Lock) map[string]string {
 	return m
 }
 
-func filesMap(files []generate.File) map[string][]byte {
+func filesMap(files []layout.File) map[string][]byte {
 	m := make(map[string][]byte, len(files))
 	for _, f := range files {
 		m[f.Path] = f.Data
@@ -83,12 +83,12 @@ func filesMap(files []generate.File) map[string][]byte {
 	return m
 }
 
-// owned keeps the files of a tree.Read that carry generate.Header, outside
+// owned keeps the files of a tree.Read that carry layout.Header, outside
 // the clusters' flux-system/ folders (Flux's, whatever they hold).
 func owned(had map[string][]byte) map[string][]byte {
 	out := map[string][]byte{}
 	for p, b := range had {
-		if bytes.HasPrefix(b, []byte(generate.Header)) && !tree.FluxSystem(p) {
+		if bytes.HasPrefix(b, []byte(layout.Header)) && !tree.FluxSystem(p) {
 			out[p] = b
 		}
 	}

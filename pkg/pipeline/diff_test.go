@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"fleetgen.dev/fleetgen/pkg/generate"
+	"fleetgen.dev/fleetgen/pkg/layout"
 	"fleetgen.dev/fleetgen/pkg/tree"
 	"fleetgen.dev/fleetgen/test/testenv"
 )
@@ -24,11 +24,11 @@ import (
 func TestReadRenderedUntrusted(t *testing.T) {
 	t.Parallel()
 	outside := filepath.Join(t.TempDir(), "secret.yaml")
-	if err := os.WriteFile(outside, []byte(generate.Header+"kind: Secret\ndata: {value: MARKER}\n"), 0o644); err != nil {
+	if err := os.WriteFile(outside, []byte(layout.Header+"kind: Secret\ndata: {value: MARKER}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	own := generate.Header + "kind: ConfigMap\n"
+	own := layout.Header + "kind: ConfigMap\n"
 	testenv.WriteTree(t, dir, map[string]string{
 		"manager/kustomization.yaml":            own,
 		"README.md":                             "not fleetgen's\n",

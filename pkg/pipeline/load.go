@@ -13,6 +13,7 @@ import (
 	"fleetgen.dev/fleetgen/pkg/layers"
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/mirror"
+	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/pkg/publish"
 	"fleetgen.dev/fleetgen/pkg/schema"
 	"fleetgen.dev/fleetgen/pkg/secrets"
@@ -43,10 +44,10 @@ type Loaded struct {
 
 	// input caches the checks that do not read the lock (the lock changes
 	// when build mirrors; fleet.yaml and the layers do not).
-	input     schema.Errors
+	input     problem.Errors
 	inputDone bool
 	// files caches layerFileProblems.
-	files     schema.Errors
+	files     problem.Errors
 	filesDone bool
 
 	// pol is spec.verify compiled (Policies, verify.go).
@@ -125,7 +126,7 @@ func (ld *Loaded) check(r rules) error {
 		ld.input = append(ld.input, ld.verifyInput()...)
 		ld.inputDone = true
 	}
-	errs := append(schema.Errors(nil), ld.input...)
+	errs := append(problem.Errors(nil), ld.input...)
 	if r >= outputRules {
 		if e := ld.Fleet.PlaintextCredentials(); e != nil && !ld.allowPlaintext {
 			errs = append(errs, e)
@@ -151,7 +152,7 @@ func (ld *Loaded) check(r rules) error {
 // §5): a plaintext Secret there is refused by validate, render and diff too,
 // not first by the merge job. A finding the model's guard (Model.Check)
 // already reports for the same file and object is left out.
-func (ld *Loaded) layerFileProblems() (schema.Errors, error) {
+func (ld *Loaded) layerFileProblems() (problem.Errors, error) {
 	if !ld.filesDone {
 		files, err := publish.LayerFiles(ld.Fleet, "", nil)
 		if err != nil {
@@ -175,7 +176,7 @@ func (ld *Loaded) layerFileProblems() (schema.Errors, error) {
 // reported reports whether a finding "file: Secret ns/name …" of the file
 // scan names a file and object an error of errs (Model.Check's, which quotes
 // them with inert.Quote) already names.
-func reported(errs schema.Errors, finding string) bool {
+func reported(errs problem.Errors, finding string) bool {
 	file, rest, ok := strings.Cut(finding, ": ")
 	if !ok {
 		return false
@@ -207,7 +208,7 @@ func (ld *Loaded) targets() map[string]string {
 
 // collisions reports two source repositories that would be mirrored to one
 // target repository, at the first field asking for each.
-func (ld *Loaded) collisions() schema.Errors {
+func (ld *Loaded) collisions() problem.Errors {
 	targets := ld.targets()
 	bySource := map[string]images.Use{}
 	owners := map[string]map[string]bool{} // target repository → source repositories
@@ -226,7 +227,7 @@ func (ld *Loaded) collisions() schema.Errors {
 			bySource[src] = u
 		}
 	}
-	var errs schema.Errors
+	var errs problem.Errors
 	for repo, srcs := range owners {
 		if len(srcs) < 2 {
 			continue
@@ -283,10 +284,10 @@ func others(all []string, not string) []string {
 // the image nor the target: they come from a layer or the lock, which a pull
 // request may fill with anything; the field, who uses the image and the
 // file:line do (`fleetgen images --why` lists the images).
-func (ld *Loaded) lockErrors() schema.Errors {
+func (ld *Loaded) lockErrors() problem.Errors {
 	f := ld.Fleet
 	targets := ld.targets()
-	var errs schema.Errors
+	var errs problem.Errors
 	type where struct{ field, who string }
 	missing := map[where]int{}
 	var order []where

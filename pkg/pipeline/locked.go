@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"fleetgen.dev/fleetgen/pkg/lock"
-	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/pkg/problem"
 )
 
 // lockedError is the --locked refusal of a render that would add a client ID
@@ -18,7 +18,7 @@ func lockedError(old *lock.Lock, auto []string) error {
 			missing = append(missing, c)
 		}
 	}
-	return schema.Invalid(fmt.Errorf("%s lacks the client ID of %s, and with --locked (or -o -) the lock is never changed: run `fleetgen render -o DIR` locally and commit %s",
+	return problem.Invalid(fmt.Errorf("%s lacks the client ID of %s, and with --locked (or -o -) the lock is never changed: run `fleetgen render -o DIR` locally and commit %s",
 		lock.FileName, strings.Join(missing, ", "), lock.FileName))
 }
 
@@ -45,6 +45,6 @@ func lockedImages(old, next *lock.Lock) error {
 	}
 	// The references come from layers (untrusted): count them, and let
 	// `fleetgen mirror --dry-run` list them.
-	return schema.Invalid(fmt.Errorf("--locked: mirror would change %d image entries of %s (`fleetgen mirror --dry-run` lists them): run `fleetgen mirror` locally and commit %s",
+	return problem.Invalid(fmt.Errorf("--locked: mirror would change %d image entries of %s (`fleetgen mirror --dry-run` lists them): run `fleetgen mirror` locally and commit %s",
 		len(moved), lock.FileName, lock.FileName))
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"fleetgen.dev/fleetgen/pkg/pipeline"
-	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/test/testenv"
 )
 
@@ -75,7 +75,7 @@ func TestLockedMergeJobs(t *testing.T) {
 		testenv.Git(t, "", "clone", "--quiet", repo, clone)
 		cfg := pipeline.Config{File: filepath.Join(clone, "fleet.yaml"), OutDir: filepath.Join(t.TempDir(), "out"), PushURL: bare, Locked: locked}
 		err := pipeline.Build(context.Background(), cfg, true)
-		if err == nil || !schema.IsInvalid(err) {
+		if err == nil || !problem.IsInvalid(err) {
 			t.Fatalf("job %d (locked %v): build --publish = %v, want an input error", i, locked, err)
 		}
 		if locked && !strings.Contains(err.Error(), "edge-new") {

@@ -14,7 +14,7 @@ import (
 	"fleetgen.dev/fleetgen/internal/inert"
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/mirror"
-	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/pkg/problem"
 )
 
 // Environment variables with the target registry's credentials (CI). The
@@ -98,7 +98,7 @@ func mirrorLoaded(ctx context.Context, cfg Config, ld *Loaded, w io.Writer, dryR
 		return err
 	} else if len(ps) > 0 {
 		if cfg.NoReferrers {
-			return schema.Invalid(errors.New("mirror: --no-referrers would leave behind the signatures spec.verify needs at the mirror: drop the flag, or spec.verify"))
+			return problem.Invalid(errors.New("mirror: --no-referrers would leave behind the signatures spec.verify needs at the mirror: drop the flag, or spec.verify"))
 		}
 		opts = append(opts, mirror.WithVerify(ps))
 	}

@@ -25,7 +25,7 @@ import (
 
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/pipeline"
-	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/test/testenv"
 )
 
@@ -273,7 +273,7 @@ func TestMirrorFailingTargetKeepsLock(t *testing.T) {
 	if err == nil {
 		t.Fatal("mirror to a failing registry succeeded")
 	}
-	if schema.IsInvalid(err) {
+	if problem.IsInvalid(err) {
 		t.Errorf("a failing registry is an input error (exit 2), want a runtime error (exit 1): %v", err)
 	}
 	if readFile(t, lockPath) != before {
@@ -292,7 +292,7 @@ func TestMirrorCollisionRefused(t *testing.T) {
 	if err == nil {
 		t.Fatal("mirror with colliding sources succeeded")
 	}
-	if !schema.IsInvalid(err) {
+	if !problem.IsInvalid(err) {
 		t.Errorf("a collision is not an input error: %v", err)
 	}
 	for _, s := range []string{src + "/kubereboot/kured", "ghcr.io/kubereboot/kured", dst + "/kubereboot/kured"} {
@@ -327,7 +327,7 @@ func TestMirrorBrokenLockIsInputError(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := pipeline.Mirror(context.Background(), pipeline.Config{File: file}, &bytes.Buffer{}, false)
-	if err == nil || !schema.IsInvalid(err) {
+	if err == nil || !problem.IsInvalid(err) {
 		t.Fatalf("mirror with a broken lock: %v, want an input error", err)
 	}
 	if !strings.Contains(err.Error(), lockPath) {

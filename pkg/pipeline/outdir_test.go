@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/pkg/tree"
 	"fleetgen.dev/fleetgen/test/testenv"
 )
@@ -56,7 +56,7 @@ func TestSymlinkedOutDir(t *testing.T) {
 					out += string(filepath.Separator)
 				}
 				err := run(Config{File: filepath.Join(fleet, "fleet.yaml"), OutDir: out, AgeKeyFile: exampleKey})
-				if !schema.IsInvalid(err) {
+				if !problem.IsInvalid(err) {
 					t.Fatalf("%s -o %s through a symlink = %v, want an input error", cmd, pl.out, err)
 				}
 				if got := testenv.ReadTree(t, elsewhere); len(got) != 1 {
@@ -95,7 +95,7 @@ func TestBadInputNeverLocksOutDir(t *testing.T) {
 	go func() { done <- Render(context.Background(), cfg) }()
 	select {
 	case err := <-done:
-		if !schema.IsInvalid(err) {
+		if !problem.IsInvalid(err) {
 			t.Errorf("render of a bad fleet.yaml = %v, want an input error", err)
 		}
 	case <-time.After(20 * time.Second):

@@ -8,7 +8,7 @@ import (
 	"log/slog"
 	"os"
 
-	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/pkg/problem"
 )
 
 // Config is what every command shares.
@@ -44,7 +44,7 @@ type Config struct {
 	// trusting them; empty means $SOPS_AGE_KEY_FILE, and neither means the
 	// plaintext-hash annotations are trusted (docs/secrets.md).
 	AgeKeyFile string
-	// Locked refuses (schema.Invalid, nothing written) any change to
+	// Locked refuses (problem.Invalid, nothing written) any change to
 	// fleet.lock.yaml: a new client ID (render) or image entry (mirror).
 	Locked bool
 	// AllowDirty lets publish push while fleet.yaml, the lock or a layer
@@ -56,7 +56,7 @@ type Config struct {
 	// OnWarnings, when non-nil, gets what validate accepts but is likely a
 	// mistake (schema.Warnings); nil logs each at level Warn. A warning
 	// never fails a command.
-	OnWarnings func(schema.Errors)
+	OnWarnings func(problem.Errors)
 }
 
 func (c Config) logger() *slog.Logger {

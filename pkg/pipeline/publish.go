@@ -13,8 +13,9 @@ import (
 	"strings"
 	"time"
 
-	"fleetgen.dev/fleetgen/pkg/generate"
+	"fleetgen.dev/fleetgen/pkg/layout"
 	"fleetgen.dev/fleetgen/pkg/lock"
+	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/pkg/publish"
 	"fleetgen.dev/fleetgen/pkg/schema"
 	"fleetgen.dev/fleetgen/pkg/tree"
@@ -48,7 +49,7 @@ import (
 // pushed content plug in as publish.WithContentCheck options.
 func Publish(ctx context.Context, cfg Config) error {
 	if cfg.OutDir == "" {
-		return schema.Invalid(errors.New("publish: the output folder (-o DIR) is required"))
+		return problem.Invalid(errors.New("publish: the output folder (-o DIR) is required"))
 	}
 	ld, err := Load(ctx, cfg)
 	if err != nil {
@@ -65,7 +66,7 @@ func publishLoaded(ctx context.Context, cfg Config, ld *Loaded) error {
 	}
 	if len(src.Dirty) > 0 {
 		if !cfg.AllowDirty {
-			return schema.Invalid(fmt.Errorf("publish: nothing pushed: the fleet repository has uncommitted changes in what publish reads (commit them, or give --allow-dirty):\n  %s",
+			return problem.Invalid(fmt.Errorf("publish: nothing pushed: the fleet repository has uncommitted changes in what publish reads (commit them, or give --allow-dirty):\n  %s",
 				strings.Join(truncateList(src.Dirty, maxReported), "\n  ")))
 		}
 		log.Warn("publishing uncommitted changes (--allow-dirty)", "commit", src.Commit, "files", truncateList(src.Dirty, maxReported))
@@ -129,7 +130,7 @@ func publishLoaded(ctx context.Context, cfg Config, ld *Loaded) error {
 	case schema.SourceOCI:
 		res, err = publish.OCI(ctx, f, l, files, opts...)
 	default:
-		return schema.Invalid(fmt.Errorf("publish: spec.source.kind %q: want git or oci", f.Spec.Source.Kind))
+		return problem.Invalid(fmt.Errorf("publish: spec.source.kind %q: want git or oci", f.Spec.Source.Kind))
 	}
 	if err != nil {
 		return err
@@ -144,7 +145,7 @@ const maxReported = 20
 
 // reportUnrendered logs the files of outDir that the render does not write:
 // they stay out of the publish. It names paths, never content.
-func reportUnrendered(outDir string, files []generate.File, log *slog.Logger) error {
+func reportUnrendered(outDir string, files []layout.File, log *slog.Logger) error {
 	want := make(map[string]bool, len(files))
 	for _, f := range files {
 		want[f.Path] = true
@@ -187,7 +188,7 @@ var digestRE = regexp.MustCompile(`sha256:[0-9a-f]{64}`)
 // be the digest of a lock image, and one written as <registry
 // host>/<repo>[:tag]@sha256:… must be that repository's lock entry. fleetgen
 // writes no other digests.
-func checkReferences(f *schema.Fleet, l *lock.Lock, files []generate.File) error {
+func checkReferences(f *schema.Fleet, l *lock.Lock, files []layout.File) error {
 	byDigest := map[string][]lock.Image{}
 	for _, img := range l.Images {
 		byDigest[img.Digest] = append(byDigest[img.Digest], img)

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"fleetgen.dev/fleetgen/pkg/lock"
-	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/test/testenv"
 )
 
@@ -63,7 +63,7 @@ func TestPublishRefusesDirty(t *testing.T) {
 	for _, name := range []string{"fleet.yaml modified", "lock modified", "untracked file in a layer folder", "layer file staged"} {
 		dirty[name]()
 		err := Publish(context.Background(), cfg)
-		if err == nil || !schema.IsInvalid(err) || !strings.Contains(err.Error(), "uncommitted changes") {
+		if err == nil || !problem.IsInvalid(err) || !strings.Contains(err.Error(), "uncommitted changes") {
 			t.Errorf("%s: publish = %v, want an input error about uncommitted changes", name, err)
 		}
 		if n := commits(t, bare); n != "0" {
@@ -148,7 +148,7 @@ func TestLockedImages(t *testing.T) {
 	next := lock.New()
 	next.SetImages([]lock.Image{img("a:1", "a"), img("b:1", "d"), img("n:1", "e")})
 	err := lockedImages(old, next)
-	if err == nil || !schema.IsInvalid(err) || !strings.Contains(err.Error(), "change 3 image entries") || strings.Contains(err.Error(), "n:1") || !strings.Contains(err.Error(), "run `fleetgen mirror` locally") {
+	if err == nil || !problem.IsInvalid(err) || !strings.Contains(err.Error(), "change 3 image entries") || strings.Contains(err.Error(), "n:1") || !strings.Contains(err.Error(), "run `fleetgen mirror` locally") {
 		t.Errorf("changed entries: %v", err)
 	}
 }

@@ -9,8 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"fleetgen.dev/fleetgen/pkg/generate"
+	"fleetgen.dev/fleetgen/pkg/layout"
 	"fleetgen.dev/fleetgen/pkg/lock"
+	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/pkg/schema"
 	"fleetgen.dev/fleetgen/test/testenv"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -179,7 +180,7 @@ func TestPublishRefuses(t *testing.T) {
 			// A fleetgen file the render does not write is drift.
 			name: "output holds a stale fleetgen file",
 			extra: func(host string) string {
-				return generate.Header + "image: " + host + "/kubereboot/kured@sha256:" + strings.Repeat("1", 64) + "\n"
+				return layout.Header + "image: " + host + "/kubereboot/kured@sha256:" + strings.Repeat("1", 64) + "\n"
 			},
 			wantErr: []string{"nothing pushed", "differs from a fresh render", "a/manager/extra.yaml"},
 		},
@@ -234,10 +235,10 @@ func TestCheckReferences(t *testing.T) {
 	l := lock.New()
 	good := "sha256:" + strings.Repeat("a", 64)
 	l.SetImages([]lock.Image{{Source: "ghcr.io/x/y:1", Target: "acr.example.io/x/y:1", Digest: good}})
-	files := []generate.File{
-		{Path: "clusters/c/ok.yaml", Data: []byte(generate.Header + "newName: acr.example.io/x/y\ndigest: " + good + "\nimage: acr.example.io/x/y:1@" + good + "\n")},
-		{Path: "clusters/c/unknown.yaml", Data: []byte(generate.Header + "digest: sha256:" + strings.Repeat("b", 64) + "\n")},
-		{Path: "clusters/c/repo.yaml", Data: []byte(generate.Header + "image: acr.example.io/x/z@" + good + "\n")},
+	files := []layout.File{
+		{Path: "clusters/c/ok.yaml", Data: []byte(layout.Header + "newName: acr.example.io/x/y\ndigest: " + good + "\nimage: acr.example.io/x/y:1@" + good + "\n")},
+		{Path: "clusters/c/unknown.yaml", Data: []byte(layout.Header + "digest: sha256:" + strings.Repeat("b", 64) + "\n")},
+		{Path: "clusters/c/repo.yaml", Data: []byte(layout.Header + "image: acr.example.io/x/z@" + good + "\n")},
 	}
 	err := checkReferences(f, l, files)
 	if err == nil {
@@ -297,11 +298,11 @@ func TestPublishRefusesPlaintextInLayer(t *testing.T) {
 	pubWrite(t, filepath.Dir(cfg.File), map[string]string{
 		"infrastructure/kubeconfig.yaml": "apiVersion: v1\nkind: Secret\nmetadata:\n  name: kubeconfig\ndata:\n  value: eA==\n",
 	})
-	if err := Validate(context.Background(), cfg); !schema.IsInvalid(err) || !strings.Contains(err.Error(), "infrastructure/kubeconfig.yaml: Secret kubeconfig holds unencrypted data") {
+	if err := Validate(context.Background(), cfg); !problem.IsInvalid(err) || !strings.Contains(err.Error(), "infrastructure/kubeconfig.yaml: Secret kubeconfig holds unencrypted data") {
 		t.Errorf("validate = %v, want an input error naming the file", err)
 	}
 	err := Publish(context.Background(), cfg)
-	if !schema.IsInvalid(err) {
+	if !problem.IsInvalid(err) {
 		t.Fatalf("err = %v, want an input error (exit 2)", err)
 	}
 	if !strings.Contains(err.Error(), "infrastructure/kubeconfig.yaml: Secret kubeconfig holds unencrypted data") {

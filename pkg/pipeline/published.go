@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"slices"
 
-	"fleetgen.dev/fleetgen/pkg/generate"
+	"fleetgen.dev/fleetgen/pkg/layout"
 	"fleetgen.dev/fleetgen/pkg/publish"
 	"fleetgen.dev/fleetgen/pkg/secrets"
 )
@@ -22,7 +22,7 @@ import (
 // (publish.Published reads it bounded, never through a symlink). It also
 // returns the Published, for publish.WithPublished, and how many Secrets it
 // took from it.
-func keepPublished(ctx context.Context, cfg Config, r *rendered, opts []publish.Option) ([]generate.File, *publish.Published, int, error) {
+func keepPublished(ctx context.Context, cfg Config, r *rendered, opts []publish.Option) ([]layout.File, *publish.Published, int, error) {
 	f := r.fleet
 	if f.Spec.Encryption == nil || f.Spec.Encryption.SOPS == nil {
 		return r.files, nil, 0, nil
@@ -44,7 +44,7 @@ func keepPublished(ctx context.Context, cfg Config, r *rendered, opts []publish.
 	}
 	// Only the Secrets whose published bytes differ from the render's need a
 	// second look; the plaintext of each is in r.plain.
-	var todo []generate.File
+	var todo []layout.File
 	for _, file := range r.plain {
 		i, ok := sealed[file.Path]
 		if !ok {

@@ -12,6 +12,7 @@ import (
 
 	"fleetgen.dev/fleetgen/pkg/images"
 	"fleetgen.dev/fleetgen/pkg/layers"
+	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/pkg/review"
 	"fleetgen.dev/fleetgen/pkg/schema"
 )
@@ -104,7 +105,7 @@ func receivedChanges(cfg Config, ld *Loaded, had map[string][]byte) (map[string]
 	old, err := layers.New(cfg.OutDir, units, layers.DefaultOptions())
 	var lim *layers.LimitError
 	if errors.As(err, &lim) {
-		return nil, nil, schema.Invalid(errors.New("diff: the layer folders of " + cfg.OutDir + ": " + lim.Error()))
+		return nil, nil, problem.Invalid(errors.New("diff: the layer folders of " + cfg.OutDir + ": " + lim.Error()))
 	}
 	if err != nil {
 		return nil, nil, err

@@ -15,7 +15,9 @@ import (
 
 	"fleetgen.dev/fleetgen/internal/safefs"
 	"fleetgen.dev/fleetgen/pkg/generate"
+	"fleetgen.dev/fleetgen/pkg/layout"
 	"fleetgen.dev/fleetgen/pkg/lock"
+	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/pkg/schema"
 	"fleetgen.dev/fleetgen/pkg/secrets"
 	"fleetgen.dev/fleetgen/pkg/tree"
@@ -58,7 +60,7 @@ func validate(cfg Config, ld *Loaded, r rules) error {
 // folder when the render is done).
 func Render(ctx context.Context, cfg Config) error {
 	if cfg.OutDir == "" {
-		return schema.Invalid(errors.New("render: no output folder (-o DIR)"))
+		return problem.Invalid(errors.New("render: no output folder (-o DIR)"))
 	}
 	if err := checkOutDir(cfg); err != nil {
 		return err
@@ -124,13 +126,13 @@ func checkOutDir(cfg Config) error {
 		inside = true
 	}
 	if inside {
-		return schema.Invalid(fmt.Errorf("-o %s: the output folder may not be the folder of %s or hold it; choose a folder of its own (e.g. %s)",
+		return problem.Invalid(fmt.Errorf("-o %s: the output folder may not be the folder of %s or hold it; choose a folder of its own (e.g. %s)",
 			cfg.OutDir, filepath.Base(file), filepath.Join(filepath.Dir(file), "out")))
 	}
 	if link, err := symlinkOnTheWay(cfg.OutDir, filepath.Dir(file)); err != nil {
 		return err
 	} else if link != "" {
-		return schema.Invalid(fmt.Errorf("-o %s: %s is a symlink; the output folder must be reached through real folders (name the folder it points to instead)",
+		return problem.Invalid(fmt.Errorf("-o %s: %s is a symlink; the output folder must be reached through real folders (name the folder it points to instead)",
 			cfg.OutDir, link))
 	}
 	return nil
@@ -145,7 +147,7 @@ func checkOutDir(cfg Config) error {
 // placeholder where the ID goes. `fleetgen render` mints the real one.
 func Check(ctx context.Context, cfg Config) (string, error) {
 	if cfg.OutDir == "" {
-		return "", schema.Invalid(errors.New("check: no output folder (-o DIR)"))
+		return "", problem.Invalid(errors.New("check: no output folder (-o DIR)"))
 	}
 	if err := checkOutDir(cfg); err != nil {
 		return "", err
@@ -201,7 +203,7 @@ func checkLoaded(ctx context.Context, cfg Config, ld *Loaded) (*rendered, string
 // lock mirror writes is the one render and publish read.
 func Build(ctx context.Context, cfg Config, publish bool) error {
 	if cfg.OutDir == "" {
-		return schema.Invalid(errors.New("build: no output folder (-o DIR)"))
+		return problem.Invalid(errors.New("build: no output folder (-o DIR)"))
 	}
 	if err := checkOutDir(cfg); err != nil {
 		return err
@@ -256,10 +258,10 @@ type rendered struct {
 	lockBytes    []byte // the lock file as it was; nil when there was none
 	lockChanged  bool
 	newClientIDs int
-	files        []generate.File
+	files        []layout.File
 	// plain is the render before its Secrets were sealed, for publish to
 	// keep the published ciphertext (keepPublished).
-	plain []generate.File
+	plain []layout.File
 	// forged are the sealed Secrets of OutDir whose annotation matched the
 	// render but whose ciphertext, decrypted with cfg's age key, did not.
 	forged []string
@@ -350,7 +352,7 @@ func render(ctx context.Context, cfg Config, ld *Loaded, placeholders bool) (*re
 func load(cfg Config) (*schema.Fleet, error) {
 	file := cfg.file()
 	if _, err := os.Stat(file); errors.Is(err, fs.ErrNotExist) {
-		return nil, schema.Invalid(fmt.Errorf("%s: no such file (use -f to name fleet.yaml)", file))
+		return nil, problem.Invalid(fmt.Errorf("%s: no such file (use -f to name fleet.yaml)", file))
 	}
 	return schema.Load(file, schema.LoadOptions{LookupEnv: cfg.LookupEnv, EnvPrefix: cfg.KubeconfigEnvPrefix})
 }
@@ -379,7 +381,7 @@ func (cfg Config) ageIdentities() (*secrets.Identities, error) {
 	}
 	ids, err := secrets.LoadIdentities(path)
 	if err != nil {
-		return nil, schema.Invalid(err)
+		return nil, problem.Invalid(err)
 	}
 	return ids, nil
 }

@@ -20,6 +20,7 @@ import (
 
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/pipeline"
+	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/pkg/publish"
 	"fleetgen.dev/fleetgen/pkg/schema"
 	"fleetgen.dev/fleetgen/pkg/verify"
@@ -133,7 +134,7 @@ func TestMirrorPublishVerified(t *testing.T) {
 	bare2 := testenv.BareRepo(t, "fleet2.git")
 	cfg.PushURL = bare2
 	err = pipeline.Publish(ctx, cfg)
-	if err == nil || !strings.Contains(err.Error(), "nothing pushed") || schema.IsInvalid(err) {
+	if err == nil || !strings.Contains(err.Error(), "nothing pushed") || problem.IsInvalid(err) {
 		t.Fatalf("publish without the signature at the mirror: %v, want a refusal (exit 1)", err)
 	}
 	if refs := testenv.Git(t, bare2, "for-each-ref"); refs != "" {
@@ -155,7 +156,7 @@ func TestMirrorRefusesUnsigned(t *testing.T) {
 	}
 	err := pipeline.Mirror(ctx, cfg, io.Discard, false)
 	var ve *verify.Error
-	if !errors.As(err, &ve) || schema.IsInvalid(err) {
+	if !errors.As(err, &ve) || problem.IsInvalid(err) {
 		t.Fatalf("err = %v, want a signature refusal (exit 1)", err)
 	}
 	for _, want := range []string{src + "/contoso/tool:1.0", "policy spec.verify[0]: no signature", "1 of 2 images not mirrored"} {
@@ -190,7 +191,7 @@ func TestValidateVerifyPolicies(t *testing.T) {
     - images: ["`)
 	testenv.WriteTree(t, dir, map[string]string{"keys/root.json": `{"mediaType": "MARKER"}`})
 	err = pipeline.Validate(ctx, cfg)
-	if !schema.IsInvalid(err) {
+	if !problem.IsInvalid(err) {
 		t.Fatalf("err = %v, want input errors", err)
 	}
 	for _, want := range []string{
@@ -209,7 +210,7 @@ func TestValidateVerifyPolicies(t *testing.T) {
 	testenv.WriteTree(t, dir, map[string]string{"fleet.yaml": strings.Replace(string(good), "keys: [{file: keys/cosign.pub}]", "keys: [{file: keys/cosign.pub}, {file: keys/other.pub}]", 1),
 		"keys/other.pub": string(testenv.NewKey(t).PublicPEM)})
 	err = pipeline.Validate(ctx, cfg)
-	if !schema.IsInvalid(err) || !strings.Contains(err.Error(), "spec.verify[0]: 1 image(s) this policy covers are locked without a signature verified under it (the policy is new or changed): run `fleetgen mirror`") {
+	if !problem.IsInvalid(err) || !strings.Contains(err.Error(), "spec.verify[0]: 1 image(s) this policy covers are locked without a signature verified under it (the policy is new or changed): run `fleetgen mirror`") {
 		t.Errorf("validate with a changed policy: %v", err)
 	}
 	if err := pipeline.Mirror(ctx, cfg, io.Discard, false); err != nil {

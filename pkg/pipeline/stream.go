@@ -10,9 +10,8 @@ import (
 	"slices"
 	"strings"
 
+	"fleetgen.dev/fleetgen/pkg/layout"
 	"go.yaml.in/yaml/v3"
-
-	"fleetgen.dev/fleetgen/pkg/generate"
 )
 
 // RenderStream renders in memory and writes the Kubernetes objects of the
@@ -44,11 +43,11 @@ func RenderStream(ctx context.Context, cfg Config, w io.Writer) error {
 	return writeStream(ctx, w, files)
 }
 
-func byPath(a, b generate.File) int { return strings.Compare(a.Path, b.Path) }
+func byPath(a, b layout.File) int { return strings.Compare(a.Path, b.Path) }
 
 // writeStream writes the objects of files (sorted) to w, then the closing
 // comment naming the files left out.
-func writeStream(ctx context.Context, w io.Writer, files []generate.File) error {
+func writeStream(ctx context.Context, w io.Writer, files []layout.File) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	var left []string
 	for i, f := range files {

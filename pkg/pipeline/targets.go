@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
@@ -87,7 +88,7 @@ func deliveries(r *schema.Reach) int {
 }
 
 // warnings hands ws to cfg.OnWarnings, or logs each.
-func (c Config) warnings(ws schema.Errors) {
+func (c Config) warnings(ws problem.Errors) {
 	if len(ws) == 0 {
 		return
 	}

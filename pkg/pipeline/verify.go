@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"fleetgen.dev/fleetgen/pkg/lock"
+	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/pkg/review"
 	"fleetgen.dev/fleetgen/pkg/schema"
 	"fleetgen.dev/fleetgen/pkg/verify"
@@ -26,14 +27,14 @@ func (ld *Loaded) Policies() (verify.Policies, error) {
 // verifyInput reports what spec.verify holds that a later step would refuse:
 // a trusted root that does not parse, a glob that matches no image of the
 // fleet (a typo would leave images unverified without a word).
-func (ld *Loaded) verifyInput() schema.Errors {
+func (ld *Loaded) verifyInput() problem.Errors {
 	f := ld.Fleet
 	if len(f.Spec.Verify) == 0 {
 		return nil
 	}
-	var errs schema.Errors
+	var errs problem.Errors
 	if _, err := ld.Policies(); err != nil {
-		if es, ok := err.(schema.Errors); ok {
+		if es, ok := err.(problem.Errors); ok {
 			errs = append(errs, es...)
 		} else {
 			errs = append(errs, f.Errorf("spec.verify", "%v", err))
@@ -69,7 +70,7 @@ func (ld *Loaded) verifyInput() schema.Errors {
 // verification under the policy as it is now: a lock written before the
 // policy existed or changed. Like the other lock rules it names the field
 // and who uses the image, not the image.
-func (ld *Loaded) verifyLock() schema.Errors {
+func (ld *Loaded) verifyLock() problem.Errors {
 	ps, err := ld.Policies()
 	if err != nil || len(ps) == 0 {
 		return nil
@@ -94,7 +95,7 @@ func (ld *Loaded) verifyLock() schema.Errors {
 		}
 		count[p.Name]++
 	}
-	var errs schema.Errors
+	var errs problem.Errors
 	for _, name := range order {
 		errs = append(errs, ld.Fleet.Errorf(name, "%d image(s) this policy covers are locked without a signature verified under it (the policy is new or changed): run `fleetgen mirror`", count[name]))
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"fleetgen.dev/fleetgen/pkg/problem"
 	"github.com/getsops/sops/v3"
 	"github.com/getsops/sops/v3/aes"
 	sopsage "github.com/getsops/sops/v3/age"
@@ -18,8 +19,6 @@ import (
 	"github.com/getsops/sops/v3/keys"
 	"github.com/getsops/sops/v3/keyservice"
 	sopsyaml "github.com/getsops/sops/v3/stores/yaml"
-
-	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
 // exampleKey is the TEST KEY of examples/fleet-standalone, the only identity
@@ -199,7 +198,7 @@ func TestAgeKeyFileErrors(t *testing.T) {
 			c := cfg
 			c.AgeKeyFile = path
 			_, err := Check(context.Background(), c)
-			var inv *schema.InvalidError
+			var inv *problem.InvalidError
 			if !errors.As(err, &inv) {
 				t.Fatalf("err = %v, want an input error (exit 2)", err)
 			}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"fleetgen.dev/fleetgen/pkg/generate"
+	"fleetgen.dev/fleetgen/pkg/layout"
 	"fleetgen.dev/fleetgen/pkg/schema"
 	"fleetgen.dev/fleetgen/test/testenv"
 )
@@ -25,7 +25,7 @@ const argoPublicConfig = `{"execProviderConfig":{"command":"argocd-k8s-auth","ar
 // one that holds a bearer token, whether in the render or in a layer folder.
 func TestPublishArgoCDSecrets(t *testing.T) {
 	fx := newFixture(t, schema.SourceGit, clusterURL, "", "")
-	fx.files = append(fx.files, generate.File{Path: "manager/argocd/prod-1.yaml", Data: []byte(generate.Header + argoSecret(argoPublicConfig))})
+	fx.files = append(fx.files, layout.File{Path: "manager/argocd/prod-1.yaml", Data: []byte(layout.Header + argoSecret(argoPublicConfig))})
 	if _, err := collect(fx.f, fx.files, quiet(t)); err != nil {
 		t.Fatalf("publish refuses a public Argo CD cluster Secret: %v", err)
 	}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"fleetgen.dev/fleetgen/pkg/generate"
+	"fleetgen.dev/fleetgen/pkg/layout"
 	"fleetgen.dev/fleetgen/test/testenv"
 )
 
@@ -16,7 +16,7 @@ func bigTree(b *testing.B, fx *fixture, clusters int, variant string) {
 	files := map[string]string{}
 	for i := 0; i < clusters; i++ {
 		c := fmt.Sprintf("c%05d", i)
-		h := generate.Header
+		h := layout.Header
 		files["manager/fleet/"+c+"/cluster.yaml"] = h + "apiVersion: fleet.cattle.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: " + c + "\n  namespace: fleet-default\n"
 		files["manager/fleet/"+c+"/token.yaml"] = h + "kind: ClusterRegistrationToken\nmetadata:\n  name: " + c + "-token\nspec:\n  ttl: 240h\n"
 		files["clusters/"+c+"/kustomization.yaml"] = h + "resources: [source.yaml, infrastructure.yaml, apps.yaml]\n"
@@ -56,7 +56,7 @@ func BenchmarkGitPublish10kClusters(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			run++
 			b.StopTimer()
-			setFile(fx, "agents/c00000/values.yaml", fmt.Sprintf("%srun: %d\n", generate.Header, run))
+			setFile(fx, "agents/c00000/values.yaml", fmt.Sprintf("%srun: %d\n", layout.Header, run))
 			b.StartTimer()
 			res, err := Git(ctx, fx.f, fx.l, fx.files, WithPushURL(bare))
 			if err != nil || !res.Changed {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"fleetgen.dev/fleetgen/pkg/generate"
+	"fleetgen.dev/fleetgen/pkg/layout"
 	"fleetgen.dev/fleetgen/test/testenv"
 )
 
@@ -31,9 +31,9 @@ func TestGitKeepsHeadedFluxSystem(t *testing.T) {
 				seeded[p] = d
 			}
 			headed := prefix + "clusters/prod-1/flux-system/extra.yaml"
-			seeded[headed] = generate.Header + "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n"
+			seeded[headed] = layout.Header + "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n"
 			stale := prefix + "clusters/prod-1/stale.yaml"
-			seeded[stale] = generate.Header + "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: stale\n"
+			seeded[stale] = layout.Header + "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: stale\n"
 			seed(t, bare, seeded)
 
 			fx := newFixture(t, "git", clusterURL, base, "")

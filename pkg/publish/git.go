@@ -12,8 +12,9 @@ import (
 	"time"
 
 	"fleetgen.dev/fleetgen/internal/inert"
-	"fleetgen.dev/fleetgen/pkg/generate"
+	"fleetgen.dev/fleetgen/pkg/layout"
 	"fleetgen.dev/fleetgen/pkg/lock"
+	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/pkg/schema"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
@@ -37,9 +38,9 @@ import (
 // folders (SPEC §6):
 //
 //   - a rendered file is written at its path; a file there that does not
-//     carry generate.Header (someone else's) is never overwritten: the publish
+//     carry layout.Header (someone else's) is never overwritten: the publish
 //     is refused (*ForeignFileError);
-//   - a file carrying generate.Header that this render no longer writes is
+//   - a file carrying layout.Header that this render no longer writes is
 //     removed, inside spec.source.path (or with path "" inside the rendered
 //     top-level entries manager/, clusters/, agents/ and .sops.yaml) only;
 //   - a layer folder's file is written as the source root holds it (the
@@ -62,7 +63,7 @@ import (
 // host keys against known_hosts (SSH_KNOWN_HOSTS or ~/.ssh/known_hosts). The
 // work happens in memory; nothing is written to disk. Local paths and file://
 // use go-git's file transport, which runs git-upload-pack/git-receive-pack.
-func Git(ctx context.Context, f *schema.Fleet, l *lock.Lock, rendered []generate.File, opts ...Option) (Result, error) {
+func Git(ctx context.Context, f *schema.Fleet, l *lock.Lock, rendered []layout.File, opts ...Option) (Result, error) {
 	o, err := newOptions(opts)
 	if err != nil {
 		return Result{}, err
@@ -80,7 +81,7 @@ func Git(ctx context.Context, f *schema.Fleet, l *lock.Lock, rendered []generate
 	}
 	authorName, authorEmail, err := parseAuthor(author)
 	if err != nil {
-		return Result{}, schema.Invalid(fmt.Errorf("publish: %s: %w", EnvGitAuthor, err))
+		return Result{}, problem.Invalid(fmt.Errorf("publish: %s: %w", EnvGitAuthor, err))
 	}
 	digest, err := InputDigest(f, l)
 	if err != nil {
@@ -229,18 +230,18 @@ func gitTarget(f *schema.Fleet, o *options) (target, shown, branch string, err e
 		target = f.Spec.Source.URL
 	}
 	if target == "" {
-		return "", "", "", schema.Invalid(errors.New("publish: spec.source.url is empty and no push URL was given"))
+		return "", "", "", problem.Invalid(errors.New("publish: spec.source.url is empty and no push URL was given"))
 	}
 	target, err = normalizeGitURL(target)
 	if err != nil {
-		return "", "", "", schema.Invalid(fmt.Errorf("publish: push URL %s: %w", redact(target), err))
+		return "", "", "", problem.Invalid(fmt.Errorf("publish: push URL %s: %w", redact(target), err))
 	}
 	branch = f.Spec.Source.Ref
 	if branch == "" {
 		branch = "main"
 	}
 	if err := validBranch(branch); err != nil {
-		return "", "", "", schema.Invalid(fmt.Errorf("publish: spec.source.ref %q: %w", branch, err))
+		return "", "", "", problem.Invalid(fmt.Errorf("publish: spec.source.ref %q: %w", branch, err))
 	}
 	return target, redact(target), branch, nil
 }
@@ -371,7 +372,7 @@ func writeBlobs(st storer.EncodedObjectStorer, c *content) (map[string]plumbing.
 }
 
 // ForeignFileError refuses a publish that would overwrite a file of the
-// branch that fleetgen did not write (no generate.Header), or that needs a
+// branch that fleetgen did not write (no layout.Header), or that needs a
 // folder where the branch holds a file, or a file where it holds a folder.
 type ForeignFileError struct {
 	// Paths are the conflicting paths of the branch, sorted.
@@ -506,13 +507,13 @@ func inAny(p string, roots []string) bool {
 	return false
 }
 
-// hasHeader reports whether blob h starts with generate.Header.
+// hasHeader reports whether blob h starts with layout.Header.
 func hasHeader(st storer.EncodedObjectStorer, h plumbing.Hash) (bool, error) {
 	obj, err := st.EncodedObject(plumbing.BlobObject, h)
 	if err != nil {
 		return false, fmt.Errorf("read blob %s: %w", h, err)
 	}
-	if obj.Size() < int64(len(generate.Header)) {
+	if obj.Size() < int64(len(layout.Header)) {
 		return false, nil
 	}
 	r, err := obj.Reader()
@@ -520,11 +521,11 @@ func hasHeader(st storer.EncodedObjectStorer, h plumbing.Hash) (bool, error) {
 		return false, err
 	}
 	defer r.Close()
-	buf := make([]byte, len(generate.Header))
+	buf := make([]byte, len(layout.Header))
 	if _, err := io.ReadFull(r, buf); err != nil {
 		return false, fmt.Errorf("read blob %s: %w", h, err)
 	}
-	return string(buf) == generate.Header, nil
+	return string(buf) == layout.Header, nil
 }
 
 // ownedByHistory returns which of paths (files of head's tree) were last

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"fleetgen.dev/fleetgen/pkg/generate"
+	"fleetgen.dev/fleetgen/pkg/layout"
 	"fleetgen.dev/fleetgen/test/testenv"
 	"github.com/google/go-cmp/cmp"
 )
@@ -94,7 +94,7 @@ func TestGitPublish(t *testing.T) {
 }
 
 func TestGitKeepsForeignFiles(t *testing.T) {
-	h := generate.Header
+	h := layout.Header
 	for _, tc := range []struct {
 		name    string
 		srcPath string

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"fleetgen.dev/fleetgen/pkg/generate"
+	"fleetgen.dev/fleetgen/pkg/layout"
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/schema"
 	"fleetgen.dev/fleetgen/test/testenv"
@@ -17,7 +17,7 @@ import (
 type fixture struct {
 	f     *schema.Fleet
 	l     *lock.Lock
-	files []generate.File
+	files []layout.File
 	// want is the published tree relative to the target root.
 	want map[string]string
 }
@@ -64,7 +64,7 @@ var sourceFiles = map[string]string{
 
 // rendered is a hand-made output tree (pkg/generate is another engineer's).
 func rendered(variant string) map[string]string {
-	h := generate.Header
+	h := layout.Header
 	return map[string]string{
 		"manager/kustomization.yaml":             h + "resources: [fleet]\n",
 		"manager/fleet/prod-1/cluster.yaml":      h + "kind: Cluster\n" + variant,
@@ -123,10 +123,10 @@ func newFixture(t testing.TB, kind, url, srcPath, variant string) *fixture {
 }
 
 // genFiles turns a path -> content map into a render, sorted by path.
-func genFiles(m map[string]string) []generate.File {
-	out := make([]generate.File, 0, len(m))
+func genFiles(m map[string]string) []layout.File {
+	out := make([]layout.File, 0, len(m))
 	for p, d := range m {
-		out = append(out, generate.File{Path: p, Data: []byte(d)})
+		out = append(out, layout.File{Path: p, Data: []byte(d)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out

@@ -14,8 +14,9 @@ import (
 	"strings"
 	"time"
 
-	"fleetgen.dev/fleetgen/pkg/generate"
+	"fleetgen.dev/fleetgen/pkg/layout"
 	"fleetgen.dev/fleetgen/pkg/lock"
+	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/pkg/schema"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -50,7 +51,7 @@ const (
 // spec.source.url (or WithPushURL), oci://host/repo, over plain HTTP with
 // spec.source.insecure. When the tag already points at this digest, nothing is
 // pushed (Result.Changed false).
-func OCI(ctx context.Context, f *schema.Fleet, l *lock.Lock, rendered []generate.File, opts ...Option) (Result, error) {
+func OCI(ctx context.Context, f *schema.Fleet, l *lock.Lock, rendered []layout.File, opts ...Option) (Result, error) {
 	o, err := newOptions(opts)
 	if err != nil {
 		return Result{}, err
@@ -140,7 +141,7 @@ func ociTag(f *schema.Fleet, o *options) (name.Tag, error) {
 	}
 	repoStr, ok := strings.CutPrefix(target, "oci://")
 	if !ok {
-		return name.Tag{}, schema.Invalid(fmt.Errorf("publish: OCI URL %s: want oci://host/repository", redact(target)))
+		return name.Tag{}, problem.Invalid(fmt.Errorf("publish: OCI URL %s: want oci://host/repository", redact(target)))
 	}
 	var nopts []name.Option
 	if f.Spec.Source.Insecure || o.insecure {
@@ -148,7 +149,7 @@ func ociTag(f *schema.Fleet, o *options) (name.Tag, error) {
 	}
 	ref, err := name.NewTag(repoStr+":"+tag, nopts...)
 	if err != nil {
-		return name.Tag{}, schema.Invalid(fmt.Errorf("publish: OCI URL %s tag %s: %w", redact(target), tag, err))
+		return name.Tag{}, problem.Invalid(fmt.Errorf("publish: OCI URL %s tag %s: %w", redact(target), tag, err))
 	}
 	return ref, nil
 }

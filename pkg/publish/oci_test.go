@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"fleetgen.dev/fleetgen/pkg/lock"
+	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/pkg/schema"
 	"fleetgen.dev/fleetgen/test/testenv"
 	"github.com/google/go-cmp/cmp"
@@ -262,7 +263,7 @@ func TestKeychainUsesEnvCredentials(t *testing.T) {
 func TestOCIRejectsNonOCIURL(t *testing.T) {
 	fx := newFixture(t, schema.SourceOCI, "oci://example.invalid/fleet", "", "")
 	_, err := OCI(context.Background(), fx.f, fx.l, fx.files, WithPushURL("https://example.invalid/fleet"))
-	if !schema.IsInvalid(err) {
+	if !problem.IsInvalid(err) {
 		t.Errorf("err = %v, want an input error", err)
 	}
 }
@@ -270,7 +271,7 @@ func TestOCIRejectsNonOCIURL(t *testing.T) {
 func TestCollectRejectsEscapingPaths(t *testing.T) {
 	fx := newFixture(t, "git", clusterURL, "", "")
 	fx.f.Spec.Source.Path = "../elsewhere"
-	if _, err := collect(fx.f, fx.files, quiet(t)); !schema.IsInvalid(err) {
+	if _, err := collect(fx.f, fx.files, quiet(t)); !problem.IsInvalid(err) {
 		t.Errorf("source.path ../elsewhere: err = %v, want an input error", err)
 	}
 	fx = newFixture(t, "git", clusterURL, "", "")
@@ -310,7 +311,7 @@ func TestVerifyRefusesStaleLock(t *testing.T) {
 			if !errors.As(err, &se) {
 				t.Fatalf("err = %v, want *StaleLockError", err)
 			}
-			if schema.IsInvalid(err) {
+			if problem.IsInvalid(err) {
 				t.Error("a stale lock at publish time is a runtime refusal (exit 1)")
 			}
 			for _, w := range []string{"made for another registry", tc.img.Target, "fleetgen mirror"} {

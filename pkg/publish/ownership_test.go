@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"fleetgen.dev/fleetgen/pkg/generate"
+	"fleetgen.dev/fleetgen/pkg/layout"
 	"fleetgen.dev/fleetgen/test/testenv"
 	"github.com/google/go-cmp/cmp"
 )
@@ -35,7 +35,7 @@ func blobIDs(t testing.TB, repo, rev string, paths ...string) string {
 
 // without drops the render's files of cluster c and the cluster itself.
 func without(fx *fixture, c string) {
-	var files []generate.File
+	var files []layout.File
 	for _, f := range fx.files {
 		if !strings.Contains(f.Path, "/"+c+"/") {
 			files = append(files, f)

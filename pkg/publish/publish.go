@@ -24,7 +24,7 @@ import (
 	"strings"
 	"time"
 
-	"fleetgen.dev/fleetgen/pkg/generate"
+	"fleetgen.dev/fleetgen/pkg/layout"
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/schema"
 	"github.com/go-git/go-git/v5"
@@ -85,7 +85,7 @@ type options struct {
 	source     string
 	lookupEnv  func(string) (string, bool)
 	outDir     string
-	checks     []func([]generate.File) error
+	checks     []func([]layout.File) error
 	now        func() time.Time
 	beforePush func(attempt int) // tests: runs between building a commit and pushing it
 	// sourceCommit and sourceDirty name the fleet repository's commit
@@ -165,7 +165,7 @@ func WithOutDir(dir string) Option { return func(o *options) error { o.outDir = 
 // render and the layer folders' files, sorted by path, paths relative to the
 // source root) after the plaintext scan; an error refuses the publish with
 // nothing pushed. Checks run in the order given.
-func WithContentCheck(check func(files []generate.File) error) Option {
+func WithContentCheck(check func(files []layout.File) error) Option {
 	return func(o *options) error {
 		if check == nil {
 			return errors.New("content check: nil function")

@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
+	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
@@ -89,7 +90,7 @@ func FetchPublished(ctx context.Context, f *schema.Fleet, paths []string, opts .
 	}
 	base, err := cleanRel(f.Spec.Source.Path)
 	if err != nil {
-		return nil, schema.Invalid(fmt.Errorf("spec.source.path %q: %w", f.Spec.Source.Path, err))
+		return nil, problem.Invalid(fmt.Errorf("spec.source.path %q: %w", f.Spec.Source.Path, err))
 	}
 	want := make(map[string]string, len(paths)) // published path → rendered path
 	for _, p := range paths {
@@ -105,7 +106,7 @@ func FetchPublished(ctx context.Context, f *schema.Fleet, paths []string, opts .
 	case schema.SourceOCI:
 		return fetchOCIPublished(ctx, f, want, o)
 	default:
-		return nil, schema.Invalid(fmt.Errorf("publish: spec.source.kind %q: want git or oci", f.Spec.Source.Kind))
+		return nil, problem.Invalid(fmt.Errorf("publish: spec.source.kind %q: want git or oci", f.Spec.Source.Kind))
 	}
 }
 

@@ -11,7 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"fleetgen.dev/fleetgen/pkg/generate"
+	"fleetgen.dev/fleetgen/pkg/layout"
+	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/pkg/schema"
 	"fleetgen.dev/fleetgen/test/testenv"
 	"github.com/google/go-containerregistry/pkg/registry"
@@ -51,7 +52,7 @@ func TestPublishRefusesPlaintextSecrets(t *testing.T) {
 			wantErr: "apps/base/x/creds.yaml: Secret c holds unencrypted data"},
 		{name: "Secret in a List in a layer", layer: map[string]string{"apps/list.yaml": "kind: List\nitems:\n- " + strings.ReplaceAll(kubeconfigSecret, "\n", "\n  ") + "\n"},
 			wantErr: "apps/list.yaml: Secret flux-system/prod-kubeconfig"},
-		{name: "plaintext Secret in the render", render: map[string]string{"manager/fleet/prod-1/kubeconfig.yaml": generate.Header + kubeconfigSecret}, secret: true,
+		{name: "plaintext Secret in the render", render: map[string]string{"manager/fleet/prod-1/kubeconfig.yaml": layout.Header + kubeconfigSecret}, secret: true,
 			wantErr: "manager/fleet/prod-1/kubeconfig.yaml: Secret flux-system/prod-kubeconfig"},
 	} {
 		for _, kind := range []string{schema.SourceGit, schema.SourceOCI} {
@@ -83,7 +84,7 @@ func TestPublishRefusesPlaintextSecrets(t *testing.T) {
 				if !errors.As(err, &pe) {
 					t.Fatalf("err = %v, want a PlaintextError", err)
 				}
-				if schema.IsInvalid(err) {
+				if problem.IsInvalid(err) {
 					t.Error("a refused publish is a runtime failure (exit 1), not an input error")
 				}
 				if !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "nothing pushed") {
@@ -127,7 +128,7 @@ func TestContentCheck(t *testing.T) {
 	bare := testenv.BareRepo(t, "fleet.git")
 	fx := newFixture(t, schema.SourceGit, clusterURL, "", "")
 	var seen []string
-	check := func(files []generate.File) error {
+	check := func(files []layout.File) error {
 		for _, f := range files {
 			seen = append(seen, f.Path)
 		}
@@ -158,7 +159,7 @@ func TestCollectRefusesSymlinkedLayerFolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := collect(fx.f, fx.files, quiet(t))
-	if !schema.IsInvalid(err) || !strings.Contains(err.Error(), "symlink") {
+	if !problem.IsInvalid(err) || !strings.Contains(err.Error(), "symlink") {
 		t.Errorf("err = %v, want an input error about the symlink", err)
 	}
 }

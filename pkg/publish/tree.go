@@ -12,7 +12,8 @@ import (
 	"strings"
 
 	"fleetgen.dev/fleetgen/internal/safefs"
-	"fleetgen.dev/fleetgen/pkg/generate"
+	"fleetgen.dev/fleetgen/pkg/layout"
+	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/pkg/schema"
 	"fleetgen.dev/fleetgen/pkg/secrets"
 	"fleetgen.dev/fleetgen/pkg/tree"
@@ -28,7 +29,7 @@ var renderedTopLevel = []string{".sops.yaml", "agents", "clusters", "manager"}
 type file struct {
 	data   []byte
 	exec   bool
-	secret bool // a credential file of the render (generate.File.Secret)
+	secret bool // a credential file of the render (layout.File.Secret)
 	layer  bool // copied from a layer folder of the source root
 }
 
@@ -38,7 +39,7 @@ type file struct {
 type content struct {
 	files map[string]file
 	// rendered are the folders (or files) where a file carrying
-	// generate.Header that this render lacks is removed: spec.source.path, or
+	// layout.Header that this render lacks is removed: spec.source.path, or
 	// with path "" the entries of renderedTopLevel. Sorted.
 	rendered []string
 	// layers are the layer paths' top-level folders, where a file the source
@@ -73,11 +74,11 @@ func (c *content) paths() []string {
 }
 
 // generateFiles returns c as generate.Files, sorted, for the content checks.
-func (c *content) generateFiles() []generate.File {
-	out := make([]generate.File, 0, len(c.files))
+func (c *content) generateFiles() []layout.File {
+	out := make([]layout.File, 0, len(c.files))
 	for _, p := range c.paths() {
 		fl := c.files[p]
-		out = append(out, generate.File{Path: p, Data: fl.data, Secret: fl.secret})
+		out = append(out, layout.File{Path: p, Data: fl.data, Secret: fl.secret})
 	}
 	return out
 }
@@ -117,10 +118,10 @@ const maxListed = 20
 // symlink); inside it only regular files are read (symlinks and the like are
 // skipped with a warning), .git folders and the output folder (WithOutDir)
 // are skipped.
-func collect(f *schema.Fleet, rendered []generate.File, o *options) (*content, error) {
+func collect(f *schema.Fleet, rendered []layout.File, o *options) (*content, error) {
 	base, err := cleanRel(f.Spec.Source.Path)
 	if err != nil {
-		return nil, schema.Invalid(fmt.Errorf("spec.source.path %q: %w", f.Spec.Source.Path, err))
+		return nil, problem.Invalid(fmt.Errorf("spec.source.path %q: %w", f.Spec.Source.Path, err))
 	}
 	if len(rendered) == 0 {
 		return nil, errors.New("publish: the render holds no files")
@@ -173,13 +174,13 @@ func collect(f *schema.Fleet, rendered []generate.File, o *options) (*content, e
 // skipped. The input checks scan them as publish will (SPEC §5: every file
 // publish copies, whether a build uses it or not). A layer folder that is
 // missing or a symlink is an input error.
-func LayerFiles(f *schema.Fleet, outDir string, log *slog.Logger) ([]generate.File, error) {
+func LayerFiles(f *schema.Fleet, outDir string, log *slog.Logger) ([]layout.File, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	var out []generate.File
+	var out []layout.File
 	err := readLayers(f, outDir, log, func(string) {}, func(rel, _ string, fl file) {
-		out = append(out, generate.File{Path: rel, Data: fl.data})
+		out = append(out, layout.File{Path: rel, Data: fl.data})
 	})
 	if err != nil {
 		return nil, err
@@ -214,9 +215,9 @@ func readLayers(f *schema.Fleet, outDir string, log *slog.Logger, root func(stri
 		info, err := os.Lstat(dir)
 		switch {
 		case err != nil || info.Mode()&fs.ModeSymlink == 0 && !info.IsDir():
-			return schema.Invalid(fmt.Errorf("layer %s: folder %s not found in the source root %s", lr.layer, lr.root, f.Dir))
+			return problem.Invalid(fmt.Errorf("layer %s: folder %s not found in the source root %s", lr.layer, lr.root, f.Dir))
 		case info.Mode()&fs.ModeSymlink != 0:
-			return schema.Invalid(fmt.Errorf("layer %s: folder %s is a symlink: a layer folder must be a folder inside the source root %s", lr.layer, lr.root, f.Dir))
+			return problem.Invalid(fmt.Errorf("layer %s: folder %s is a symlink: a layer folder must be a folder inside the source root %s", lr.layer, lr.root, f.Dir))
 		}
 		root(lr.root)
 		if err := readTree(dir, lr.root, func(rel string, fl file) { add(rel, lr.layer, fl) }, keep, skip, log); err != nil {
@@ -242,11 +243,11 @@ func layerFolders(f *schema.Fleet) ([]layerRoot, error) {
 	add := func(layer, p string) error {
 		rel, err := cleanRel(p)
 		if err != nil || rel == "" {
-			return schema.Invalid(fmt.Errorf("layer %s: path %q must be a folder inside the source root", layer, p))
+			return problem.Invalid(fmt.Errorf("layer %s: path %q must be a folder inside the source root", layer, p))
 		}
 		top := strings.SplitN(rel, "/", 2)[0]
 		if top == ".git" {
-			return schema.Invalid(fmt.Errorf("layer %s: path %q must not be in .git", layer, p))
+			return problem.Invalid(fmt.Errorf("layer %s: path %q must not be in .git", layer, p))
 		}
 		if !seen[top] {
 			seen[top] = true
@@ -348,7 +349,7 @@ func readTree(dir, prefix string, add func(rel string, f file), keep func(rel st
 			return nil
 		}
 		if !d.Type().IsRegular() {
-			return schema.Invalid(fmt.Errorf("%s is not a regular file (a FIFO, device or socket): want regular files only in a layer folder", rel))
+			return problem.Invalid(fmt.Errorf("%s is not a regular file (a FIFO, device or socket): want regular files only in a layer folder", rel))
 		}
 		info, err := d.Info()
 		if err != nil {
@@ -357,9 +358,9 @@ func readTree(dir, prefix string, add func(rel string, f file), keep func(rel st
 		data, err := root.ReadFile(local, maxLayerFile)
 		switch {
 		case errors.Is(err, safefs.ErrTooLarge):
-			return schema.Invalid(fmt.Errorf("%s is larger than %d MiB: want a smaller file", rel, maxLayerFile>>20))
+			return problem.Invalid(fmt.Errorf("%s is larger than %d MiB: want a smaller file", rel, maxLayerFile>>20))
 		case errors.Is(err, safefs.ErrNotRegular):
-			return schema.Invalid(fmt.Errorf("%s is not a regular file (a FIFO, device or socket): want regular files only in a layer folder", rel))
+			return problem.Invalid(fmt.Errorf("%s is not a regular file (a FIFO, device or socket): want regular files only in a layer folder", rel))
 		case err != nil:
 			return err
 		}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/test/testenv"
 )
 
@@ -57,7 +57,7 @@ func TestReadTreeSpecialFiles(t *testing.T) {
 				if d := time.Since(start); d > time.Second {
 					t.Errorf("readTree took %v", d)
 				}
-				if !schema.IsInvalid(err) || !strings.Contains(err.Error(), tc.want) {
+				if !problem.IsInvalid(err) || !strings.Contains(err.Error(), tc.want) {
 					t.Fatalf("readTree: %v, want an input error containing %q", err, tc.want)
 				}
 			case <-time.After(10 * time.Second):

@@ -3,7 +3,7 @@
 // moved (labels, registration, layers, images) and where a person must act.
 //
 // It is pure: Compare takes both trees as path -> bytes (paths relative to the
-// output folder, as generate.File.Path) and reads nothing else. It parses the
+// output folder, as layout.File.Path) and reads nothing else. It parses the
 // rendered objects with small local structs of the upstream shapes (Fleet's
 // Cluster, ClusterRegistrationToken and ClusterGroup, Verrazzano's
 // VerrazzanoManagedCluster, Flux's Kustomization, the fleet-agent values).

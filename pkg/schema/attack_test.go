@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"fleetgen.dev/fleetgen/pkg/problem"
 )
 
 // marker is planted in every file and variable a pull request must not be
@@ -182,7 +184,7 @@ func TestLoadAttacks(t *testing.T) {
 				}
 				return
 			}
-			var es Errors
+			var es problem.Errors
 			if !errors.As(err, &es) {
 				t.Fatalf("Load: got %T %v, want field errors", err, err)
 			}
@@ -211,7 +213,7 @@ func TestLoadFIFO(t *testing.T) {
 	}
 	for _, p := range []string{path, "/dev/zero"} {
 		_, err := loadWithin(t, p, LoadOptions{})
-		if !IsInvalid(err) || !strings.Contains(err.Error(), "not a regular file") {
+		if !problem.IsInvalid(err) || !strings.Contains(err.Error(), "not a regular file") {
 			t.Errorf("Load(%s) = %v, want an input error: not a regular file", p, err)
 		}
 	}
@@ -226,7 +228,7 @@ func TestLoadFleetSymlink(t *testing.T) {
 	dir := t.TempDir()
 	symlink(t, outside, filepath.Join(dir, "fleet.yaml"))
 	_, err := Load(filepath.Join(dir, "fleet.yaml"), LoadOptions{})
-	if !IsInvalid(err) || !strings.Contains(err.Error(), "a symlink that leads out of its folder") {
+	if !problem.IsInvalid(err) || !strings.Contains(err.Error(), "a symlink that leads out of its folder") {
 		t.Errorf("fleet.yaml symlinked out: %v, want an input error", err)
 	}
 	if err != nil && strings.Contains(err.Error(), marker) {
@@ -254,7 +256,7 @@ func TestEnvPrefixOption(t *testing.T) {
 		"A-B":           "invalid environment prefix",
 	} {
 		_, err := Load(path, LoadOptions{EnvPrefix: prefix, LookupEnv: func(string) (string, bool) { return markedKubeconfig, true }})
-		if !IsInvalid(err) || !strings.Contains(err.Error(), want) {
+		if !problem.IsInvalid(err) || !strings.Contains(err.Error(), want) {
 			t.Errorf("EnvPrefix %q: got %v, want an input error: %s", prefix, err, want)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"fleetgen.dev/fleetgen/pkg/problem"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -57,9 +58,9 @@ func loadCase(t testing.TB, dir string) (*Fleet, map[string]string) {
 	t.Helper()
 	f, err := Load(filepath.Join(dir, "fleet.yaml"), LoadOptions{LookupEnv: caseEnv(t, dir)})
 	if err != nil {
-		var es Errors
+		var es problem.Errors
 		if !errors.As(err, &es) {
-			t.Fatalf("Load: want schema.Errors, got %T: %v", err, err)
+			t.Fatalf("Load: want problem.Errors, got %T: %v", err, err)
 		}
 		msg := strings.ReplaceAll(err.Error(), dir+string(filepath.Separator), "")
 		return nil, map[string]string{"error.txt": msg + "\n"}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"fleetgen.dev/fleetgen/pkg/problem"
 )
 
 // TestExpansionCaps is the attack of issue 26 family 4: a small fleet.yaml
@@ -76,7 +78,7 @@ func TestExpansionCaps(t *testing.T) {
 				t.Fatalf("Load accepted it; want an error containing %q", tc.want)
 			case !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "docs/security.md"):
 				t.Fatalf("error %q: want %q and a pointer to docs/security.md", err, tc.want)
-			case !IsInvalid(err):
+			case !problem.IsInvalid(err):
 				t.Fatalf("error %v is not an input error (exit 2)", err)
 			case strings.Contains(err.Error(), big[:64]):
 				t.Fatal("the error quotes the substitute value")

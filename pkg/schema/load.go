@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"fleetgen.dev/fleetgen/internal/safefs"
+	"fleetgen.dev/fleetgen/pkg/problem"
 )
 
 // MaxRefSize is the largest content a {file: …} or {env: …} reference may
@@ -51,13 +52,13 @@ func Load(path string, opts LoadOptions) (*Fleet, error) {
 	if err != nil {
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			return nil, Invalid(fmt.Errorf("read fleet: %w", err))
+			return nil, problem.Invalid(fmt.Errorf("read fleet: %w", err))
 		case errors.Is(err, safefs.ErrTooLarge):
-			return nil, Errors{{File: path, Msg: fmt.Sprintf("file is larger than %d bytes: want a fleet.yaml (is this the right file?)", MaxFileSize)}}
+			return nil, problem.Errors{{File: path, Msg: fmt.Sprintf("file is larger than %d bytes: want a fleet.yaml (is this the right file?)", MaxFileSize)}}
 		case errors.Is(err, safefs.ErrNotRegular):
-			return nil, Errors{{File: path, Msg: "not a regular file (a folder, FIFO or device): want fleet.yaml as a regular file"}}
+			return nil, problem.Errors{{File: path, Msg: "not a regular file (a folder, FIFO or device): want fleet.yaml as a regular file"}}
 		case errors.Is(err, safefs.ErrOutside):
-			return nil, Errors{{File: path, Msg: "a symlink that leads out of its folder: want fleet.yaml as a regular file in the folder it names (the fleet's root)"}}
+			return nil, problem.Errors{{File: path, Msg: "a symlink that leads out of its folder: want fleet.yaml as a regular file in the folder it names (the fleet's root)"}}
 		}
 		return nil, fmt.Errorf("read fleet: %w", err)
 	}
@@ -88,11 +89,11 @@ func checkEnvPrefix(p string) error {
 		return nil
 	}
 	if !envNameRE.MatchString(p) {
-		return Invalid(fmt.Errorf("invalid environment prefix %q: want letters, digits and _ not starting with a digit, e.g. CI_KUBECONFIG_", p))
+		return problem.Invalid(fmt.Errorf("invalid environment prefix %q: want letters, digits and _ not starting with a digit, e.g. CI_KUBECONFIG_", p))
 	}
 	for _, c := range credentialEnv {
 		if strings.HasPrefix(c, p) || strings.HasPrefix(p, c) {
-			return Invalid(fmt.Errorf("environment prefix %q would let fleet.yaml read fleetgen's own credentials (%s…): want a prefix only kubeconfig variables use, e.g. CI_KUBECONFIG_", p, c))
+			return problem.Invalid(fmt.Errorf("environment prefix %q would let fleet.yaml read fleetgen's own credentials (%s…): want a prefix only kubeconfig variables use, e.g. CI_KUBECONFIG_", p, c))
 		}
 	}
 	return nil
@@ -113,7 +114,7 @@ func Parse(file string, data []byte) (*Fleet, error) {
 
 // parse is Parse that also returns the partly decoded Fleet; ok is false when
 // there is no Fleet at all (syntax error, empty file, top-level list…).
-func parse(file string, data []byte) (*Fleet, Errors, bool) {
+func parse(file string, data []byte) (*Fleet, problem.Errors, bool) {
 	var f Fleet
 	errs, ok := decodeDocument(file, data, &f)
 	if !ok {
@@ -127,11 +128,11 @@ func parse(file string, data []byte) (*Fleet, Errors, bool) {
 // dropUnder removes the errors at or below a path that already has a decode
 // error: a field that could not be decoded is zero, and saying so again
 // ("required") would only repeat the first problem.
-func dropUnder(errs, decodeErrs Errors) Errors {
+func dropUnder(errs, decodeErrs problem.Errors) problem.Errors {
 	if len(decodeErrs) == 0 {
 		return errs
 	}
-	var out Errors
+	var out problem.Errors
 next:
 	for _, e := range errs {
 		for _, d := range decodeErrs {
@@ -146,7 +147,7 @@ next:
 
 // sortErrors puts errors in document order; errors without a line keep their
 // relative order ahead of the rest.
-func sortErrors(errs Errors) {
+func sortErrors(errs problem.Errors) {
 	sort.SliceStable(errs, func(i, j int) bool {
 		a, b := errs[i], errs[j]
 		if a.Line != b.Line {
@@ -179,8 +180,8 @@ func formNames(forms int) string {
 
 // refShape checks that exactly one allowed form of r is set and returns the
 // problems; Validate reports them and resolveRefs skips such a reference.
-func (f *Fleet) refShape(path string, r *FileRef, forms int) Errors {
-	var errs Errors
+func (f *Fleet) refShape(path string, r *FileRef, forms int) problem.Errors {
+	var errs problem.Errors
 	set := 0
 	for _, x := range []struct {
 		name string
@@ -263,13 +264,13 @@ func (f *Fleet) refs() []struct {
 
 // resolveRefs fills Data of every well-formed FileRef; malformed ones are
 // left for Validate to report.
-func resolveRefs(f *Fleet, opts LoadOptions) Errors {
+func resolveRefs(f *Fleet, opts LoadOptions) problem.Errors {
 	lookup := opts.LookupEnv
 	if lookup == nil {
 		lookup = os.LookupEnv
 	}
 	var (
-		errs    Errors
+		errs    problem.Errors
 		root    *safefs.Root
 		rootErr error
 	)

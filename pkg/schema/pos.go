@@ -3,6 +3,8 @@ package schema
 import (
 	"fmt"
 	"strings"
+
+	"fleetgen.dev/fleetgen/pkg/problem"
 )
 
 // Pos returns where the field at path (spec.clusters[3].registration.mode)
@@ -32,9 +34,9 @@ func (f *Fleet) Has(path string) bool {
 // Errorf returns a *FieldError for the field at path, located with Pos. The
 // message should say what is wrong and what would be valid; it must never
 // contain a credential.
-func (f *Fleet) Errorf(path, format string, args ...any) *FieldError {
+func (f *Fleet) Errorf(path, format string, args ...any) *problem.FieldError {
 	p := f.Pos(path)
-	return &FieldError{File: f.File, Line: p.Line, Column: p.Column, Path: path, Msg: oneLine(fmt.Sprintf(format, args...))}
+	return &problem.FieldError{File: f.File, Line: p.Line, Column: p.Column, Path: path, Msg: oneLine(fmt.Sprintf(format, args...))}
 }
 
 // parentPath strips the last element of a field path: a[1] -> a, a.b -> a,

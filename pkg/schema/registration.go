@@ -3,6 +3,8 @@ package schema
 import (
 	"fmt"
 	"strings"
+
+	"fleetgen.dev/fleetgen/pkg/problem"
 )
 
 // Mode is one registration mode (spec.clusters[].registration.mode): the
@@ -104,7 +106,7 @@ var registrationFields = []struct {
 // say). It returns nil when no such cluster exists or SOPS is configured,
 // else one error at the first such cluster's kubeconfig (Validate reports a
 // spec.encryption without sops). `fleetgen validate` and render both apply it.
-func (f *Fleet) PlaintextCredentials() *FieldError {
+func (f *Fleet) PlaintextCredentials() *problem.FieldError {
 	if e := f.Spec.Encryption; e != nil && e.SOPS != nil {
 		return nil
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"fleetgen.dev/fleetgen/pkg/problem"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
@@ -98,7 +99,7 @@ func TestParseSizeCap(t *testing.T) {
 	t.Parallel()
 	big := bytes.Repeat([]byte("#"), MaxFileSize+1)
 	_, err := Parse("fleet.yaml", big)
-	var es Errors
+	var es problem.Errors
 	if !errors.As(err, &es) || len(es) != 1 || !strings.Contains(es[0].Msg, "at most") {
 		t.Fatalf("Parse of %d bytes: got %v, want one size error", len(big), err)
 	}
@@ -133,11 +134,11 @@ func TestParseSizeCap(t *testing.T) {
 func TestLoadErrors(t *testing.T) {
 	t.Parallel()
 	_, err := Load(filepath.Join(t.TempDir(), "missing.yaml"), LoadOptions{})
-	if !IsInvalid(err) {
+	if !problem.IsInvalid(err) {
 		t.Errorf("missing fleet.yaml: got %v, want an input error", err)
 	}
 	_, err = Load(t.TempDir(), LoadOptions{})
-	if !IsInvalid(err) || !strings.Contains(err.Error(), "not a regular file") {
+	if !problem.IsInvalid(err) || !strings.Contains(err.Error(), "not a regular file") {
 		t.Errorf("directory as fleet.yaml: got %v, want an input error", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"fleetgen.dev/fleetgen/pkg/problem"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -31,8 +32,8 @@ var (
 // or the first character of the block. A problem v3 names no line for is on
 // the first line; one that is no syntax error at all (an unknown anchor)
 // gets no position.
-func syntaxError(file string, data []byte, err error) Errors {
-	e := &FieldError{File: file, Code: CodeYAMLSyntax}
+func syntaxError(file string, data []byte, err error) problem.Errors {
+	e := &problem.FieldError{File: file, Code: problem.CodeYAMLSyntax}
 	msg := oneLine(err.Error())
 	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
 		e.Line, _ = strconv.Atoi(m[1])
@@ -52,7 +53,7 @@ func syntaxError(file string, data []byte, err error) Errors {
 		msg += note
 	}
 	e.Msg = "invalid YAML: " + msg + ": want well-formed YAML (check indentation and quoting)"
-	return Errors{e}
+	return problem.Errors{e}
 }
 
 func isParserProblem(msg string) bool {

@@ -3,6 +3,8 @@ package schema
 import (
 	"strings"
 	"testing"
+
+	"fleetgen.dev/fleetgen/pkg/problem"
 )
 
 // TestSyntaxErrorPosition checks the line and column derived from yaml.v3's
@@ -30,7 +32,7 @@ func TestSyntaxErrorPosition(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			_, err := Parse("fleet.yaml", []byte(tc.yaml))
-			errs, ok := err.(Errors)
+			errs, ok := err.(problem.Errors)
 			if !ok || len(errs) == 0 {
 				t.Fatalf("Parse: %v, want a syntax error", err)
 			}
@@ -51,7 +53,7 @@ func TestSyntaxErrorLargeFile(t *testing.T) {
 		t.Fatalf("fixture is %d bytes: want more than %d", len(data), maxSearch)
 	}
 	_, err := Parse("fleet.yaml", data)
-	errs, ok := err.(Errors)
+	errs, ok := err.(problem.Errors)
 	if !ok || len(errs) != 1 {
 		t.Fatalf("Parse: %v, want one syntax error", err)
 	}

@@ -1,5 +1,7 @@
 package schema
 
+import "fleetgen.dev/fleetgen/pkg/problem"
+
 // Validate checks a defaulted Fleet against every rule of SPEC §1 and returns
 // Errors listing every problem in document order, or nil. Each error carries
 // the file, line and column of the field (or of its nearest parent that
@@ -17,7 +19,7 @@ func Validate(f *Fleet) error {
 
 type validator struct {
 	f    *Fleet
-	errs Errors
+	errs problem.Errors
 	// okLabels remembers label keys and values found valid: a big fleet
 	// repeats a few of them on every cluster.
 	okLabels map[string]bool
@@ -43,7 +45,7 @@ func (v *validator) add(path, format string, args ...any) {
 	v.errs = append(v.errs, v.f.Errorf(path, format, args...))
 }
 
-func validate(f *Fleet) Errors {
+func validate(f *Fleet) problem.Errors {
 	v := &validator{f: f, okLabels: map[string]bool{}}
 	v.top()
 	v.manager()
@@ -92,7 +94,7 @@ func (v *validator) top() {
 // after spec.clusters[9], then by message), as Validate reports them; nil when
 // errs is empty. Checks outside this package that locate their findings in
 // fleet.yaml use it so that every input error reads alike.
-func Sorted(errs Errors) error {
+func Sorted(errs problem.Errors) error {
 	if len(errs) == 0 {
 		return nil
 	}

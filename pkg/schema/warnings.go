@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"fleetgen.dev/fleetgen/pkg/fleetmatch"
+	"fleetgen.dev/fleetgen/pkg/problem"
 )
 
 // Warnings returns what Validate accepts but is likely a mistake, sorted in
@@ -13,8 +14,8 @@ import (
 // (CodeEmptyGroup, CodeUnmatchedTarget, CodeEmptySelection). A warning never
 // makes input invalid: `fleetgen validate` prints them and exits as it
 // would without them. f is defaulted and valid; Warnings reads nothing.
-func Warnings(f *Fleet) Errors {
-	var ws Errors
+func Warnings(f *Fleet) problem.Errors {
+	var ws problem.Errors
 	warn := func(code, path, format string, args ...any) {
 		e := f.Errorf(path, format, args...)
 		e.Code = code
@@ -30,14 +31,14 @@ func Warnings(f *Fleet) Errors {
 			}
 		}
 		if n == 0 {
-			warn(CodeEmptyGroup, fmt.Sprintf("spec.groups[%d].selector", i), "group %q selects no cluster registered with Fleet (mode agent, manager or capi): its ClusterGroup stays empty, and targets naming it deliver nothing", g.Name)
+			warn(problem.CodeEmptyGroup, fmt.Sprintf("spec.groups[%d].selector", i), "group %q selects no cluster registered with Fleet (mode agent, manager or capi): its ClusterGroup stays empty, and targets naming it deliver nothing", g.Name)
 		}
 	}
 	for _, u := range f.unmatched(f.reach()) {
-		warn(CodeUnmatchedTarget, u.Path, "target %q of delivery %q reaches no cluster: %s", u.Target, u.Delivery, u.Why)
+		warn(problem.CodeUnmatchedTarget, u.Path, "target %q of delivery %q reaches no cluster: %s", u.Target, u.Delivery, u.Why)
 	}
 	if f.Spec.ArgoCD != nil && len(f.Spec.Clusters) > 0 && len(f.ArgoCDClusters()) == 0 {
-		warn(CodeEmptySelection, "spec.argocd.selector", "spec.argocd selects no cluster: no Argo CD cluster Secret is rendered")
+		warn(problem.CodeEmptySelection, "spec.argocd.selector", "spec.argocd selects no cluster: no Argo CD cluster Secret is rendered")
 	}
 	sortErrors(ws)
 	return ws

@@ -4,14 +4,14 @@ import (
 	"fmt"
 	"testing"
 
-	"fleetgen.dev/fleetgen/pkg/generate"
+	"fleetgen.dev/fleetgen/pkg/layout"
 )
 
 // Run with: go test ./pkg/secrets -run '^$' -bench . -benchtime 1x
 
-func secretsOnly(b *testing.B, n int) []generate.File {
+func secretsOnly(b *testing.B, n int) []layout.File {
 	b.Helper()
-	files := make([]generate.File, 0, n)
+	files := make([]layout.File, 0, n)
 	for i := range n {
 		c := fmt.Sprintf("cluster-%05d", i)
 		files = append(files, kubeconfigSecret(b, c, kubeconfigFor(c)))
@@ -85,13 +85,13 @@ func BenchmarkScan70k(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var secret generate.File
+	var secret layout.File
 	for _, f := range sealed {
 		if f.Secret {
 			secret = f
 		}
 	}
-	files := make([]generate.File, 0, 70000)
+	files := make([]layout.File, 0, 70000)
 	for i := range 10000 {
 		c := fmt.Sprintf("c%05d", i)
 		files = append(files, clusterFile(b, c))

@@ -6,9 +6,8 @@ import (
 	"regexp"
 	"strings"
 
+	"fleetgen.dev/fleetgen/pkg/layout"
 	"go.yaml.in/yaml/v3"
-
-	"fleetgen.dev/fleetgen/pkg/generate"
 )
 
 // SecretPathRegex matches the kubeconfig Secret files of SPEC §3
@@ -44,16 +43,16 @@ func creationRules(recipients, sealedPaths []string) ([]byte, error) {
 	rule := func(re string) creationRule {
 		return creationRule{PathRegex: re, EncryptedRegex: EncryptedRegex, Age: strings.Join(recipients, ",")}
 	}
-	layout := regexp.MustCompile(SecretPathRegex)
+	shape := regexp.MustCompile(SecretPathRegex)
 	for _, p := range sealedPaths {
-		if !layout.MatchString(p) {
+		if !shape.MatchString(p) {
 			c.CreationRules = append(c.CreationRules, rule("(^|/)"+regexp.QuoteMeta(p)+"$"))
 		}
 	}
 	c.CreationRules = append(c.CreationRules, rule(SecretPathRegex))
 	c.Stores.YAML.Indent = yamlIndent
 	var b bytes.Buffer
-	b.WriteString(generate.Header)
+	b.WriteString(layout.Header)
 	e := yaml.NewEncoder(&b)
 	e.SetIndent(yamlIndent)
 	if err := e.Encode(c); err != nil {

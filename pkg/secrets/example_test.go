@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"fleetgen.dev/fleetgen/pkg/generate"
+	"fleetgen.dev/fleetgen/pkg/layout"
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/schema"
 )
@@ -55,7 +56,7 @@ func TestExampleFleetStandalone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.ContainsFunc(files, func(f generate.File) bool { return f.Secret }) {
+	if !slices.ContainsFunc(files, func(f layout.File) bool { return f.Secret }) {
 		t.Skip("generate.Render does not render kubeconfig Secrets yet")
 	}
 	if f.Spec.Encryption == nil || f.Spec.Encryption.SOPS == nil {
@@ -76,7 +77,7 @@ func TestExampleFleetStandalone(t *testing.T) {
 	if err := Scan(sealed, false); err != nil {
 		t.Fatal(err)
 	}
-	var secrets []generate.File
+	var secrets []layout.File
 	for _, f := range sealed {
 		if f.Secret {
 			secrets = append(secrets, f)

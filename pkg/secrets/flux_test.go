@@ -7,6 +7,7 @@ import (
 	"path"
 	"testing"
 
+	"fleetgen.dev/fleetgen/pkg/layout"
 	"github.com/getsops/sops/v3"
 	"github.com/getsops/sops/v3/aes"
 	sopsage "github.com/getsops/sops/v3/age"
@@ -17,8 +18,6 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/resource"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
-
-	"fleetgen.dev/fleetgen/pkg/generate"
 )
 
 // This file replays what Flux's kustomize-controller does with the manager
@@ -100,7 +99,7 @@ func sopsDecryptWithFormat(svcs []keyservice.KeyServiceClient, data []byte, in, 
 // fluxApply builds dir/kustomization.yaml (listing files) from an in-memory
 // file system holding files, decrypts every SOPS-encrypted resource as
 // kustomize-controller does, and returns the resources by name.
-func fluxApply(t testing.TB, files []generate.File, sopsAgeSecret map[string]string) (map[string]*resource.Resource, error) {
+func fluxApply(t testing.TB, files []layout.File, sopsAgeSecret map[string]string) (map[string]*resource.Resource, error) {
 	t.Helper()
 	fs := filesys.MakeFsInMemory()
 	kust := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n"

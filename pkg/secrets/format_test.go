@@ -5,14 +5,13 @@ import (
 	"testing"
 	"time"
 
+	"fleetgen.dev/fleetgen/pkg/layout"
 	"github.com/getsops/sops/v3/config"
 	"github.com/getsops/sops/v3/decrypt"
 	sopsyaml "github.com/getsops/sops/v3/stores/yaml"
 	"github.com/getsops/sops/v3/version"
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
-
-	"fleetgen.dev/fleetgen/pkg/generate"
 )
 
 // The SOPS format is written without linking SOPS (see sopstree.go); these
@@ -118,7 +117,7 @@ j: |
 // TestEncryptCommentsDecryptWithSOPS encrypts a file with comments and
 // values of every type under data, and decrypts it with SOPS (MAC checked).
 func TestEncryptCommentsDecryptWithSOPS(t *testing.T) {
-	plain := generate.Header + `apiVersion: v1
+	plain := layout.Header + `apiVersion: v1
 data:
   # a comment SOPS encrypts
   a: YQ== # inline

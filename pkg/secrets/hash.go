@@ -11,7 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 	"golang.org/x/crypto/argon2"
 
-	"fleetgen.dev/fleetgen/pkg/generate"
+	"fleetgen.dev/fleetgen/pkg/layout"
 	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
@@ -155,7 +155,7 @@ type sealedDoc struct {
 // Anything unexpected (hand edits, other key types, a second document, old
 // hash parameters) answers false, which only costs a re-encryption.
 func unchanged(prev, plain []byte, recipients []string) bool {
-	if !bytes.HasPrefix(prev, []byte(generate.Header)) {
+	if !bytes.HasPrefix(prev, []byte(layout.Header)) {
 		return false
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(prev))

@@ -10,7 +10,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"fleetgen.dev/fleetgen/pkg/generate"
+	"fleetgen.dev/fleetgen/pkg/layout"
 	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
@@ -54,12 +54,12 @@ users:
 }
 
 // marshalFile encodes objects the way pkg/generate does: sigs.k8s.io/yaml
-// (sorted keys, two-space indentation) after generate.Header, one document
+// (sorted keys, two-space indentation) after layout.Header, one document
 // per object.
-func marshalFile(t testing.TB, path string, secret bool, objs ...any) generate.File {
+func marshalFile(t testing.TB, path string, secret bool, objs ...any) layout.File {
 	t.Helper()
 	var b strings.Builder
-	b.WriteString(generate.Header)
+	b.WriteString(layout.Header)
 	for i, o := range objs {
 		if i > 0 {
 			b.WriteString("---\n")
@@ -70,11 +70,11 @@ func marshalFile(t testing.TB, path string, secret bool, objs ...any) generate.F
 		}
 		b.Write(y)
 	}
-	return generate.File{Path: path, Data: []byte(b.String()), Secret: secret}
+	return layout.File{Path: path, Data: []byte(b.String()), Secret: secret}
 }
 
 // kubeconfigSecret is the manager-mode Secret generate emits for cluster.
-func kubeconfigSecret(t testing.TB, cluster string, kubeconfig []byte) generate.File {
+func kubeconfigSecret(t testing.TB, cluster string, kubeconfig []byte) layout.File {
 	t.Helper()
 	return marshalFile(t, "manager/fleet/"+cluster+"/kubeconfig.yaml", true, map[string]any{
 		"apiVersion": "v1",
@@ -91,7 +91,7 @@ func kubeconfigSecret(t testing.TB, cluster string, kubeconfig []byte) generate.
 
 // clusterFile is the Fleet Cluster generate emits beside a kubeconfig Secret;
 // it mentions the Secret by name only.
-func clusterFile(t testing.TB, cluster string) generate.File {
+func clusterFile(t testing.TB, cluster string) layout.File {
 	t.Helper()
 	return marshalFile(t, "manager/fleet/"+cluster+"/cluster.yaml", false, map[string]any{
 		"apiVersion": "fleet.cattle.io/v1alpha1",
@@ -102,7 +102,7 @@ func clusterFile(t testing.TB, cluster string) generate.File {
 }
 
 // verrazzanoCAFile is the public CA Secret of a Verrazzano managed cluster.
-func verrazzanoCAFile(t testing.TB, cluster string, pem string) generate.File {
+func verrazzanoCAFile(t testing.TB, cluster string, pem string) layout.File {
 	t.Helper()
 	return marshalFile(t, "manager/verrazzano/"+cluster+"/ca-secret.yaml", false, map[string]any{
 		"apiVersion": "v1",
@@ -117,9 +117,9 @@ func testSOPS(recipients ...string) *schema.SOPS {
 }
 
 // fleetFiles returns a small rendered tree with n manager-mode clusters.
-func fleetFiles(t testing.TB, n int, kubeconfig func(cluster string) []byte) []generate.File {
+func fleetFiles(t testing.TB, n int, kubeconfig func(cluster string) []byte) []layout.File {
 	t.Helper()
-	var files []generate.File
+	var files []layout.File
 	for i := range n {
 		c := fmt.Sprintf("prod-%d", i)
 		files = append(files, clusterFile(t, c), kubeconfigSecret(t, c, kubeconfig(c)))

@@ -7,10 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"fleetgen.dev/fleetgen/pkg/layout"
 	"github.com/getsops/sops/v3/logging"
 	"github.com/sirupsen/logrus"
-
-	"fleetgen.dev/fleetgen/pkg/generate"
 )
 
 // leakMarkers are the credentials planted in the kubeconfigs of the leak test.
@@ -111,11 +110,11 @@ func TestNoLeak(t *testing.T) {
 	} else {
 		t.Error("Scan passed plaintext")
 	}
-	broken := append([]generate.File{}, files...)
+	broken := append([]layout.File{}, files...)
 	for i := range broken {
 		if broken[i].Secret {
 			token, _, _ := leakMarkers("prod-0")
-			broken[i].Data = []byte(generate.Header + "kind: Secret\ndata: {value: " + token + "\n  : [}")
+			broken[i].Data = []byte(layout.Header + "kind: Secret\ndata: {value: " + token + "\n  : [}")
 		}
 	}
 	if _, err := Seal(broken, enc, nil); err != nil {
@@ -134,7 +133,7 @@ func TestNoLeak(t *testing.T) {
 	texts = append(texts, logs.String())
 
 	var out bytes.Buffer
-	for _, set := range [][]generate.File{first, second} {
+	for _, set := range [][]layout.File{first, second} {
 		for _, f := range set {
 			fmt.Fprintf(&out, "%s\n%s\n", f.Path, f.Data)
 		}

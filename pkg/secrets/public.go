@@ -8,9 +8,8 @@ import (
 	"errors"
 	"io"
 
+	"fleetgen.dev/fleetgen/pkg/layout"
 	"go.yaml.in/yaml/v3"
-
-	"fleetgen.dev/fleetgen/pkg/generate"
 )
 
 // ExceptPublic returns files without those that hold a Secret which is
@@ -25,8 +24,8 @@ import (
 //
 // It is applied by Scan's callers rather than inside Scan (scan.go, whose
 // per-cluster rework is under way); the rule lives here, once.
-func ExceptPublic(files []generate.File) []generate.File {
-	var out []generate.File
+func ExceptPublic(files []layout.File) []layout.File {
+	var out []layout.File
 	for i, f := range files {
 		if f.Secret || !bytes.Contains(f.Data, []byte("argocd.argoproj.io/secret-type")) || !PublicArgoCDCluster(f.Data) {
 			if out != nil {
@@ -35,7 +34,7 @@ func ExceptPublic(files []generate.File) []generate.File {
 			continue
 		}
 		if out == nil {
-			out = append(make([]generate.File, 0, len(files)), files[:i]...)
+			out = append(make([]layout.File, 0, len(files)), files[:i]...)
 		}
 	}
 	if out == nil {

@@ -5,14 +5,14 @@ import (
 	"strings"
 	"testing"
 
-	"fleetgen.dev/fleetgen/pkg/generate"
+	"fleetgen.dev/fleetgen/pkg/layout"
 )
 
 // argoSecret is an Argo CD cluster Secret as pkg/generate writes it, with
 // config and the document's tail replaceable.
 func argoSecret(config, extra string) []byte {
 	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
-	return []byte(generate.Header + `apiVersion: v1
+	return []byte(layout.Header + `apiVersion: v1
 data:
   config: ` + b64(config) + `
   name: ` + b64("edge-1") + `
@@ -72,8 +72,8 @@ func TestPublicArgoCDCluster(t *testing.T) {
 			if got := PublicArgoCDCluster(tt.data); got != tt.want {
 				t.Errorf("PublicArgoCDCluster = %v, want %v", got, tt.want)
 			}
-			f := generate.File{Path: "manager/argocd/edge-1.yaml", Data: tt.data}
-			err := Scan(ExceptPublic([]generate.File{f}), false)
+			f := layout.File{Path: "manager/argocd/edge-1.yaml", Data: tt.data}
+			err := Scan(ExceptPublic([]layout.File{f}), false)
 			if tt.want && err != nil {
 				t.Errorf("Scan refuses the public Secret: %v", err)
 			}
@@ -91,7 +91,7 @@ func TestPublicArgoCDCluster(t *testing.T) {
 // dropped, whatever it holds, so Scan still finds it unsealed.
 func TestExceptPublicKeepsSecretFiles(t *testing.T) {
 	t.Parallel()
-	files := []generate.File{
+	files := []layout.File{
 		{Path: "a.yaml", Data: []byte("a: 1\n")},
 		{Path: "manager/argocd/edge-1.yaml", Data: argoSecret(withCA(certPEM), ""), Secret: true},
 		{Path: "manager/argocd/edge-2.yaml", Data: argoSecret(withCA(certPEM), "")},

@@ -15,8 +15,8 @@ import (
 	"go.yaml.in/yaml/v3"
 	"golang.org/x/sync/errgroup"
 
-	"fleetgen.dev/fleetgen/pkg/generate"
-	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/pkg/layout"
+	"fleetgen.dev/fleetgen/pkg/problem"
 )
 
 // Verrazzano CA Secrets (ca-secret-<cluster> in verrazzano-mc, key cacrt) hold
@@ -32,12 +32,12 @@ const (
 const maxListed = 20
 
 // Scan checks the output about to be written: any Secret whose data is not
-// SOPS-encrypted is an input error (*schema.InvalidError) that says how to
+// SOPS-encrypted is an input error (*problem.InvalidError) that says how to
 // configure age or pass --allow-plaintext-secrets, unless allowPlaintext.
 // Verrazzano CA Secrets hold public certificates and are exempt. Every
 // File.Secret must be SOPS-sealed unless allowPlaintext. Only files that may
 // hold a Secret are parsed. The error names files and Secrets, never content.
-func Scan(files []generate.File, allowPlaintext bool) error {
+func Scan(files []layout.File, allowPlaintext bool) error {
 	if allowPlaintext {
 		return nil
 	}
@@ -60,7 +60,7 @@ func Scan(files []generate.File, allowPlaintext bool) error {
 	}
 	b.WriteString("\nset spec.encryption.sops.ageRecipients to write Secrets SOPS-encrypted for age (see docs/secrets.md), " +
 		"or pass --allow-plaintext-secrets to write them in plaintext")
-	return schema.Invalid(errors.New(b.String()))
+	return problem.Invalid(errors.New(b.String()))
 }
 
 // Plaintext is Scan's finding without the verdict: one line per problem in
@@ -84,7 +84,7 @@ func Scan(files []generate.File, allowPlaintext bool) error {
 //     pushed. Other files that do not parse are no manifest kustomize could
 //     load, and pass;
 //   - a File.Secret that is not sealed is a problem.
-func Plaintext(files []generate.File) ([]string, error) {
+func Plaintext(files []layout.File) ([]string, error) {
 	var todo []int
 	for i, f := range files {
 		if f.Secret || isKustomization(f.Path) || mayHoldSecret(f.Data) {
@@ -160,7 +160,7 @@ func isKustomization(p string) bool {
 
 // mustParse reports whether a file that does not parse is refused: one that
 // kustomize would load as manifests or a kustomization, or a credential file.
-func mustParse(f generate.File) bool {
+func mustParse(f layout.File) bool {
 	if f.Secret || isKustomization(f.Path) {
 		return true
 	}
@@ -199,7 +199,7 @@ func splitDocuments(data []byte) [][]byte {
 }
 
 // scanFile returns one line per problem in f.
-func scanFile(f generate.File, lookup func(string) ([]byte, bool)) []string {
+func scanFile(f layout.File, lookup func(string) ([]byte, bool)) []string {
 	var out []string
 	sealed := false
 	n := 0

@@ -6,12 +6,12 @@ import (
 	"strings"
 	"testing"
 
-	"fleetgen.dev/fleetgen/pkg/generate"
-	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/pkg/layout"
+	"fleetgen.dev/fleetgen/pkg/problem"
 )
 
-func rawFile(path string, secret bool, body string) generate.File {
-	return generate.File{Path: path, Data: []byte(generate.Header + body), Secret: secret}
+func rawFile(path string, secret bool, body string) layout.File {
+	return layout.File{Path: path, Data: []byte(layout.Header + body), Secret: secret}
 }
 
 func TestScan(t *testing.T) {
@@ -21,7 +21,7 @@ func TestScan(t *testing.T) {
 	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
 
 	tests := map[string]struct {
-		files          []generate.File
+		files          []layout.File
 		allowPlaintext bool
 		wantErr        []string // substrings; nil: no error
 	}{
@@ -31,62 +31,62 @@ func TestScan(t *testing.T) {
 			wantErr: []string{"manager/fleet/prod-0/kubeconfig.yaml: Secret fleet-default/prod-0-kubeconfig holds unencrypted data", "spec.encryption.sops.ageRecipients", "--allow-plaintext-secrets"},
 		},
 		"allow plaintext passes": {files: plain, allowPlaintext: true},
-		"verrazzano CA exempt":   {files: []generate.File{verrazzanoCAFile(t, "m1", testCAPEM)}},
-		"verrazzano CA without data exempt": {files: []generate.File{rawFile("manager/verrazzano/m1/ca.yaml", false,
+		"verrazzano CA exempt":   {files: []layout.File{verrazzanoCAFile(t, "m1", testCAPEM)}},
+		"verrazzano CA without data exempt": {files: []layout.File{rawFile("manager/verrazzano/m1/ca.yaml", false,
 			"apiVersion: v1\nkind: Secret\nmetadata:\n  name: ca-secret-m1\n  namespace: verrazzano-mc\n")}},
 		"verrazzano CA holding a private key refused": {
-			files:   []generate.File{verrazzanoCAFile(t, "m1", testCAPEM+"-----BEGIN RSA PRIVATE KEY-----\nx\n-----END RSA PRIVATE KEY-----\n")},
+			files:   []layout.File{verrazzanoCAFile(t, "m1", testCAPEM+"-----BEGIN RSA PRIVATE KEY-----\nx\n-----END RSA PRIVATE KEY-----\n")},
 			wantErr: []string{"Secret verrazzano-mc/ca-secret-m1"},
 		},
 		"verrazzano CA with another key refused": {
-			files: []generate.File{rawFile("manager/verrazzano/m1/ca.yaml", false,
+			files: []layout.File{rawFile("manager/verrazzano/m1/ca.yaml", false,
 				"apiVersion: v1\nkind: Secret\nmetadata:\n  name: ca-secret-m1\n  namespace: verrazzano-mc\ndata:\n  cacrt: "+b64(testCAPEM)+"\n  token: "+b64("x")+"\n")},
 			wantErr: []string{"ca-secret-m1"},
 		},
 		"CA name in another namespace refused": {
-			files: []generate.File{rawFile("manager/x.yaml", false,
+			files: []layout.File{rawFile("manager/x.yaml", false,
 				"apiVersion: v1\nkind: Secret\nmetadata:\n  name: ca-secret-m1\n  namespace: default\ndata:\n  cacrt: "+b64(testCAPEM)+"\n")},
 			wantErr: []string{"default/ca-secret-m1"},
 		},
 		"secret in a non-secret file caught": {
-			files: []generate.File{rawFile("manager/extra.yaml", false,
+			files: []layout.File{rawFile("manager/extra.yaml", false,
 				"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  a: b\n---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: sneaky\n  namespace: ns\nstringData:\n  password: hunter2\n")},
 			wantErr: []string{"manager/extra.yaml: Secret ns/sneaky"},
 		},
 		"json spelling caught": {
-			files:   []generate.File{rawFile("x.json", false, `{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "j"}, "data": {"k": "dg=="}}`+"\n")},
+			files:   []layout.File{rawFile("x.json", false, `{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "j"}, "data": {"k": "dg=="}}`+"\n")},
 			wantErr: []string{"x.json: Secret j"},
 		},
 		"tagged kind caught": {
-			files:   []generate.File{rawFile("t.yaml", false, "kind: !!str Secret\nmetadata: {name: t}\ndata: {k: dg==}\n")},
+			files:   []layout.File{rawFile("t.yaml", false, "kind: !!str Secret\nmetadata: {name: t}\ndata: {k: dg==}\n")},
 			wantErr: []string{"t.yaml: Secret t"},
 		},
 		"secret inside a List caught": {
-			files:   []generate.File{rawFile("l.yaml", false, "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Secret\n  metadata: {name: inlist}\n  data: {k: dg==}\n")},
+			files:   []layout.File{rawFile("l.yaml", false, "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Secret\n  metadata: {name: inlist}\n  data: {k: dg==}\n")},
 			wantErr: []string{"l.yaml: Secret inlist"},
 		},
 		"secret without data passes": {
-			files: []generate.File{rawFile("e.yaml", false, "apiVersion: v1\nkind: Secret\nmetadata: {name: e}\ntype: Opaque\n")},
+			files: []layout.File{rawFile("e.yaml", false, "apiVersion: v1\nkind: Secret\nmetadata: {name: e}\ntype: Opaque\n")},
 		},
 		"partly encrypted refused": {
-			files: []generate.File{rawFile("p.yaml", false,
+			files: []layout.File{rawFile("p.yaml", false,
 				"apiVersion: v1\nkind: Secret\nmetadata: {name: p}\ndata:\n  a: ENC[AES256_GCM,data:abc,iv:x,tag:y,type:str]\n  b: dg==\nsops:\n  mac: ENC[AES256_GCM,data:abc,iv:x,tag:y,type:str]\n")},
 			wantErr: []string{"p.yaml: Secret p"},
 		},
 		"envelopes without sops metadata refused": {
-			files:   []generate.File{rawFile("m.yaml", false, "apiVersion: v1\nkind: Secret\nmetadata: {name: m}\ndata:\n  a: ENC[AES256_GCM,data:abc,iv:x,tag:y,type:str]\n")},
+			files:   []layout.File{rawFile("m.yaml", false, "apiVersion: v1\nkind: Secret\nmetadata: {name: m}\ndata:\n  a: ENC[AES256_GCM,data:abc,iv:x,tag:y,type:str]\n")},
 			wantErr: []string{"m.yaml: Secret m"},
 		},
 		"unsealed secret file without a Secret refused": {
-			files:   []generate.File{rawFile("manager/fleet/c/kubeconfig.yaml", true, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n")},
+			files:   []layout.File{rawFile("manager/fleet/c/kubeconfig.yaml", true, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n")},
 			wantErr: []string{"manager/fleet/c/kubeconfig.yaml: credential file is not SOPS-encrypted"},
 		},
 		"flagged file with a plaintext CA-like Secret refused": {
-			files:   []generate.File{rawFile("manager/fleet/c/kubeconfig.yaml", true, "apiVersion: v1\nkind: Secret\nmetadata: {name: ca-secret-c, namespace: verrazzano-mc}\ndata: {cacrt: "+b64(testCAPEM)+"}\n")},
+			files:   []layout.File{rawFile("manager/fleet/c/kubeconfig.yaml", true, "apiVersion: v1\nkind: Secret\nmetadata: {name: ca-secret-c, namespace: verrazzano-mc}\ndata: {cacrt: "+b64(testCAPEM)+"}\n")},
 			wantErr: []string{"verrazzano-mc/ca-secret-c holds unencrypted data"},
 		},
 		"kubeConfigSecret mention is not a Secret": {
-			files: []generate.File{clusterFile(t, "prod-0")},
+			files: []layout.File{clusterFile(t, "prod-0")},
 		},
 	}
 	for name, tc := range tests {
@@ -101,7 +101,7 @@ func TestScan(t *testing.T) {
 			if err == nil {
 				t.Fatal("Scan = nil, want an error")
 			}
-			if !schema.IsInvalid(err) {
+			if !problem.IsInvalid(err) {
 				t.Errorf("Scan error is not an input error: %v", err)
 			}
 			for _, w := range tc.wantErr {
@@ -210,10 +210,10 @@ func TestPlaintextSpellings(t *testing.T) {
 		"SecretStore":               {"apps/s.yaml": "apiVersion: v1\nkind: SecretStore\n" + rest},
 		"Secret without data":       {"apps/s.yaml": "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\n"},
 	}
-	files := func(m map[string]string) []generate.File {
-		var out []generate.File
+	files := func(m map[string]string) []layout.File {
+		var out []layout.File
 		for p, d := range m {
-			out = append(out, generate.File{Path: p, Data: []byte(d)})
+			out = append(out, layout.File{Path: p, Data: []byte(d)})
 		}
 		return out
 	}

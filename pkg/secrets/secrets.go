@@ -27,7 +27,8 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"fleetgen.dev/fleetgen/pkg/generate"
+	"fleetgen.dev/fleetgen/pkg/layout"
+	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
@@ -48,13 +49,13 @@ const ConfigPath = ".sops.yaml"
 // recipients (HashAnnotation), it is kept byte for byte so that a re-render
 // makes no Git diff. With enc nil (or without recipients), files are returned
 // as they are, for Scan to judge. The result is sorted by Path; sealed files
-// keep File.Secret and generate.Header as their first line. Encryption runs
+// keep File.Secret and layout.Header as their first line. Encryption runs
 // on every CPU. Seal never logs, and its errors never contain secret content;
 // a recipient that does not parse is an input error.
 //
 // With Verify, a previous file is kept only when it decrypts to the Secret
 // being sealed.
-func Seal(files []generate.File, enc *schema.SOPS, previous func(path string) ([]byte, bool), opts ...Option) ([]generate.File, error) {
+func Seal(files []layout.File, enc *schema.SOPS, previous func(path string) ([]byte, bool), opts ...Option) ([]layout.File, error) {
 	s := sealer{rand: rand.Reader, now: lastModified, workers: runtime.GOMAXPROCS(0)}
 	for _, o := range opts {
 		o(&s.opts)
@@ -76,7 +77,7 @@ type sealer struct {
 	opts    sealOptions
 }
 
-func (s sealer) seal(files []generate.File, enc *schema.SOPS, previous func(path string) ([]byte, bool)) ([]generate.File, error) {
+func (s sealer) seal(files []layout.File, enc *schema.SOPS, previous func(path string) ([]byte, bool)) ([]layout.File, error) {
 	if enc == nil || len(enc.AgeRecipients) == 0 {
 		return files, nil
 	}
@@ -86,14 +87,14 @@ func (s sealer) seal(files []generate.File, enc *schema.SOPS, previous func(path
 	}
 	if s.opts.ids != nil {
 		if err := s.opts.ids.check(recipients); err != nil {
-			return nil, schema.Invalid(err)
+			return nil, problem.Invalid(err)
 		}
 	}
 	if previous == nil {
 		previous = func(string) ([]byte, bool) { return nil, false }
 	}
 
-	out := make([]generate.File, 0, len(files)+1)
+	out := make([]layout.File, 0, len(files)+1)
 	var jobs []int
 	for _, f := range files {
 		if f.Path == ConfigPath {
@@ -156,7 +157,7 @@ func (s sealer) seal(files []generate.File, enc *schema.SOPS, previous func(path
 	if err != nil {
 		return nil, err
 	}
-	out = append(out, generate.File{Path: ConfigPath, Data: cfg})
+	out = append(out, layout.File{Path: ConfigPath, Data: cfg})
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, nil
 }
@@ -165,7 +166,7 @@ func (s sealer) seal(files []generate.File, enc *schema.SOPS, previous func(path
 // and a fresh encryption otherwise. With identities, prev must also decrypt
 // to that plaintext; forged reports a prev whose annotation said it did
 // while its ciphertext did not.
-func (s sealer) sealFile(f generate.File, recipients []string, prev, salt []byte) (data []byte, forged bool, err error) {
+func (s sealer) sealFile(f layout.File, recipients []string, prev, salt []byte) (data []byte, forged bool, err error) {
 	if prev != nil && unchanged(prev, f.Data, recipients) {
 		if s.opts.ids == nil || decryptsTo(prev, f.Data, s.opts.ids) {
 			return prev, false, nil
@@ -188,7 +189,7 @@ func normalizeRecipients(in []string) ([]string, error) {
 	for i, r := range in {
 		r = strings.TrimSpace(r)
 		if err := checkRecipient(r); err != nil {
-			return nil, schema.Invalid(fmt.Errorf("spec.encryption.sops.ageRecipients[%d]: %w", i, err))
+			return nil, problem.Invalid(fmt.Errorf("spec.encryption.sops.ageRecipients[%d]: %w", i, err))
 		}
 		out = append(out, r)
 	}

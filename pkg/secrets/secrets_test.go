@@ -16,7 +16,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
 
-	"fleetgen.dev/fleetgen/pkg/generate"
+	"fleetgen.dev/fleetgen/pkg/layout"
+	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
@@ -24,15 +25,15 @@ func kubeconfigFor(cluster string) []byte {
 	return fakeKubeconfig(cluster, "fake-token-"+cluster, "fake-key-"+cluster)
 }
 
-func byPath(files []generate.File) map[string]generate.File {
-	m := make(map[string]generate.File, len(files))
+func byPath(files []layout.File) map[string]layout.File {
+	m := make(map[string]layout.File, len(files))
 	for _, f := range files {
 		m[f.Path] = f
 	}
 	return m
 }
 
-func previousOf(files []generate.File) func(string) ([]byte, bool) {
+func previousOf(files []layout.File) func(string) ([]byte, bool) {
 	m := byPath(files)
 	return func(p string) ([]byte, bool) {
 		f, ok := m[p]
@@ -40,7 +41,7 @@ func previousOf(files []generate.File) func(string) ([]byte, bool) {
 	}
 }
 
-func mustSeal(t testing.TB, files []generate.File, enc *schema.SOPS, prev func(string) ([]byte, bool)) []generate.File {
+func mustSeal(t testing.TB, files []layout.File, enc *schema.SOPS, prev func(string) ([]byte, bool)) []layout.File {
 	t.Helper()
 	out, err := Seal(files, enc, prev)
 	if err != nil {
@@ -57,8 +58,8 @@ func TestSealRoundTripFlux(t *testing.T) {
 	}
 
 	for _, f := range sealed {
-		if !bytes.HasPrefix(f.Data, []byte(generate.Header)) {
-			t.Errorf("%s does not start with generate.Header", f.Path)
+		if !bytes.HasPrefix(f.Data, []byte(layout.Header)) {
+			t.Errorf("%s does not start with layout.Header", f.Path)
 		}
 		if f.Secret && bytes.Contains(f.Data, []byte(base64.StdEncoding.EncodeToString(kubeconfigFor("prod-0")))) {
 			t.Errorf("%s holds the plaintext", f.Path)
@@ -134,7 +135,7 @@ func TestSealDecryptWithMAC(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: sops decrypt: %v", f.Path, err)
 		}
-		if !bytes.HasPrefix(plain, []byte(generate.Header)) {
+		if !bytes.HasPrefix(plain, []byte(layout.Header)) {
 			t.Errorf("%s: decrypted file lost the header", f.Path)
 		}
 		// The plaintext is the input plus the hash annotation (sops -d
@@ -217,10 +218,10 @@ func TestSealKeepsOnlyValidPrevious(t *testing.T) {
 		"hash edited":       phcRe.ReplaceAll(prev, []byte("${1}AAAA$2")),
 		"annotation gone":   []byte(removeLine(string(prev), HashAnnotation)),
 		"other cost":        bytes.Replace(prev, []byte("m=64,t=1"), []byte("m=32,t=1"), 1),
-		"no header":         bytes.TrimPrefix(prev, []byte(generate.Header)),
+		"no header":         bytes.TrimPrefix(prev, []byte(layout.Header)),
 		"recipient removed": bytes.Replace(prev, []byte("recipient: "+testRecipient), []byte("recipient: "+otherRecipient), 1),
 		"plaintext":         byPath(files)[p].Data,
-		"garbage":           []byte(generate.Header + "{{{"),
+		"garbage":           []byte(layout.Header + "{{{"),
 	}
 	for name, old := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -252,12 +253,12 @@ func TestHashCost(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			f := kubeconfigSecret(t, "c", tc.kubeconfig)
-			out := mustSeal(t, []generate.File{f}, testSOPS(testRecipient), nil)
+			out := mustSeal(t, []layout.File{f}, testSOPS(testRecipient), nil)
 			sealed := byPath(out)[f.Path].Data
 			if !bytes.Contains(sealed, []byte(HashAnnotation+": "+tc.want)) {
 				t.Errorf("hash annotation does not use %s", tc.want)
 			}
-			again := mustSeal(t, []generate.File{f}, testSOPS(testRecipient), previousOf(out))
+			again := mustSeal(t, []layout.File{f}, testSOPS(testRecipient), previousOf(out))
 			if !bytes.Equal(byPath(again)[f.Path].Data, sealed) {
 				t.Error("unchanged Secret re-encrypted")
 			}
@@ -265,7 +266,7 @@ func TestHashCost(t *testing.T) {
 	}
 }
 
-func diffPaths(a, b []generate.File) []string {
+func diffPaths(a, b []layout.File) []string {
 	am, bm := byPath(a), byPath(b)
 	var out []string
 	for _, f := range b {
@@ -290,7 +291,7 @@ func TestSealWithoutEncryption(t *testing.T) {
 				t.Errorf("Seal changed files without encryption (-want +got):\n%s", diff)
 			}
 			err := Scan(out, false)
-			if !schema.IsInvalid(err) {
+			if !problem.IsInvalid(err) {
 				t.Fatalf("Scan of plaintext credentials = %v, want an input error", err)
 			}
 		})
@@ -300,7 +301,7 @@ func TestSealWithoutEncryption(t *testing.T) {
 func TestSealBadRecipient(t *testing.T) {
 	files := fleetFiles(t, 1, kubeconfigFor)
 	_, err := Seal(files, testSOPS(testRecipient, "age1notarecipient"), nil)
-	if !schema.IsInvalid(err) || !strings.Contains(err.Error(), "ageRecipients[1]") {
+	if !problem.IsInvalid(err) || !strings.Contains(err.Error(), "ageRecipients[1]") {
 		t.Fatalf("Seal with a bad recipient = %v, want an input error naming ageRecipients[1]", err)
 	}
 }
@@ -313,10 +314,10 @@ func TestSealOutputSortedAndConfig(t *testing.T) {
 			t.Fatalf("output not sorted: %s before %s", out[i-1].Path, out[i].Path)
 		}
 	}
-	if out[0].Path != ConfigPath || !bytes.HasPrefix(out[0].Data, []byte(generate.Header)) {
+	if out[0].Path != ConfigPath || !bytes.HasPrefix(out[0].Data, []byte(layout.Header)) {
 		t.Fatalf("first file = %s, want %s starting with the header", out[0].Path, ConfigPath)
 	}
-	want := generate.Header + `creation_rules:
+	want := layout.Header + `creation_rules:
   - path_regex: (^|/)manager/fleet/[^/]+/kubeconfig\.yaml$
     encrypted_regex: ^(data|stringData)$
     age: ` + testRecipient + `,` + otherRecipient + `

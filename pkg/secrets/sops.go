@@ -13,8 +13,7 @@ import (
 	"filippo.io/age"
 	"filippo.io/age/agessh"
 	"filippo.io/age/armor"
-
-	"fleetgen.dev/fleetgen/pkg/generate"
+	"fleetgen.dev/fleetgen/pkg/layout"
 )
 
 // yamlIndent matches the two-space indentation of everything else fleetgen
@@ -56,7 +55,7 @@ func checkRecipient(r string) error {
 // --encrypted-regex '^(data|stringData)$' --age …` does, after adding the
 // plaintext-hash annotation hash. Its errors never quote the plaintext.
 func encrypt(plain []byte, recipients []string, hash string, now time.Time) ([]byte, error) {
-	if !bytes.HasPrefix(plain, []byte(generate.Header)) {
+	if !bytes.HasPrefix(plain, []byte(layout.Header)) {
 		return nil, errors.New("does not start with the fleetgen header")
 	}
 	doc, err := parseYAML(plain)
@@ -106,7 +105,7 @@ func encrypt(plain []byte, recipients []string, hash string, now time.Time) ([]b
 	if err != nil {
 		return nil, fmt.Errorf("emit SOPS YAML: %w", err)
 	}
-	if !bytes.HasPrefix(out, []byte(generate.Header)) {
+	if !bytes.HasPrefix(out, []byte(layout.Header)) {
 		return nil, errors.New("SOPS output lost the fleetgen header")
 	}
 	return out, nil

@@ -8,9 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"fleetgen.dev/fleetgen/pkg/problem"
 	"github.com/getsops/sops/v3/decrypt"
-
-	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
 // exampleRecipient is the public key of examples/fleet-standalone/age.agekey
@@ -145,7 +144,7 @@ func TestVerifyNeedsARecipientsKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Seal(fleetFiles(t, 1, kubeconfigFor), testSOPS(exampleRecipient), nil, Verify(ids, nil))
-	var inv *schema.InvalidError
+	var inv *problem.InvalidError
 	if !errors.As(err, &inv) || !strings.Contains(err.Error(), "no identity for any of spec.encryption.sops.ageRecipients") {
 		t.Fatalf("err = %v, want an input error", err)
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"fleetgen.dev/fleetgen/pkg/generate"
+	"fleetgen.dev/fleetgen/pkg/layout"
 )
 
 // The tests below forge DIR/.fleetgen as a pull request can (git add -f):
@@ -39,7 +39,7 @@ func TestForgedStageSymlink(t *testing.T) {
 			t.Run(name+map[bool]string{false: " out of DIR", true: " inside DIR"}[inside], func(t *testing.T) {
 				t.Parallel()
 				dir := t.TempDir()
-				files := []generate.File{file("a.yaml", "a\n")}
+				files := []layout.File{file("a.yaml", "a\n")}
 				if _, err := Write(dir, files); err != nil {
 					t.Fatal(err)
 				}
@@ -108,7 +108,7 @@ func TestForgedJournalLockElsewhere(t *testing.T) {
 			base := t.TempDir()
 			dir := filepath.Join(base, "out")
 			lockPath := filepath.Join(base, "fleet.lock.yaml")
-			files := []generate.File{file("a.yaml", "a\n")}
+			files := []layout.File{file("a.yaml", "a\n")}
 			if _, err := WriteWith(dir, files, Options{Lock: &Lock{Path: lockPath, New: []byte("# mine\n")}}); err != nil {
 				t.Fatal(err)
 			}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
@@ -93,9 +94,9 @@ func (b *budget) refuse(p string, err error) error {
 		return nil
 	}
 	if tl.size > b.file {
-		return schema.Invalid(&BoundError{Dir: b.dir, Path: p, Bound: "per file", Limit: b.file})
+		return problem.Invalid(&BoundError{Dir: b.dir, Path: p, Bound: "per file", Limit: b.file})
 	}
-	return schema.Invalid(&BoundError{Dir: b.dir, Path: p, Bound: "in total", Limit: b.total()})
+	return problem.Invalid(&BoundError{Dir: b.dir, Path: p, Bound: "in total", Limit: b.total()})
 }
 
 // spend takes n bytes for p from the budget.
@@ -104,7 +105,7 @@ func (b *budget) spend(p string, n int64) error {
 		return nil
 	}
 	if b.left -= n; b.left < 0 {
-		return schema.Invalid(&BoundError{Dir: b.dir, Path: p, Bound: "in total", Limit: b.total()})
+		return problem.Invalid(&BoundError{Dir: b.dir, Path: p, Bound: "in total", Limit: b.total()})
 	}
 	return nil
 }

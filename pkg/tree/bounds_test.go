@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"fleetgen.dev/fleetgen/pkg/generate"
-	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/pkg/layout"
+	"fleetgen.dev/fleetgen/pkg/problem"
 )
 
 // TestReadBounds is issue 26 family 4: an output folder that a pull request
@@ -28,7 +28,7 @@ func TestReadBounds(t *testing.T) {
 		"a 200 MiB stale file": {
 			fill: func(t *testing.T, dir string) {
 				p := filepath.Join(dir, "manager", "stale.yaml")
-				must(t, os.WriteFile(p, []byte(generate.Header), 0o644))
+				must(t, os.WriteFile(p, []byte(layout.Header), 0o644))
 				must(t, os.Truncate(p, 200<<20)) // sparse: costs no disk
 			},
 			bound: "per file", path: "manager/stale.yaml",
@@ -37,7 +37,7 @@ func TestReadBounds(t *testing.T) {
 			fill: func(t *testing.T, dir string) {
 				for i := range 12 {
 					p := filepath.Join(dir, fmt.Sprintf("big-%02d.yaml", i))
-					must(t, os.WriteFile(p, []byte(generate.Header), 0o644))
+					must(t, os.WriteFile(p, []byte(layout.Header), 0o644))
 					must(t, os.Truncate(p, 1<<20))
 				}
 			},
@@ -65,7 +65,7 @@ func TestReadBounds(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			if _, err := Write(dir, []generate.File{file("manager/a.yaml", "a\n")}); err != nil {
+			if _, err := Write(dir, []layout.File{file("manager/a.yaml", "a\n")}); err != nil {
 				t.Fatal(err)
 			}
 			tc.fill(t, dir)
@@ -75,7 +75,7 @@ func TestReadBounds(t *testing.T) {
 			_, err := Read(dir, tc.opt)
 			runtime.ReadMemStats(&after)
 			var be *BoundError
-			if !errors.As(err, &be) || !schema.IsInvalid(err) {
+			if !errors.As(err, &be) || !problem.IsInvalid(err) {
 				t.Fatalf("Read = %v, want a *BoundError that is an input error", err)
 			}
 			if be.Bound != tc.bound || (tc.path != "" && !strings.Contains(err.Error(), tc.path)) {
@@ -96,7 +96,7 @@ func TestReadBounds(t *testing.T) {
 
 	// Within the bounds, the same folder reads as before.
 	dir := t.TempDir()
-	if _, err := Write(dir, []generate.File{file("manager/a.yaml", "a\n")}); err != nil {
+	if _, err := Write(dir, []layout.File{file("manager/a.yaml", "a\n")}); err != nil {
 		t.Fatal(err)
 	}
 	have, err := Read(dir, Options{})

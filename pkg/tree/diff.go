@@ -13,19 +13,19 @@ import (
 	"github.com/rogpeppe/go-internal/diff"
 
 	"fleetgen.dev/fleetgen/internal/inert"
-	"fleetgen.dev/fleetgen/pkg/generate"
-	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/pkg/layout"
+	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/pkg/secrets"
 )
 
 // Compare returns a unified diff (a/ and b/ prefixes, /dev/null for a
 // missing side) from have, what Read found in dir, to files, covering
 // changed, missing and stale fleetgen-owned files; "" when equal. Secrets'
-// content (generate.File.Secret, or a Secret on either side as
+// content (layout.File.Secret, or a Secret on either side as
 // secrets.Conceal parses it, in any YAML spelling) is never shown. Paths
 // are written with inert.Text, so a name from dir never breaks a line; the
 // content is raw: print it through inert.Block.
-func Compare(dir string, have map[string][]byte, files []generate.File) (string, error) {
+func Compare(dir string, have map[string][]byte, files []layout.File) (string, error) {
 	if err := checkPaths(files); err != nil {
 		return "", err
 	}
@@ -39,7 +39,7 @@ func Compare(dir string, have map[string][]byte, files []generate.File) (string,
 		want[f.Path] = true
 		switch old, ok := have[f.Path]; {
 		case ok && old == nil:
-			return "", schema.Invalid(fmt.Errorf("%s in %s: not a regular file fleetgen can read", f.Path, dir))
+			return "", problem.Invalid(fmt.Errorf("%s in %s: not a regular file fleetgen can read", f.Path, dir))
 		case !ok:
 			out = append(out, entry{f.Path, fileDiff("/dev/null", nil, "b/"+inert.Text(f.Path), f.Data, f.Secret)})
 		case !bytes.Equal(old, f.Data):
@@ -47,7 +47,7 @@ func Compare(dir string, have map[string][]byte, files []generate.File) (string,
 		}
 	}
 	for p, old := range have {
-		if !want[p] && bytes.HasPrefix(old, []byte(generate.Header)) && !FluxSystem(p) {
+		if !want[p] && bytes.HasPrefix(old, []byte(layout.Header)) && !FluxSystem(p) {
 			out = append(out, entry{p, fileDiff("a/"+inert.Text(p), old, "/dev/null", nil, false)})
 		}
 	}
@@ -79,7 +79,7 @@ func Read(dir string, opt Options) (map[string][]byte, error) {
 	case err != nil:
 		return nil, fmt.Errorf("read %s: %w", dir, err)
 	case !fi.IsDir():
-		return nil, schema.Invalid(fmt.Errorf("output %s is not a folder", dir))
+		return nil, problem.Invalid(fmt.Errorf("output %s is not a folder", dir))
 	}
 	t, err := openTree(dir)
 	if err != nil {

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"fleetgen.dev/fleetgen/pkg/generate"
-	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/pkg/layout"
+	"fleetgen.dev/fleetgen/pkg/problem"
 )
 
 // TestFluxSystemUntouched: render never writes or removes anything under a
@@ -18,7 +18,7 @@ import (
 func TestFluxSystemUntouched(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	files := []generate.File{file("clusters/c1/apps.yaml", "apps\n"), file("clusters/c1/old.yaml", "old\n")}
+	files := []layout.File{file("clusters/c1/apps.yaml", "apps\n"), file("clusters/c1/old.yaml", "old\n")}
 	if _, err := Write(dir, files); err != nil {
 		t.Fatal(err)
 	}
@@ -47,14 +47,14 @@ func TestFluxSystemUntouched(t *testing.T) {
 
 	// A render that would write there is refused before anything changes.
 	_, err = Write(dir, append(files, file("clusters/c1/flux-system/x.yaml", "x\n")))
-	if err == nil || !schema.IsInvalid(err) || !strings.Contains(err.Error(), "flux bootstrap owns") {
+	if err == nil || !problem.IsInvalid(err) || !strings.Contains(err.Error(), "flux bootstrap owns") {
 		t.Errorf("writing into flux-system/ = %v, want an input error", err)
 	}
 
 	// A forged committed journal naming it for removal removes nothing.
 	must(t, os.WriteFile(filepath.Join(dir, MetaDir, committedFile),
 		[]byte(`{"version":2,"dels":["clusters/c1/flux-system/gotk-sync.yaml"]}`), 0o644))
-	if _, err := Write(dir, files); err != nil && !schema.IsInvalid(err) {
+	if _, err := Write(dir, files); err != nil && !problem.IsInvalid(err) {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(headed); err != nil {

@@ -13,8 +13,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"fleetgen.dev/fleetgen/pkg/generate"
-	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/pkg/layout"
+	"fleetgen.dev/fleetgen/pkg/problem"
 )
 
 // tree is an output folder opened as an os.Root: no name in it (a planted
@@ -125,13 +125,13 @@ func readLock(p string) ([]byte, error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
-	return nil, schema.Invalid(fmt.Errorf("read %s: %w", p, err))
+	return nil, problem.Invalid(fmt.Errorf("read %s: %w", p, err))
 }
 
 // isCut reports whether data, a whole file, is a strict start of the header
 // (empty, say): fleetgen's, cut by a kill or a power loss before a flush.
 func isCut(data []byte) bool {
-	return len(data) < len(generate.Header) && strings.HasPrefix(generate.Header, string(data))
+	return len(data) < len(layout.Header) && strings.HasPrefix(layout.Header, string(data))
 }
 
 // ownedFile reports whether rel, reached through real folders only, is a
@@ -141,7 +141,7 @@ func (t *tree) ownedFile(rel string) bool {
 		return false
 	}
 	b, err := readRegular(t.root, rel, maxFile)
-	return err == nil && (bytes.HasPrefix(b, []byte(generate.Header)) || isCut(b))
+	return err == nil && (bytes.HasPrefix(b, []byte(layout.Header)) || isCut(b))
 }
 
 // realDir reports whether every folder from d up to the root is a real one.
@@ -169,7 +169,7 @@ func (t *tree) ensureDir(d string) error {
 		return fmt.Errorf("create %s: %w", d, err)
 	}
 	if !t.realDir(d) {
-		return schema.Invalid(fmt.Errorf("create %s in %s: not a folder", d, t.dir))
+		return problem.Invalid(fmt.Errorf("create %s in %s: not a folder", d, t.dir))
 	}
 	return nil
 }

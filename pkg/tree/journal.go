@@ -15,7 +15,7 @@ import (
 	"strconv"
 	"strings"
 
-	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/pkg/problem"
 )
 
 // MetaDir holds fleetgen's lock, journal and staged files in the output
@@ -99,7 +99,7 @@ func lockTmpName(lockPath, sum string) string {
 
 // invalidMeta is the refusal of what a journal or MetaDir holds.
 func invalidMeta(dir, what string) error {
-	return schema.Invalid(fmt.Errorf("%s: %s; remove %s", filepath.Join(dir, MetaDir), what, filepath.Join(dir, MetaDir)))
+	return problem.Invalid(fmt.Errorf("%s: %s; remove %s", filepath.Join(dir, MetaDir), what, filepath.Join(dir, MetaDir)))
 }
 
 // readJournal returns the journal of an unfinished update, if any, and
@@ -122,7 +122,7 @@ func (t *tree) readJournal(lockPath string) (*journal, bool, error) {
 			return j, name == committedFile, nil
 		}
 		if lockPath == "" || j.LockPath != sumHex([]byte(lockPath)) {
-			return nil, false, schema.Invalid(fmt.Errorf("%s holds an unfinished render of another fleet; render that fleet into it again, or remove %s", t.dir, filepath.Join(t.dir, MetaDir)))
+			return nil, false, problem.Invalid(fmt.Errorf("%s holds an unfinished render of another fleet; render that fleet into it again, or remove %s", t.dir, filepath.Join(t.dir, MetaDir)))
 		}
 		cur, err := readLock(lockPath)
 		if err != nil {

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"fleetgen.dev/fleetgen/pkg/generate"
-	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/pkg/layout"
+	"fleetgen.dev/fleetgen/pkg/problem"
 )
 
 // TestMain lets a test run WriteWith in a child process that it can kill.
@@ -38,8 +38,8 @@ func TestMain(m *testing.M) {
 
 // bigTree is generation gen of a large tree and its lock: each generation
 // changes every file, drops a tenth of the clusters and adds as many.
-func bigTree(gen int) ([]generate.File, []byte) {
-	var files []generate.File
+func bigTree(gen int) ([]layout.File, []byte) {
+	var files []layout.File
 	for c := gen * 30; c < gen*30+300; c++ {
 		for _, name := range []string{"cluster.yaml", "token.yaml", "values.yaml", "kustomization.yaml"} {
 			files = append(files, file(fmt.Sprintf("clusters/c%05d/%s", c, name), fmt.Sprintf("gen: %d\n%s", gen, strings.Repeat("x: y\n", 40))))
@@ -71,7 +71,7 @@ func assertOutsideUnchanged(t *testing.T, d string) {
 // TestPlantedSymlinks plants symlinks where fleetgen's temporary, staging,
 // journal and output files go; none may make a write land outside DIR.
 func TestPlantedSymlinks(t *testing.T) {
-	files := []generate.File{file("a.yaml", "a\n"), file("clusters/c1/x.yaml", "x\n"), file("sub/b.yaml", "b\n")}
+	files := []layout.File{file("a.yaml", "a\n"), file("clusters/c1/x.yaml", "x\n"), file("sub/b.yaml", "b\n")}
 	cases := []struct {
 		name    string
 		plant   func(t *testing.T, dir, outside, victim string)
@@ -134,7 +134,7 @@ func TestPlantedSymlinks(t *testing.T) {
 			_, err := Write(dir, files)
 			assertOutsideUnchanged(t, outside)
 			if tt.invalid {
-				if !schema.IsInvalid(err) {
+				if !problem.IsInvalid(err) {
 					t.Fatalf("Write = %v, want an input error", err)
 				}
 				return
@@ -216,7 +216,7 @@ func TestKilledWrite(t *testing.T) {
 		if rerr != nil {
 			t.Fatal(rerr)
 		}
-		var want []generate.File
+		var want []layout.File
 		switch {
 		case bytes.Equal(cur, oldLock):
 			want = oldFiles
@@ -326,7 +326,7 @@ func TestConcurrentWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	type result struct {
-		files []generate.File
+		files []layout.File
 		lock  []byte
 		err   error
 	}
@@ -375,7 +375,7 @@ func TestConcurrentWrites(t *testing.T) {
 // is unchanged: its stat does not match, so Write reads the file and fixes it.
 func TestStateCacheNeverDecides(t *testing.T) {
 	dir := t.TempDir()
-	files := []generate.File{file("a.yaml", "a\n")}
+	files := []layout.File{file("a.yaml", "a\n")}
 	if _, err := Write(dir, files); err != nil {
 		t.Fatal(err)
 	}
@@ -404,7 +404,7 @@ func TestPlantedFIFO(t *testing.T) {
 			dir := t.TempDir()
 			must(t, os.Mkdir(filepath.Join(dir, MetaDir), 0o755))
 			must(t, syscall.Mkfifo(filepath.Join(dir, MetaDir, name), 0o644))
-			files := []generate.File{file("a.yaml", "a\n")}
+			files := []layout.File{file("a.yaml", "a\n")}
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
@@ -424,7 +424,7 @@ func TestPlantedFIFO(t *testing.T) {
 // committing the output folder never commits fleetgen's lock, journal or
 // cache, and a planted symlink at that name is not followed.
 func TestMetaGitignore(t *testing.T) {
-	files := []generate.File{{Path: "a/x.yaml", Data: []byte(generate.Header + "a: 1\n")}}
+	files := []layout.File{{Path: "a/x.yaml", Data: []byte(layout.Header + "a: 1\n")}}
 	dir := t.TempDir()
 	if _, err := Write(dir, files); err != nil {
 		t.Fatal(err)
@@ -451,7 +451,7 @@ func TestMetaGitignore(t *testing.T) {
 // part of the header. The next write rolls it back and writes the tree; a
 // file the journal names that does not begin like fleetgen's stays.
 func TestKilledBetweenOpenAndWrite(t *testing.T) {
-	files := []generate.File{file("a.yaml", "a\n"), file("clusters/c1/x.yaml", "x\n")}
+	files := []layout.File{file("a.yaml", "a\n"), file("clusters/c1/x.yaml", "x\n")}
 	for _, tt := range []struct {
 		name, content string
 		conflict      bool
@@ -470,7 +470,7 @@ func TestKilledBetweenOpenAndWrite(t *testing.T) {
 			must(t, os.WriteFile(filepath.Join(meta, preparedFile), j.marshal(), 0o644))
 			_, err := Write(dir, files)
 			if tt.conflict {
-				if !schema.IsInvalid(err) {
+				if !problem.IsInvalid(err) {
 					t.Fatalf("Write = %v, want a refusal to overwrite", err)
 				}
 				if b, _ := os.ReadFile(filepath.Join(dir, "clusters", "c1", "x.yaml")); string(b) != tt.content {
@@ -496,7 +496,7 @@ func TestKilledBetweenOpenAndWrite(t *testing.T) {
 func TestCutFilesRewritten(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "out")
-	files := []generate.File{
+	files := []layout.File{
 		file("clusters/a/cluster.yaml", "a: 1\n"),
 		file("clusters/b/cluster.yaml", "b: 1\n"),
 		file("clusters/c/cluster.yaml", "c: 1\n"),
@@ -506,7 +506,7 @@ func TestCutFilesRewritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	must(t, os.Truncate(filepath.Join(dir, "clusters/a/cluster.yaml"), 0))
-	must(t, os.WriteFile(filepath.Join(dir, "clusters/b/cluster.yaml"), []byte(generate.Header[:9]), 0o644))
+	must(t, os.WriteFile(filepath.Join(dir, "clusters/b/cluster.yaml"), []byte(layout.Header[:9]), 0o644))
 	must(t, os.Truncate(filepath.Join(dir, "clusters/d/cluster.yaml"), 0)) // no longer rendered
 	must(t, os.WriteFile(filepath.Join(dir, "clusters/c/.gitkeep"), nil, 0o644))
 	if _, err := Write(dir, files[:3]); err != nil {

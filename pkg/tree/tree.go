@@ -1,5 +1,5 @@
 // Package tree writes a rendered file set to disk and compares it with what is
-// there. It owns only files that start with generate.Header, and MetaDir. It
+// there. It owns only files that start with layout.Header, and MetaDir. It
 // reaches the output folder's files through an os.Root of it: nothing in the
 // folder (a pull request may have filled it) leads anything out of it.
 package tree
@@ -22,8 +22,8 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"fleetgen.dev/fleetgen/pkg/generate"
-	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/pkg/layout"
+	"fleetgen.dev/fleetgen/pkg/problem"
 )
 
 // Stats counts what WriteWith did.
@@ -50,14 +50,14 @@ type Options struct {
 var writeHook func(p string) error
 
 // WriteWith makes dir hold files, and opt.Lock its new content: changed files
-// written, fleetgen's files (generate.Header) that files lacks removed with
+// written, fleetgen's files (layout.Header) that files lacks removed with
 // the folders left empty, no other file touched. The update is atomic for
 // tree and lock (see journal): after a failure, a kill or a full disk both
 // are old or new. dir may not be a symlink; files are created with O_EXCL
 // through real folders. A bad path or a foreign file in the way is an input
-// error (*schema.InvalidError) before anything changes. A second WriteWith of
+// error (*problem.InvalidError) before anything changes. A second WriteWith of
 // dir waits for the first (flock on dir/MetaDir/lock).
-func WriteWith(dir string, files []generate.File, opt Options) (st Stats, err error) {
+func WriteWith(dir string, files []layout.File, opt Options) (st Stats, err error) {
 	if err := checkPaths(files); err != nil {
 		return st, err
 	}
@@ -69,7 +69,7 @@ func WriteWith(dir string, files []generate.File, opt Options) (st Stats, err er
 	fi, lerr := os.Lstat(dir)
 	switch {
 	case lerr == nil && !fi.IsDir():
-		return st, schema.Invalid(fmt.Errorf("output %s is not a folder", dir))
+		return st, problem.Invalid(fmt.Errorf("output %s is not a folder", dir))
 	case errors.Is(lerr, fs.ErrNotExist):
 		if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 			return st, fmt.Errorf("create %s: %w", dir, err)
@@ -134,7 +134,7 @@ func (t *tree) recover(lockPath string) error {
 
 // update is WriteWith once MetaDir exists, is locked and was recovered, and
 // the tree was read into existing.
-func (t *tree) update(lockPath string, files []generate.File, existing listing, opt Options) (Stats, error) {
+func (t *tree) update(lockPath string, files []layout.File, existing listing, opt Options) (Stats, error) {
 	var st Stats
 	var newLock []byte
 	if opt.Lock != nil {
@@ -260,7 +260,7 @@ func (t *tree) byFolder(paths []string, fn func(r *os.Root, group []string) erro
 
 // plan decides every step of the update from what scan found, and the
 // leftovers to remove.
-func (t *tree) plan(files []generate.File, existing listing) (*journal, []string, error) {
+func (t *tree) plan(files []layout.File, existing listing) (*journal, []string, error) {
 	var j journal
 	var conflicts []string
 	want := make(map[string]bool, len(files))
@@ -274,14 +274,14 @@ func (t *tree) plan(files []generate.File, existing listing) (*journal, []string
 		case old == nil:
 			conflicts = append(conflicts, f.Path+" is not a regular file fleetgen can read")
 		case bytes.Equal(old, f.Data):
-		case bytes.HasPrefix(old, []byte(generate.Header)) || isCut(old): // ours, or cut by a power loss
+		case bytes.HasPrefix(old, []byte(layout.Header)) || isCut(old): // ours, or cut by a power loss
 			j.Puts = append(j.Puts, f.Path)
 		default:
 			conflicts = append(conflicts, f.Path+" exists and was not written by fleetgen")
 		}
 	}
 	for q, old := range existing.files {
-		if !want[q] && bytes.HasPrefix(old, []byte(generate.Header)) && !FluxSystem(q) {
+		if !want[q] && bytes.HasPrefix(old, []byte(layout.Header)) && !FluxSystem(q) {
 			j.Dels = append(j.Dels, q)
 		}
 	}
@@ -315,7 +315,7 @@ func (t *tree) plan(files []generate.File, existing listing) (*journal, []string
 	}
 	if len(conflicts) > 0 {
 		sort.Strings(conflicts)
-		return nil, nil, schema.Invalid(fmt.Errorf("write %s: refusing to overwrite files fleetgen does not own:\n  %s", t.dir, strings.Join(conflicts, "\n  ")))
+		return nil, nil, problem.Invalid(fmt.Errorf("write %s: refusing to overwrite files fleetgen does not own:\n  %s", t.dir, strings.Join(conflicts, "\n  ")))
 	}
 	j.News, j.Mkdirs = news, slices.Collect(maps.Keys(mkdirs))
 	for _, l := range [][]string{j.News, j.Mkdirs, j.Puts, j.Dels, existing.leftovers} {
@@ -326,7 +326,7 @@ func (t *tree) plan(files []generate.File, existing listing) (*journal, []string
 
 // commit carries out a planned update: journal, writes, flush, commit point,
 // roll-forward. On an error before the commit point it rolls back.
-func (t *tree) commit(files []generate.File, j *journal, lockPath string, newLock []byte) (err error) {
+func (t *tree) commit(files []layout.File, j *journal, lockPath string, newLock []byte) (err error) {
 	if len(j.Puts) > 0 {
 		j.Stage = stagePrefix + randomName()
 	}
@@ -474,7 +474,7 @@ func pathProblem(p string) string {
 // is a cluster folder's flux-system/ (clusters/<name>/flux-system) or inside
 // it: what `flux bootstrap` wrote there is Flux's, so fleetgen never writes,
 // replaces or removes anything there, not even a file that carries
-// generate.Header (SPEC §3).
+// layout.Header (SPEC §3).
 func FluxSystem(p string) bool {
 	parts := strings.SplitN(p, "/", 4)
 	return len(parts) >= 3 && parts[0] == "clusters" && parts[2] == "flux-system"
@@ -482,7 +482,7 @@ func FluxSystem(p string) bool {
 
 // checkPaths rejects bad paths (pathProblem), duplicates, and a path that is
 // also another's folder.
-func checkPaths(files []generate.File) error {
+func checkPaths(files []layout.File) error {
 	var bad []string
 	seen := make(map[string]bool, len(files))
 	for _, f := range files {
@@ -503,7 +503,7 @@ func checkPaths(files []generate.File) error {
 	}
 	if len(bad) > 0 {
 		sort.Strings(bad)
-		return schema.Invalid(fmt.Errorf("output paths: %s", strings.Join(bad, "; ")))
+		return problem.Invalid(fmt.Errorf("output paths: %s", strings.Join(bad, "; ")))
 	}
 	return nil
 }

@@ -9,15 +9,15 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"fleetgen.dev/fleetgen/pkg/generate"
-	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/pkg/layout"
+	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/test/testenv"
 )
 
-const h = generate.Header
+const h = layout.Header
 
-func file(p, body string) generate.File {
-	return generate.File{Path: p, Data: []byte(h + body)}
+func file(p, body string) layout.File {
+	return layout.File{Path: p, Data: []byte(h + body)}
 }
 
 // put creates files (path → content) under dir.
@@ -64,19 +64,19 @@ func read(t testing.TB, dir string) map[string]string {
 func TestWrite(t *testing.T) {
 	tests := map[string]struct {
 		before  map[string]string
-		files   []generate.File
+		files   []layout.File
 		want    map[string]string
 		stats   Stats
 		invalid bool // the error is an input error and dir is unchanged
 	}{
 		"fresh": {
-			files: []generate.File{file("a/b.yaml", "b\n"), file("c.yaml", "c\n")},
+			files: []layout.File{file("a/b.yaml", "b\n"), file("c.yaml", "c\n")},
 			want:  map[string]string{"a/": "", "a/b.yaml": h + "b\n", "c.yaml": h + "c\n"},
 			stats: Stats{Written: 2},
 		},
 		"overwrite changed, keep identical": {
 			before: map[string]string{"a.yaml": h + "old\n", "b.yaml": h + "same\n"},
-			files:  []generate.File{file("a.yaml", "new\n"), file("b.yaml", "same\n")},
+			files:  []layout.File{file("a.yaml", "new\n"), file("b.yaml", "same\n")},
 			want:   map[string]string{"a.yaml": h + "new\n", "b.yaml": h + "same\n"},
 			stats:  Stats{Written: 1, Unchanged: 1},
 		},
@@ -87,7 +87,7 @@ func TestWrite(t *testing.T) {
 				"agents/gone/values.yaml":  h + "x\n",
 				"keep.yaml":                h + "k\n",
 			},
-			files: []generate.File{file("keep.yaml", "k\n")},
+			files: []layout.File{file("keep.yaml", "k\n")},
 			want: map[string]string{
 				"clusters/":              "",
 				"clusters/old/":          "",
@@ -98,7 +98,7 @@ func TestWrite(t *testing.T) {
 		},
 		"foreign files untouched": {
 			before: map[string]string{"README.md": "hello\n", "manager/extra.yaml": "kind: ConfigMap\n"},
-			files:  []generate.File{file("manager/kustomization.yaml", "k\n")},
+			files:  []layout.File{file("manager/kustomization.yaml", "k\n")},
 			want: map[string]string{
 				"README.md":                  "hello\n",
 				"manager/":                   "",
@@ -109,43 +109,43 @@ func TestWrite(t *testing.T) {
 		},
 		"foreign file in the way": {
 			before:  map[string]string{"a.yaml": "user\n", "b.yaml": h + "old\n"},
-			files:   []generate.File{file("a.yaml", "x\n"), file("b.yaml", "new\n")},
+			files:   []layout.File{file("a.yaml", "x\n"), file("b.yaml", "new\n")},
 			invalid: true,
 		},
 		"foreign file where a folder must go": {
 			before:  map[string]string{"a": "user\n"},
-			files:   []generate.File{file("a/b.yaml", "x\n")},
+			files:   []layout.File{file("a/b.yaml", "x\n")},
 			invalid: true,
 		},
 		"stale owned file where a folder must go": {
 			before: map[string]string{"a": h + "old\n"},
-			files:  []generate.File{file("a/b.yaml", "x\n")},
+			files:  []layout.File{file("a/b.yaml", "x\n")},
 			want:   map[string]string{"a/": "", "a/b.yaml": h + "x\n"},
 			stats:  Stats{Written: 1, Removed: 1},
 		},
 		"escape with ..": {
 			before:  map[string]string{"a.yaml": h + "old\n"},
-			files:   []generate.File{file("../x.yaml", "x\n"), file("a.yaml", "new\n")},
+			files:   []layout.File{file("../x.yaml", "x\n"), file("a.yaml", "new\n")},
 			invalid: true,
 		},
 		"escape inside path": {
-			files:   []generate.File{file("a/../../x.yaml", "x\n")},
+			files:   []layout.File{file("a/../../x.yaml", "x\n")},
 			invalid: true,
 		},
 		"absolute path": {
-			files:   []generate.File{file("/etc/x.yaml", "x\n")},
+			files:   []layout.File{file("/etc/x.yaml", "x\n")},
 			invalid: true,
 		},
 		"empty path": {
-			files:   []generate.File{file("", "x\n")},
+			files:   []layout.File{file("", "x\n")},
 			invalid: true,
 		},
 		"duplicate path": {
-			files:   []generate.File{file("a.yaml", "x\n"), file("a.yaml", "y\n")},
+			files:   []layout.File{file("a.yaml", "x\n"), file("a.yaml", "y\n")},
 			invalid: true,
 		},
 		"file and folder": {
-			files:   []generate.File{file("a", "x\n"), file("a/b", "y\n")},
+			files:   []layout.File{file("a", "x\n"), file("a/b", "y\n")},
 			invalid: true,
 		},
 	}
@@ -156,7 +156,7 @@ func TestWrite(t *testing.T) {
 			before := read(t, dir)
 			st, err := Write(dir, tt.files)
 			if tt.invalid {
-				if err == nil || !schema.IsInvalid(err) {
+				if err == nil || !problem.IsInvalid(err) {
 					t.Fatalf("Write: got %v, want an input error", err)
 				}
 				if diff := cmp.Diff(before, read(t, dir)); diff != "" {
@@ -190,7 +190,7 @@ func TestWrite(t *testing.T) {
 
 func TestWriteCreatesMissingDir(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "x", "out")
-	if _, err := Write(dir, []generate.File{file("a.yaml", "a\n")}); err != nil {
+	if _, err := Write(dir, []layout.File{file("a.yaml", "a\n")}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "a.yaml")); err != nil {
@@ -202,7 +202,7 @@ func TestWriteOutputIsAFile(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out")
 	put(t, dir, map[string]string{"out": "x"})
-	if _, err := Write(out, []generate.File{file("a.yaml", "a\n")}); err == nil {
+	if _, err := Write(out, []layout.File{file("a.yaml", "a\n")}); err == nil {
 		t.Fatal("Write to a file: got no error")
 	}
 }
@@ -213,8 +213,8 @@ func TestWriteFailure(t *testing.T) {
 	dir := t.TempDir()
 	put(t, dir, map[string]string{"a.yaml": h + "old\n"})
 	long := strings.Repeat("x", 300) + ".yaml"
-	_, err := Write(dir, []generate.File{file("a.yaml", "new\n"), file(long, "x\n")})
-	if err == nil || schema.IsInvalid(err) {
+	_, err := Write(dir, []layout.File{file("a.yaml", "new\n"), file(long, "x\n")})
+	if err == nil || problem.IsInvalid(err) {
 		t.Fatalf("Write: got %v, want an environment error", err)
 	}
 	got := read(t, dir)
@@ -232,7 +232,7 @@ func TestDiff(t *testing.T) {
 		"foreign.yaml": "user: true\n",
 		"secret.yaml":  h + "kind: Secret\ndata:\n  value: b2xk\n",
 	})
-	files := []generate.File{
+	files := []layout.File{
 		file("changed.yaml", "a: 1\nb: 3\n"),
 		file("new/x.yaml", "x: 1\n"),
 		file("same.yaml", "s\n"),
@@ -280,7 +280,7 @@ diff a/stale.yaml /dev/null
 }
 
 func TestDiffMissingDir(t *testing.T) {
-	got, err := Diff(filepath.Join(t.TempDir(), "none"), []generate.File{file("a.yaml", "a\n")})
+	got, err := Diff(filepath.Join(t.TempDir(), "none"), []layout.File{file("a.yaml", "a\n")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +293,7 @@ func TestWriteFreshFailureLeavesNothing(t *testing.T) {
 	parent := t.TempDir()
 	dir := filepath.Join(parent, "out")
 	long := strings.Repeat("x", 300) + ".yaml"
-	if _, err := Write(dir, []generate.File{file("a.yaml", "a\n"), file(long, "x\n")}); err == nil {
+	if _, err := Write(dir, []layout.File{file("a.yaml", "a\n"), file(long, "x\n")}); err == nil {
 		t.Fatal("Write: got no error")
 	}
 	if diff := cmp.Diff(map[string]string{}, read(t, parent)); diff != "" {
@@ -302,17 +302,17 @@ func TestWriteFreshFailureLeavesNothing(t *testing.T) {
 }
 
 // Write is WriteWith without a lock.
-func Write(dir string, files []generate.File) (Stats, error) {
+func Write(dir string, files []layout.File) (Stats, error) {
 	return WriteWith(dir, files, Options{})
 }
 
 // Diff is diffWith without a lock.
-func Diff(dir string, files []generate.File) (string, error) {
+func Diff(dir string, files []layout.File) (string, error) {
 	return diffWith(dir, files, Options{})
 }
 
 // diffWith is Read, then Compare.
-func diffWith(dir string, files []generate.File, opt Options) (string, error) {
+func diffWith(dir string, files []layout.File, opt Options) (string, error) {
 	have, err := Read(dir, opt)
 	if err != nil {
 		return "", err

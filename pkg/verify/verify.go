@@ -42,6 +42,7 @@ import (
 	"golang.org/x/crypto/cryptobyte"
 	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
 
+	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
@@ -77,7 +78,7 @@ type Policies []*Policy
 // located at the field.
 func Compile(f *schema.Fleet, builtin *TrustedRoot) (Policies, error) {
 	var out Policies
-	var errs schema.Errors
+	var errs problem.Errors
 	for i, sp := range f.Spec.Verify {
 		path := fmt.Sprintf("spec.verify[%d]", i)
 		if sp.Cosign == nil {

@@ -1,4 +1,8 @@
-package schema
+// Package problem holds what is wrong with the input: field errors with their
+// place and stable code, and the input-or-usage mark the CLI exits 2 for. It
+// imports nothing of fleetgen, so every package can report a problem
+// without depending on the schema.
+package problem
 
 import (
 	"errors"
