@@ -146,7 +146,9 @@ func Read(path string) (*Lock, []byte, error) {
 		default:
 			return nil, nil, fmt.Errorf("read %s: %w", path, err)
 		}
-		return nil, nil, problem.Errors{{File: path, Msg: msg + ": " + rewrite}}
+		e := problem.Other("", "%s: %s", msg, rewrite)
+		e.File = path
+		return nil, nil, problem.Errors{e}
 	}
 	l, err := Parse(data)
 	if err != nil {

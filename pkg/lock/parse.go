@@ -51,8 +51,8 @@ type parser struct {
 	errs problem.Errors
 }
 
-func (p *parser) errorf(n *yaml.Node, path, format string, args ...any) {
-	e := &problem.FieldError{File: FileName, Path: path, Msg: fmt.Sprintf(format, args...)}
+func (p *parser) add(n *yaml.Node, e *problem.FieldError) {
+	e.File = FileName
 	if n != nil {
 		e.Line, e.Column = n.Line, n.Column
 	}
@@ -64,7 +64,13 @@ const rewrite = "want the lock fleetgen writes (run fleetgen mirror to write it 
 
 func (p *parser) document(data []byte, l *Lock) {
 	whole := func(line int, what string) {
-		p.errs = append(p.errs, &problem.FieldError{File: FileName, Line: line, Msg: what + ": " + rewrite})
+		mk := problem.Other
+		if what == "invalid YAML" {
+			mk = problem.InvalidValue
+		}
+		e := mk("", "%s: %s", what, rewrite)
+		e.File, e.Line = FileName, line
+		p.errs = append(p.errs, e)
 	}
 	switch {
 	case len(data) > MaxSize:
@@ -108,12 +114,12 @@ func (p *parser) document(data []byte, l *Lock) {
 		switch key {
 		case "apiVersion":
 			if s, ok := p.str(v, key); ok && s != APIVersion {
-				p.errorf(v, key, "want %s", APIVersion)
+				p.add(v, problem.Other(key, "want %s", APIVersion))
 			}
 			l.APIVersion = APIVersion
 		case "kind":
 			if s, ok := p.str(v, key); ok && s != Kind {
-				p.errorf(v, key, "want %s", Kind)
+				p.add(v, problem.Other(key, "want %s", Kind))
 			}
 			l.Kind = Kind
 		case "images":
@@ -150,7 +156,7 @@ func (p *parser) images(n *yaml.Node) []Image {
 			return true
 		}, "source, target, digest, referrers or verified", "source", "target", "digest")
 		if j, dup := seen[img.Source]; dup && img.Source != "" {
-			p.errorf(item, path+".source", "duplicate source (also images[%d]): want one entry per image", j)
+			p.add(item, problem.Duplicate(path+".source", "duplicate source (also images[%d]): want one entry per image", j))
 		} else {
 			seen[img.Source] = i
 		}
@@ -163,7 +169,7 @@ func (p *parser) images(n *yaml.Node) []Image {
 func (p *parser) digest(v *yaml.Node, path string) string {
 	s, ok := p.str(v, path)
 	if ok && !digestRE.MatchString(s) {
-		p.errorf(v, path, "malformed digest: want sha256: and 64 lower-case hex digits")
+		p.add(v, problem.Other(path, "malformed digest: want sha256: and 64 lower-case hex digits"))
 	}
 	return s
 }
@@ -182,7 +188,7 @@ func (p *parser) referrers(n *yaml.Node, path string) []Referrer {
 			case "tag":
 				if s, ok := p.str(v, ipath+".tag"); ok {
 					if !cosignTagRE.MatchString(s) {
-						p.errorf(v, ipath+".tag", "malformed tag: want sha256-, 64 lower-case hex digits and .sig, .att or .sbom")
+						p.add(v, problem.Other(ipath+".tag", "malformed tag: want sha256-, 64 lower-case hex digits and .sig, .att or .sbom"))
 					}
 					r.Tag = s
 				}
@@ -193,7 +199,7 @@ func (p *parser) referrers(n *yaml.Node, path string) []Referrer {
 		}, "digest, artifactType or tag", "digest", "artifactType")
 		key := Referrer{Digest: r.Digest, Tag: r.Tag}
 		if j, dup := seen[key]; dup && r.Digest != "" {
-			p.errorf(item, ipath+".digest", "duplicate referrer (also %s[%d]): want one entry per artifact", path, j)
+			p.add(item, problem.Duplicate(ipath+".digest", "duplicate referrer (also %s[%d]): want one entry per artifact", path, j))
 		} else {
 			seen[key] = i
 		}
@@ -212,7 +218,7 @@ func (p *parser) verified(n *yaml.Node, path string) *Verified {
 		case "policy":
 			if s, ok := p.str(val, path+".policy"); ok {
 				if !policyRE.MatchString(s) {
-					p.errorf(val, path+".policy", "malformed policy: want spec.verify[N]")
+					p.add(val, problem.Other(path+".policy", "malformed policy: want spec.verify[N]"))
 				}
 				v.Policy = s
 			}
@@ -248,7 +254,7 @@ func (p *parser) clients(n *yaml.Node) []Client {
 			return true
 		}, "cluster or clientID", "cluster", "clientID")
 		if j, dup := seen[c.Cluster]; dup && c.Cluster != "" {
-			p.errorf(item, path+".cluster", "duplicate cluster (also clients[%d]): want one client ID per cluster", j)
+			p.add(item, problem.Duplicate(path+".cluster", "duplicate cluster (also clients[%d]): want one client ID per cluster", j))
 		} else {
 			seen[c.Cluster] = i
 		}
@@ -263,7 +269,7 @@ func (p *parser) list(n *yaml.Node, path string, item func(i int, n *yaml.Node, 
 		return
 	}
 	if n.Kind != yaml.SequenceNode {
-		p.errorf(n, path, "want a list")
+		p.add(n, problem.Other(path, "want a list"))
 		return
 	}
 	for i, c := range n.Content {
@@ -276,28 +282,28 @@ func (p *parser) list(n *yaml.Node, path string, item func(i int, n *yaml.Node, 
 // required keys are errors; none quotes the key.
 func (p *parser) fields(n *yaml.Node, path string, field func(key string, k, v *yaml.Node) bool, known string, required ...string) {
 	if n.Kind != yaml.MappingNode {
-		p.errorf(n, path, "want a mapping with %s", known)
+		p.add(n, problem.Other(path, "want a mapping with %s", known))
 		return
 	}
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		if k.Kind != yaml.ScalarNode || k.ShortTag() != "!!str" {
-			p.errorf(k, path, "a key that is not a string: want %s", known)
+			p.add(k, problem.Other(path, "a key that is not a string: want %s", known))
 			continue
 		}
 		if seen[k.Value] {
-			p.errorf(k, path, "duplicate field: want each of %s once", known)
+			p.add(k, problem.Duplicate(path, "duplicate field: want each of %s once", known))
 			continue
 		}
 		seen[k.Value] = true
 		if !field(k.Value, k, v) {
-			p.errorf(k, path, "unknown field: want %s", known)
+			p.add(k, problem.NotFound(path, "unknown field: want %s", known))
 		}
 	}
 	for _, r := range required {
 		if !seen[r] {
-			p.errorf(n, join(path, r), "missing: want %s set", r)
+			p.add(n, problem.Other(join(path, r), "missing: want %s set", r))
 		}
 	}
 }
@@ -306,7 +312,7 @@ func (p *parser) fields(n *yaml.Node, path string, field func(key string, k, v *
 // (a number, a list, null, an empty string) at path.
 func (p *parser) str(n *yaml.Node, path string) (string, bool) {
 	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" || n.Value == "" {
-		p.errorf(n, path, "want a non-empty string")
+		p.add(n, problem.Other(path, "want a non-empty string"))
 		return "", false
 	}
 	return n.Value, true

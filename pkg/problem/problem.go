@@ -25,41 +25,6 @@ type FieldError struct {
 	Code string
 }
 
-// Stable problem codes (FieldError.Code). docs/cli.md lists them; a code once
-// published keeps its meaning.
-const (
-	// Whole-document problems.
-	CodeYAMLSyntax   = "yaml-syntax"   // not well-formed YAML
-	CodeEmpty        = "empty"         // no document at all
-	CodeTooLarge     = "too-large"     // over MaxFileSize or MaxItems
-	CodeNotText      = "not-text"      // invalid UTF-8 or a NUL byte
-	CodeMultiDoc     = "multiple-docs" // more than one YAML document
-	CodeYAMLAlias    = "yaml-alias"    // aliases are not supported
-	CodeNotAMapping  = "not-a-mapping" // the top level is not a mapping
-	CodeUnknownField = "unknown-field" // a key the type does not have
-	CodeDuplicateKey = "duplicate-key" // a key given twice in one mapping
-	CodeWrongType    = "wrong-type"    // a list where a string belongs, …
-
-	// Rules of Validate (and the checks of later steps).
-	CodeRequired      = "required"          // a required field is missing or empty
-	CodeUnsupported   = "unsupported-value" // a value outside an enum
-	CodeInvalid       = "invalid-value"     // a value of the wrong form
-	CodeDuration      = "invalid-duration"  // not a Flux duration, or out of range
-	CodeDuplicate     = "duplicate"         // a name or ID given twice
-	CodeUnknownRef    = "unknown-reference" // names something that does not exist
-	CodeCycle         = "dependency-cycle"  // dependsOn loops
-	CodeNotApplicable = "not-applicable"    // a field the mode does not use
-	CodeUnreadable    = "unreadable-file"   // a {file: …} that cannot be read
-	CodeUnsetEnv      = "unset-env"         // an {env: …} that is not set
-	CodeMissingLabel  = "missing-label"     // ${label} a selected cluster lacks
-	CodeOther         = "invalid"           // any other rule
-
-	// Warnings (Warnings): valid input that is likely a mistake.
-	CodeEmptyGroup      = "empty-group"      // a ClusterGroup that holds no Fleet cluster
-	CodeUnmatchedTarget = "unmatched-target" // a delivery target that reaches no cluster
-	CodeEmptySelection  = "empty-selection"  // spec.argocd selects no cluster
-)
-
 // codeRules derive a code from the message of a FieldError made without one
 // (Validate's rules and later checks write their messages to one pattern:
 // "X is required: want …", "unsupported value …", "invalid X …"). First match

@@ -128,7 +128,7 @@ func (f *Fleet) PlaintextCredentials() *problem.FieldError {
 	if n > 1 {
 		who = fmt.Sprintf("clusters %s and %d more register", c.Name, n-1)
 	}
-	return f.Errorf(fmt.Sprintf("spec.clusters[%d].registration.kubeconfig", first),
+	return f.At(problem.Other(fmt.Sprintf("spec.clusters[%d].registration.kubeconfig", first),
 		"%s in mode %s, whose kubeconfig Secret would be written in plaintext because spec.encryption is not set: want spec.encryption.sops.ageRecipients (Secrets SOPS-encrypted for age, see docs/secrets.md), or pass --allow-plaintext-secrets",
-		who, c.Registration.Mode)
+		who, c.Registration.Mode))
 }

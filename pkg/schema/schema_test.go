@@ -204,9 +204,9 @@ spec:
 	if !f.Has("spec.clusters[0].name") || f.Has("spec.manager") {
 		t.Error("Has: wrong answer")
 	}
-	e := f.Errorf("spec.clusters[0].registration.mode", "bad %s", "x")
+	e := f.At(problem.Other("spec.clusters[0].registration.mode", "bad %s", "x"))
 	if got, want := e.Error(), "fleet.yaml:8:15: spec.clusters[0].registration.mode: bad x"; got != want {
-		t.Errorf("Errorf: got %q, want %q", got, want)
+		t.Errorf("At: got %q, want %q", got, want)
 	}
 }
 

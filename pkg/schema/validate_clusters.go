@@ -1,6 +1,10 @@
 package schema
 
-import "fmt"
+import (
+	"fmt"
+
+	"fleetgen.dev/fleetgen/pkg/problem"
+)
 
 func (v *validator) groups() {
 	seen := map[string]int{}
@@ -8,7 +12,7 @@ func (v *validator) groups() {
 		p := fmt.Sprintf("spec.groups[%d]", i)
 		if v.name(p+".name", "group name", g.Name) {
 			if j, dup := seen[g.Name]; dup {
-				v.add(p+".name", "duplicate group name %q (also spec.groups[%d]): want unique names", g.Name, j)
+				v.add(problem.Duplicate(p+".name", "duplicate group name %q (also spec.groups[%d]): want unique names", g.Name, j))
 			} else {
 				seen[g.Name] = i
 			}
@@ -35,9 +39,9 @@ func (v *validator) clusters() {
 		if v.name(p+".name", "cluster name", c.Name) {
 			switch j, dup := names[c.Name]; {
 			case dup:
-				v.add(p+".name", "duplicate cluster name %q (also spec.clusters[%d]): want unique names", c.Name, j)
+				v.add(problem.Duplicate(p+".name", "duplicate cluster name %q (also spec.clusters[%d]): want unique names", c.Name, j))
 			case c.Name == f.Spec.Manager.Name:
-				v.add(p+".name", "cluster name %q is the manager's name (spec.manager.name), whose entry point is clusters/%s/: want another name", c.Name, c.Name)
+				v.add(problem.Other(p+".name", "cluster name %q is the manager's name (spec.manager.name), whose entry point is clusters/%s/: want another name", c.Name, c.Name))
 			default:
 				names[c.Name] = i
 			}
@@ -61,18 +65,18 @@ func (v *validator) clusters() {
 		}
 		for _, fld := range registrationFields {
 			if fld.set(r) && !fld.applies(m) {
-				v.add(rp+"."+fld.name, "%s applies only to mode %s, not %s: remove it", fld.name, orList(modeNames(fld.applies)), r.Mode)
+				v.add(problem.NotApplicable(rp+"."+fld.name, "%s applies only to mode %s, not %s: remove it", fld.name, orList(modeNames(fld.applies)), r.Mode))
 			}
 		}
 		switch {
 		case !m.Kubeconfig:
 		case r.Kubeconfig == nil:
-			v.add(rp+".kubeconfig", "mode %s needs the cluster's kubeconfig: want kubeconfig: {file: PATH} or {env: VAR}", r.Mode)
+			v.add(problem.Other(rp+".kubeconfig", "mode %s needs the cluster's kubeconfig: want kubeconfig: {file: PATH} or {env: VAR}", r.Mode))
 		default:
 			v.ref(rp+".kubeconfig", r.Kubeconfig, formFile|formEnv, false)
 			if len(r.Kubeconfig.Data) > 0 {
 				if err := v.kubeconfig(r.Kubeconfig.Data); err != nil {
-					v.add(rp+".kubeconfig", "%v", err)
+					v.add(problem.Other(rp+".kubeconfig", "%v", err))
 				}
 			}
 		}
@@ -87,7 +91,7 @@ func (v *validator) clusters() {
 		}
 		if r.ClientID != "" && r.ClientID != "auto" {
 			if j, dup := clientIDs[r.ClientID]; dup {
-				v.add(rp+".clientID", "duplicate clientID %q (also spec.clusters[%d]): want a unique client ID, or auto", r.ClientID, j)
+				v.add(problem.Duplicate(rp+".clientID", "duplicate clientID %q (also spec.clusters[%d]): want a unique client ID, or auto", r.ClientID, j))
 			} else {
 				clientIDs[r.ClientID] = i
 			}
