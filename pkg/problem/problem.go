@@ -7,7 +7,6 @@ package problem
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 )
 
@@ -19,49 +18,16 @@ type FieldError struct {
 	Column int    // 1-based; 0 when unknown
 	Path   string // field path, e.g. spec.clusters[3].registration.mode
 	Msg    string // what is wrong and what would be valid
-	// Code names the rule that failed, stable across releases, for machines
-	// (CI annotations, editors); see the Code* constants. Empty means "derive
-	// it from the message" (ErrorCode).
-	Code string
-}
-
-// codeRules derive a code from the message of a FieldError made without one
-// (Validate's rules and later checks write their messages to one pattern:
-// "X is required: want …", "unsupported value …", "invalid X …"). First match
-// wins.
-var codeRules = []struct {
-	re   *regexp.Regexp
+	// code names the rule that failed, stable across releases, for machines
+	// (CI annotations, editors): one of the Code* constants, set by the
+	// constructor named after it (ErrorCode).
 	code string
-}{
-	{regexp.MustCompile(`^unknown field `), CodeUnknownField},
-	{regexp.MustCompile(`^file (is|has) (larger|more) `), CodeTooLarge},
-	{regexp.MustCompile(`^duplicate key `), CodeDuplicateKey},
-	{regexp.MustCompile(`^(invalid duration|duration .* out of range|token TTL .* not positive)`), CodeDuration},
-	{regexp.MustCompile(`^duplicate `), CodeDuplicate},
-	{regexp.MustCompile(`^dependency cycle|depends on itself`), CodeCycle},
-	{regexp.MustCompile(`^unknown `), CodeUnknownRef},
-	{regexp.MustCompile(`applies only to |is not accepted here`), CodeNotApplicable},
-	{regexp.MustCompile(`^cannot read `), CodeUnreadable},
-	{regexp.MustCompile(`^environment variable .* not set`), CodeUnsetEnv},
-	{regexp.MustCompile(`has no label `), CodeMissingLabel},
-	{regexp.MustCompile(`^unsupported `), CodeUnsupported},
-	{regexp.MustCompile(`(^| )(is )?required\b|^no |^want exactly one`), CodeRequired},
-	{regexp.MustCompile(`^(invalid|got) `), CodeInvalid},
 }
 
-// ErrorCode returns e.Code, or when it is empty the code its message's
-// pattern implies, CodeOther when none does. It never returns "".
-func (e *FieldError) ErrorCode() string {
-	if e.Code != "" {
-		return e.Code
-	}
-	for _, r := range codeRules {
-		if r.re.MatchString(e.Msg) {
-			return r.code
-		}
-	}
-	return CodeOther
-}
+// ErrorCode returns the code of the rule that failed, set by the
+// constructor that made e (Required, NotSupported, …): never "" for a
+// FieldError made by one, and a FieldError is made by nothing else.
+func (e *FieldError) ErrorCode() string { return e.code }
 
 // Error formats as file:line:col: path: msg, leaving out the parts it lacks
 // (a column is only known with a line).

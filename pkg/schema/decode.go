@@ -34,8 +34,8 @@ type decoder struct {
 	seen   map[*yaml.Node]map[string]int // keys of long mappings, by mapping
 }
 
-func (d *decoder) errorf(n *yaml.Node, path, code, format string, args ...any) {
-	e := &problem.FieldError{File: d.file, Path: path, Code: code, Msg: fmt.Sprintf(format, args...)}
+func (d *decoder) add(n *yaml.Node, e *problem.FieldError) {
+	e.File = d.file
 	if n != nil {
 		e.Line, e.Column = n.Line, n.Column
 	}
@@ -46,26 +46,27 @@ func (d *decoder) errorf(n *yaml.Node, path, code, format string, args ...any) {
 // result is only usable when none of them is a whole-document problem (the
 // returned bool is false then).
 func decodeDocument(file string, data []byte, f *Fleet) (errs problem.Errors, ok bool) {
-	one := func(code string, line int, format string, args ...any) (problem.Errors, bool) {
-		return problem.Errors{{File: file, Line: line, Code: code, Msg: oneLine(fmt.Sprintf(format, args...))}}, false
+	one := func(line int, e *problem.FieldError) (problem.Errors, bool) {
+		e.File, e.Line = file, line
+		return problem.Errors{e}, false
 	}
 	if len(data) > MaxFileSize {
-		return one(problem.CodeTooLarge, 0, "file is %d bytes: want at most %d (is this really a fleet.yaml?)", len(data), MaxFileSize)
+		return one(0, problem.TooLarge("", "file is %d bytes: want at most %d (is this really a fleet.yaml?)", len(data), MaxFileSize))
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
-		return one(problem.CodeEmpty, 0, "empty file: want a Fleet document (apiVersion: %s, kind: %s)", APIVersion, Kind)
+		return one(0, problem.Empty("", "empty file: want a Fleet document (apiVersion: %s, kind: %s)", APIVersion, Kind))
 	}
 	if !utf8.Valid(data) {
 		i := firstInvalidUTF8(data)
-		return one(problem.CodeNotText, 1+bytes.Count(data[:i], []byte("\n")), "not UTF-8 text (a binary file?): want a YAML Fleet document")
+		return one(1+bytes.Count(data[:i], []byte("\n")), problem.NotText("", "not UTF-8 text (a binary file?): want a YAML Fleet document"))
 	}
 	if i := bytes.IndexByte(data, 0); i >= 0 {
-		return one(problem.CodeNotText, 1+bytes.Count(data[:i], []byte("\n")), "contains a NUL byte (a binary file?): want a YAML Fleet document")
+		return one(1+bytes.Count(data[:i], []byte("\n")), problem.NotText("", "contains a NUL byte (a binary file?): want a YAML Fleet document"))
 	}
 
 	items := CountItems(data)
 	if items > MaxItems {
-		return one(problem.CodeTooLarge, 0, "file has more than %d YAML items: want a smaller fleet.yaml (is this really a fleet.yaml?)", MaxItems)
+		return one(0, problem.TooLarge("", "file has more than %d YAML items: want a smaller fleet.yaml (is this really a fleet.yaml?)", MaxItems))
 	}
 
 	root, errs := parseYAML(file, data)
@@ -75,10 +76,10 @@ func decodeDocument(file string, data []byte, f *Fleet) (errs problem.Errors, ok
 	if a := findAlias(root); a != nil {
 		// Aliases are rejected outright rather than expanded with a budget:
 		// no fleet needs them, and it rules out alias bombs by construction.
-		return one(problem.CodeYAMLAlias, a.Line, "YAML aliases (*%s) are not supported: write the value out", a.Value)
+		return one(a.Line, problem.Alias("", "YAML aliases (*%s) are not supported: write the value out", a.Value))
 	}
 	if root.Kind != yaml.MappingNode {
-		return one(problem.CodeNotAMapping, root.Line, "top level is %s: want a mapping (a Fleet document with apiVersion: %s, kind: %s)", kindName(root), APIVersion, Kind)
+		return one(root.Line, problem.NotAMapping("", "top level is %s: want a mapping (a Fleet document with apiVersion: %s, kind: %s)", kindName(root), APIVersion, Kind))
 	}
 
 	// Every field path gets a position; a map sized for them (about one per
@@ -93,21 +94,22 @@ func decodeDocument(file string, data []byte, f *Fleet) (errs problem.Errors, ok
 
 // parseYAML parses data with yaml.v3: any YAML, exactly one document.
 func parseYAML(file string, data []byte) (*yaml.Node, problem.Errors) {
-	one := func(code string, line int, format string, args ...any) problem.Errors {
-		return problem.Errors{{File: file, Line: line, Code: code, Msg: oneLine(fmt.Sprintf(format, args...))}}
+	one := func(line int, e *problem.FieldError) problem.Errors {
+		e.File, e.Line = file, line
+		return problem.Errors{e}
 	}
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := safeDecode(dec, &doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, one(problem.CodeEmpty, 0, "empty file: want a Fleet document (apiVersion: %s, kind: %s)", APIVersion, Kind)
+			return nil, one(0, problem.Empty("", "empty file: want a Fleet document (apiVersion: %s, kind: %s)", APIVersion, Kind))
 		}
 		return nil, syntaxError(file, data, err)
 	}
 	var extra yaml.Node
 	switch err := safeDecode(dec, &extra); {
 	case err == nil:
-		return nil, one(problem.CodeMultiDoc, extra.Line, "a second YAML document: want exactly one Fleet document per file")
+		return nil, one(extra.Line, problem.MultiDoc("", "a second YAML document: want exactly one Fleet document per file"))
 	case !errors.Is(err, io.EOF):
 		return nil, syntaxError(file, data, err)
 	}
@@ -247,7 +249,7 @@ func (d *decoder) value(path string, n *yaml.Node, v reflect.Value) {
 		d.structure(path, n, v)
 	case reflect.String:
 		if n.Kind != yaml.ScalarNode {
-			d.errorf(n, path, problem.CodeWrongType, "got %s: want a string", kindName(n))
+			d.add(n, problem.WrongType(path, "got %s: want a string", kindName(n)))
 			return
 		}
 		v.SetString(n.Value)
@@ -260,7 +262,7 @@ func (d *decoder) value(path string, n *yaml.Node, v reflect.Value) {
 		d.int(path, n, v)
 	case reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
-			d.errorf(n, path, problem.CodeWrongType, "got %s: want a list", kindName(n))
+			d.add(n, problem.WrongType(path, "got %s: want a list", kindName(n)))
 			return
 		}
 		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
@@ -271,21 +273,21 @@ func (d *decoder) value(path string, n *yaml.Node, v reflect.Value) {
 	case reflect.Map:
 		d.stringMap(path, n, v)
 	default:
-		d.errorf(n, path, problem.CodeWrongType, "cannot decode into %s", v.Type()) // unreachable for the Fleet types
+		d.add(n, problem.WrongType(path, "cannot decode into %s", v.Type())) // unreachable for the Fleet types
 	}
 }
 
 func (d *decoder) bool(path string, n *yaml.Node, b *bool) bool {
 	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" {
 		if n.Kind == yaml.ScalarNode {
-			d.errorf(n, path, problem.CodeWrongType, "got %q: want true or false", n.Value)
+			d.add(n, problem.WrongType(path, "got %q: want true or false", n.Value))
 		} else {
-			d.errorf(n, path, problem.CodeWrongType, "got %s: want true or false", kindName(n))
+			d.add(n, problem.WrongType(path, "got %s: want true or false", kindName(n)))
 		}
 		return false
 	}
 	if err := n.Decode(b); err != nil {
-		d.errorf(n, path, problem.CodeWrongType, "got %q: want true or false", n.Value)
+		d.add(n, problem.WrongType(path, "got %q: want true or false", n.Value))
 		return false
 	}
 	return true
@@ -296,15 +298,15 @@ func (d *decoder) bool(path string, n *yaml.Node, b *bool) bool {
 func (d *decoder) int(path string, n *yaml.Node, v reflect.Value) bool {
 	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
 		if n.Kind == yaml.ScalarNode {
-			d.errorf(n, path, problem.CodeWrongType, "got %q: want an integer", n.Value)
+			d.add(n, problem.WrongType(path, "got %q: want an integer", n.Value))
 		} else {
-			d.errorf(n, path, problem.CodeWrongType, "got %s: want an integer", kindName(n))
+			d.add(n, problem.WrongType(path, "got %s: want an integer", kindName(n)))
 		}
 		return false
 	}
 	var i int64
 	if err := n.Decode(&i); err != nil || v.OverflowInt(i) {
-		d.errorf(n, path, problem.CodeWrongType, "got %q: want an integer of at most %d bits", n.Value, v.Type().Bits())
+		d.add(n, problem.WrongType(path, "got %q: want an integer of at most %d bits", n.Value, v.Type().Bits()))
 		return false
 	}
 	v.SetInt(i)
@@ -316,7 +318,7 @@ func (d *decoder) int(path string, n *yaml.Node, v reflect.Value) bool {
 // The path of a key's error is child(key).
 func (d *decoder) key(path string, k *yaml.Node, n *yaml.Node, i int, child func(string) string) (string, bool) {
 	if k.Kind != yaml.ScalarNode {
-		d.errorf(k, path, problem.CodeWrongType, "key is %s: want a string", kindName(k))
+		d.add(k, problem.WrongType(path, "key is %s: want a string", kindName(k)))
 		return "", false
 	}
 	// The keys before it. Most mappings of fleet.yaml have a handful, for
@@ -325,7 +327,7 @@ func (d *decoder) key(path string, k *yaml.Node, n *yaml.Node, i int, child func
 	if len(n.Content) <= 2*smallMapping {
 		for j := 0; j < i; j += 2 {
 			if e := n.Content[j]; e.Kind == yaml.ScalarNode && e.Value == k.Value {
-				d.errorf(k, child(k.Value), problem.CodeDuplicateKey, "duplicate key %q (first at line %d): want each key once", k.Value, e.Line)
+				d.add(k, problem.DuplicateKey(child(k.Value), "duplicate key %q (first at line %d): want each key once", k.Value, e.Line))
 				return "", false
 			}
 		}
@@ -337,7 +339,7 @@ func (d *decoder) key(path string, k *yaml.Node, n *yaml.Node, i int, child func
 		d.seen[n] = seen
 	}
 	if first, dup := seen[k.Value]; dup {
-		d.errorf(k, child(k.Value), problem.CodeDuplicateKey, "duplicate key %q (first at line %d): want each key once", k.Value, first)
+		d.add(k, problem.DuplicateKey(child(k.Value), "duplicate key %q (first at line %d): want each key once", k.Value, first))
 		return "", false
 	}
 	seen[k.Value] = k.Line
@@ -350,7 +352,7 @@ const smallMapping = 16
 
 func (d *decoder) stringMap(path string, n *yaml.Node, v reflect.Value) {
 	if n.Kind != yaml.MappingNode {
-		d.errorf(n, path, problem.CodeWrongType, "got %s: want a mapping of strings", kindName(n))
+		d.add(n, problem.WrongType(path, "got %s: want a mapping of strings", kindName(n)))
 		return
 	}
 	m := reflect.MakeMapWithSize(v.Type(), len(n.Content)/2)
@@ -363,7 +365,7 @@ func (d *decoder) stringMap(path string, n *yaml.Node, v reflect.Value) {
 		p := path + "[" + key + "]"
 		d.pos[p] = Pos{k.Line, k.Column}
 		if val.Kind != yaml.ScalarNode {
-			d.errorf(val, p, problem.CodeWrongType, "got %s: want a string", kindName(val))
+			d.add(val, problem.WrongType(p, "got %s: want a string", kindName(val)))
 			continue
 		}
 		s := val.Value
@@ -399,7 +401,7 @@ func fields(t reflect.Type) []fieldInfo {
 
 func (d *decoder) structure(path string, n *yaml.Node, v reflect.Value) {
 	if n.Kind != yaml.MappingNode {
-		d.errorf(n, path, problem.CodeWrongType, "got %s: want a mapping", kindName(n))
+		d.add(n, problem.WrongType(path, "got %s: want a mapping", kindName(n)))
 		return
 	}
 	fs, ok := d.fields[v.Type()]
@@ -426,7 +428,7 @@ func (d *decoder) structure(path string, n *yaml.Node, v reflect.Value) {
 			for j, f := range fs {
 				names[j] = f.name
 			}
-			d.errorf(k, p, problem.CodeUnknownField, "unknown field %q%s: want one of %s", key, didYouMean(key, names), strings.Join(names, ", "))
+			d.add(k, problem.UnknownField(p, "unknown field %q%s: want one of %s", key, didYouMean(key, names), strings.Join(names, ", ")))
 			continue
 		}
 		// Scalars are located at their value, collections at their key, so

@@ -33,26 +33,27 @@ var (
 // the first line; one that is no syntax error at all (an unknown anchor)
 // gets no position.
 func syntaxError(file string, data []byte, err error) problem.Errors {
-	e := &problem.FieldError{File: file, Code: problem.CodeYAMLSyntax}
+	line, col := 0, 0
 	msg := oneLine(err.Error())
 	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
-		e.Line, _ = strconv.Atoi(m[1])
+		line, _ = strconv.Atoi(m[1])
 		msg = m[2]
 		if isParserProblem(msg) {
-			e.Line++
+			line++
 		}
 	} else {
 		msg = strings.TrimPrefix(msg, "yaml: ")
 		if isSyntaxProblem(msg) {
-			e.Line = 1
+			line = 1
 		}
 	}
-	if e.Line > 0 {
+	if line > 0 {
 		var note string
-		e.Line, e.Column, note = locate(data, e.Line, msg)
+		line, col, note = locate(data, line, msg)
 		msg += note
 	}
-	e.Msg = "invalid YAML: " + msg + ": want well-formed YAML (check indentation and quoting)"
+	e := problem.Syntax("", "invalid YAML: %s: want well-formed YAML (check indentation and quoting)", msg)
+	e.File, e.Line, e.Column = file, line, col
 	return problem.Errors{e}
 }
 
