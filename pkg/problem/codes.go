@@ -42,11 +42,9 @@ const (
 	CodeEmptySelection  = "empty-selection"  // spec.argocd selects no cluster
 )
 
-// Constructors, one per code, after apimachinery's field.Required,
-// field.NotSupported, …: each returns the problem at field path ("" for the
-// whole document), its message made one line from format and args, and its
-// code. The caller places it (File, Line, Column): schema's Fleet.At does by
-// the path.
+// Constructors, one per code, after apimachinery's field.Required: each
+// returns the problem at field path ("" for the whole document) with its code
+// and the message format says, on one line, for the caller to place (At).
 
 // Syntax is YAML that is not well-formed (CodeYAMLSyntax).
 func Syntax(path, format string, args ...any) *FieldError {

@@ -7,6 +7,7 @@ package problem
 import (
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 )
 
@@ -18,9 +19,8 @@ type FieldError struct {
 	Column int    // 1-based; 0 when unknown
 	Path   string // field path, e.g. spec.clusters[3].registration.mode
 	Msg    string // what is wrong and what would be valid
-	// code names the rule that failed, stable across releases, for machines
-	// (CI annotations, editors): one of the Code* constants, set by the
-	// constructor named after it (ErrorCode).
+	// code names the rule that failed, for machines (CI annotations,
+	// editors): a Code* constant, set by its constructor (ErrorCode).
 	code string
 }
 
@@ -28,6 +28,12 @@ type FieldError struct {
 // constructor that made e (Required, NotSupported, …): never "" for a
 // FieldError made by one, and a FieldError is made by nothing else.
 func (e *FieldError) ErrorCode() string { return e.code }
+
+// At places e in file at line and column (0: unknown) and returns it.
+func (e *FieldError) At(file string, line, column int) *FieldError {
+	e.File, e.Line, e.Column = file, line, column
+	return e
+}
 
 // Error formats as file:line:col: path: msg, leaving out the parts it lacks
 // (a column is only known with a line).
@@ -54,6 +60,17 @@ func (e *FieldError) Error() string {
 // Errors is every problem found in one input, in document order. The CLI exits 2
 // for it.
 type Errors []*FieldError
+
+// Sort puts es in document order, by line and column; problems without a
+// line keep their relative order ahead of the rest.
+func (es Errors) Sort() {
+	sort.SliceStable(es, func(i, j int) bool {
+		if es[i].Line != es[j].Line {
+			return es[i].Line < es[j].Line
+		}
+		return es[i].Column < es[j].Column
+	})
+}
 
 // Error lists the problems one per line.
 func (es Errors) Error() string {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+
+	"fleetgen.dev/fleetgen/internal/strictyaml"
 )
 
 // JSONSchemaID is the $id of the JSON Schema of fleet.yaml.
@@ -145,11 +147,11 @@ func schemaFor(path string, t reflect.Type) map[string]any {
 	case t.Kind() == reflect.Struct:
 		props := map[string]any{}
 		var required []string
-		for _, f := range fields(t) {
-			p := join(path, f.name)
-			props[f.name] = schemaFor(p, t.Field(f.index).Type)
+		for _, f := range strictyaml.Fields(t) {
+			p := strictyaml.Join(path, f.Name)
+			props[f.Name] = schemaFor(p, t.Field(f.Index).Type)
 			if fieldDocs[p].required {
-				required = append(required, f.name)
+				required = append(required, f.Name)
 			}
 		}
 		s = map[string]any{"type": "object", "properties": props, "additionalProperties": false}

@@ -35,8 +35,7 @@ func (f *Fleet) Has(path string) bool {
 // wrong and what would be valid; it must never contain a credential.
 func (f *Fleet) At(e *problem.FieldError) *problem.FieldError {
 	p := f.Pos(e.Path)
-	e.File, e.Line, e.Column = f.File, p.Line, p.Column
-	return e
+	return e.At(f.File, p.Line, p.Column)
 }
 
 // parentPath strips the last element of a field path: a[1] -> a, a.b -> a,

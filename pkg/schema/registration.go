@@ -2,7 +2,6 @@ package schema
 
 import (
 	"fmt"
-	"strings"
 
 	"fleetgen.dev/fleetgen/pkg/problem"
 )
@@ -76,14 +75,6 @@ func modeNames(keep func(*Mode) bool) []string {
 		}
 	}
 	return names
-}
-
-// orList joins names as "a, b or c".
-func orList(names []string) string {
-	if len(names) < 2 {
-		return strings.Join(names, "")
-	}
-	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 // registrationFields are the registration fields besides mode, each with the

@@ -13,7 +13,7 @@ func Validate(f *Fleet) error {
 	if len(errs) == 0 {
 		return nil
 	}
-	sortErrors(errs)
+	errs.Sort()
 	return errs
 }
 
@@ -41,9 +41,7 @@ func (v *validator) kubeconfig(data []byte) error {
 	return err
 }
 
-func (v *validator) add(e *problem.FieldError) {
-	v.errs = append(v.errs, v.f.At(e))
-}
+func (v *validator) add(e *problem.FieldError) { v.errs = append(v.errs, v.f.At(e)) }
 
 func validate(f *Fleet) problem.Errors {
 	v := &validator{f: f, okLabels: map[string]bool{}}
@@ -98,6 +96,6 @@ func Sorted(errs problem.Errors) error {
 	if len(errs) == 0 {
 		return nil
 	}
-	sortErrors(errs)
+	errs.Sort()
 	return errs
 }

@@ -65,7 +65,7 @@ func (v *validator) clusters() {
 		}
 		for _, fld := range registrationFields {
 			if fld.set(r) && !fld.applies(m) {
-				v.add(problem.NotApplicable(rp+"."+fld.name, "%s applies only to mode %s, not %s: remove it", fld.name, orList(modeNames(fld.applies)), r.Mode))
+				v.add(problem.NotApplicable(rp+"."+fld.name, "%s applies only to mode %s, not %s: remove it", fld.name, problem.OrList(modeNames(fld.applies)), r.Mode))
 			}
 		}
 		switch {

@@ -122,7 +122,7 @@ func (v *validator) deliveryTargets(p string, d *Delivery, groups map[string]boo
 			}
 		}
 		if t.ClusterGroup != "" && !groups[t.ClusterGroup] {
-			v.add(problem.NotFound(tp+".clusterGroup", "unknown group %q%s: want one of spec.groups (%s)", t.ClusterGroup, didYouMean(t.ClusterGroup, groupNames(f)), strings.Join(groupNames(f), ", ")))
+			v.add(problem.NotFound(tp+".clusterGroup", "unknown group %q%s: want one of spec.groups (%s)", t.ClusterGroup, problem.DidYouMean(t.ClusterGroup, groupNames(f)), strings.Join(groupNames(f), ", ")))
 		}
 		if t.ClusterName != "" {
 			v.targetCluster(tp+".clusterName", t.ClusterName)
@@ -153,7 +153,7 @@ func (v *validator) targetCluster(p, name string) {
 	for _, c := range v.f.Spec.Clusters {
 		all = append(all, c.Name)
 	}
-	v.add(problem.NotFound(p, "unknown cluster %q%s: want the name of one of spec.clusters", name, didYouMean(name, all)))
+	v.add(problem.NotFound(p, "unknown cluster %q%s: want the name of one of spec.clusters", name, problem.DidYouMean(name, all)))
 }
 
 func groupNames(f *Fleet) []string {

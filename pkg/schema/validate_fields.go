@@ -140,9 +140,9 @@ func (v *validator) mode(path, s string) {
 	switch {
 	case LookupMode(s) != nil:
 	case s == "":
-		v.add(problem.Required(path, "registration mode is required: want %s", orList(all)))
+		v.add(problem.Required(path, "registration mode is required: want %s", problem.OrList(all)))
 	default:
-		v.add(problem.NotSupported(path, "unsupported value %q%s: want %s", s, didYouMean(s, all), orList(all)))
+		v.add(problem.NotSupported(path, "unsupported value %q%s: want %s", s, problem.DidYouMean(s, all), problem.OrList(all)))
 	}
 }
 

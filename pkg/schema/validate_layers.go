@@ -54,7 +54,7 @@ func (v *validator) layers() {
 			case dep == l.Name:
 				v.add(problem.Cycle(p, "layer %q depends on itself: want other layer names", dep))
 			case !ok:
-				v.add(problem.NotFound(p, "unknown layer %q%s: want one of %s", dep, didYouMean(dep, sortedNames(index)), strings.Join(sortedNames(index), ", ")))
+				v.add(problem.NotFound(p, "unknown layer %q%s: want one of %s", dep, problem.DidYouMean(dep, sortedNames(index)), strings.Join(sortedNames(index), ", ")))
 			default:
 				for k := range v.f.Spec.Clusters {
 					c := &v.f.Spec.Clusters[k]

@@ -36,6 +36,6 @@ func Warnings(f *Fleet) problem.Errors {
 	if f.Spec.ArgoCD != nil && len(f.Spec.Clusters) > 0 && len(f.ArgoCDClusters()) == 0 {
 		warn(problem.EmptySelection("spec.argocd.selector", "spec.argocd selects no cluster: no Argo CD cluster Secret is rendered"))
 	}
-	sortErrors(ws)
+	ws.Sort()
 	return ws
 }

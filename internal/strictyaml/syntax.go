@@ -1,4 +1,4 @@
-package schema
+package strictyaml
 
 import (
 	"bytes"
@@ -32,9 +32,9 @@ var (
 // or the first character of the block. A problem v3 names no line for is on
 // the first line; one that is no syntax error at all (an unknown anchor)
 // gets no position.
-func syntaxError(file string, data []byte, err error) problem.Errors {
+func (doc *Doc) syntaxError(data []byte, err error) problem.Errors {
 	line, col := 0, 0
-	msg := oneLine(err.Error())
+	msg := strings.NewReplacer("\r", " ", "\n", " ").Replace(err.Error())
 	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
 		line, _ = strconv.Atoi(m[1])
 		msg = m[2]
@@ -52,9 +52,9 @@ func syntaxError(file string, data []byte, err error) problem.Errors {
 		line, col, note = locate(data, line, msg)
 		msg += note
 	}
-	e := problem.Syntax("", "invalid YAML: %s: want well-formed YAML (check indentation and quoting)", msg)
-	e.File, e.Line, e.Column = file, line, col
-	return problem.Errors{e}
+	es := doc.refuse(problem.Syntax, line, "invalid YAML", "invalid YAML: %s: want well-formed YAML (check indentation and quoting)", msg)
+	es[0].Column = col
+	return es
 }
 
 func isParserProblem(msg string) bool {
