@@ -3,6 +3,8 @@ package layers
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -105,97 +107,121 @@ func sortedBuilds(m *Model) []string {
 //     2.9 substitutes strictly: the reconcile fails), once per layer,
 //     variable and file, naming the clusters;
 //   - a post-build substitution that fails for another reason;
-//   - a Secret holding plaintext (secrets.ObjectProblem), whatever made it
-//     one: a file, a generator, a patch, a replacement or a substituted
-//     variable; once per layer, file, object and problem, naming the
-//     clusters, never a value.
+//   - a Secret holding plaintext (Plaintext's findings).
 func (m *Model) Check(f *schema.Fleet) problem.Errors {
-	idx := layerIndex(f)
 	type key struct {
 		layer               int
 		what, file, obj, ok string
 	}
 	found := map[key][]string{} // → clusters
 	var order []key
-	note := func(k key, units []Unit) {
-		for _, u := range units {
-			if u.Layer != f.Spec.Layers[k.layer].Name {
-				continue
-			}
+	m.eachLayer(f, func(li int, s *Set, clusters []string) {
+		note := func(k key) {
 			if len(found[k]) == 0 {
 				order = append(order, k)
 			}
-			if l := found[k]; len(l) == 0 || l[len(l)-1] != u.Cluster {
-				found[k] = append(found[k], u.Cluster)
-			}
+			found[k] = appendNew(found[k], clusters)
 		}
-	}
-	for _, s := range m.Sets {
-		layers := map[int]bool{}
-		for _, u := range s.Units {
-			layers[idx[u.Layer]] = true
-		}
-		for li := range layers {
-			switch {
-			case len(s.Missing) > 0:
-				for _, o := range s.build.Objects {
-					if o.optOut {
-						continue
-					}
-					for _, v := range o.tp.missing(s.vars) {
-						note(key{layer: li, what: "missing", file: inert.Quote(o.Origin), obj: quoted(o), ok: v}, s.Units)
-					}
+		switch {
+		case len(s.Missing) > 0:
+			for _, o := range s.build.Objects {
+				if o.optOut {
+					continue
 				}
-			case s.Err != nil:
-				note(key{layer: li, what: "failed", ok: s.Err.Error()}, s.Units)
-			default:
-				for _, o := range s.Objects {
-					if p := secrets.ObjectProblem(o.Map); p != "" && !publicArgoCD(o) {
-						note(key{layer: li, what: "plaintext", file: inert.Quote(o.Origin), obj: quoted(o), ok: p}, s.Units)
-					}
-					for _, field := range notStrings(o) {
-						note(key{layer: li, what: "type", file: inert.Quote(o.Origin), obj: quoted(o), ok: inert.Quote(field)}, s.Units)
-					}
+				for _, v := range o.tp.missing(s.vars) {
+					note(key{layer: li, what: "missing", file: inert.Quote(o.Origin), obj: quoted(o), ok: v})
+				}
+			}
+		case s.Err != nil:
+			note(key{layer: li, what: "failed", ok: s.Err.Error()})
+		default:
+			for _, o := range s.Objects {
+				for _, field := range notStrings(o) {
+					note(key{layer: li, what: "type", file: inert.Quote(o.Origin), obj: quoted(o), ok: inert.Quote(field)})
 				}
 			}
 		}
-	}
+	})
 	var errs problem.Errors
 	for _, k := range order {
 		l := f.Spec.Layers[k.layer]
 		at := fmt.Sprintf("spec.layers[%d]", k.layer)
-		which := clusterList(found[k])
 		switch k.what {
 		case "missing":
 			errs = append(errs, f.Errorf(at,
 				"layer %s: ${%s} in %s (%s) is not defined for %s, and Flux 2.9 substitutes strictly (the reconcile fails): want a label %s on the cluster, spec.layers[%d].substitute.%s, or a default ${%s:=VALUE}",
-				l.Name, k.ok, k.file, k.obj, which, k.ok, k.layer, k.ok, k.ok))
+				l.Name, k.ok, k.file, k.obj, problem.Clusters(found[k], ""), k.ok, k.layer, k.ok, k.ok))
 		case "failed":
-			errs = append(errs, f.Errorf(at, "layer %s: %s, for %s (Flux fails the reconcile)", l.Name, k.ok, which))
+			errs = append(errs, f.Errorf(at, "layer %s: %s, for %s (Flux fails the reconcile)", l.Name, k.ok, problem.Clusters(found[k], "")))
 		case "type":
 			errs = append(errs, f.Errorf(at,
 				"layer %s: %s (%s): %s is not a string in what %s (the layer's build with post-build substitution), and the API server refuses it: want a string (post-build substitution decodes a value that reads as a number or boolean as one, whatever quotes the manifest had)",
-				l.Name, k.file, k.obj, k.ok, receives(found[k])))
-		case "plaintext":
-			fix := "encrypt it with SOPS (docs/secrets.md)"
-			if strings.Contains(k.ok, "annotation") {
-				fix = "remove the annotation (SOPS encrypts only data and stringData)"
-			}
-			errs = append(errs, f.Errorf(at,
-				"layer %s: %s: %s %s in what %s (the layer's build with post-build substitution): %s; fleetgen publishes no plaintext credential",
-				l.Name, k.file, k.obj, k.ok, receives(found[k]), fix))
+				l.Name, k.file, k.obj, k.ok, problem.Clusters(found[k], "receive")))
 		}
+	}
+	for _, fd := range m.Plaintext(f) {
+		errs = append(errs, fd.FieldError(f))
 	}
 	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
 	return errs
 }
 
-// receives is "cluster a receives" or "clusters a, b, … receive".
-func receives(clusters []string) string {
-	if len(clusters) == 1 {
-		return clusterList(clusters) + " receives"
+// Plaintext returns the Secrets holding plaintext (secrets.ObjectProblem) in
+// what each cluster receives, whatever made them one: a file, a generator, a
+// patch, a replacement or a substituted variable; one finding per layer,
+// file, object and problem, naming the clusters, never a value. An Argo CD
+// cluster Secret that holds no credential passes, as in the file scan.
+func (m *Model) Plaintext(f *schema.Fleet) []secrets.Finding {
+	type key struct{ layer, file, kind, ns, name, problem string }
+	at := map[key]int{} // → index in out
+	var out []secrets.Finding
+	m.eachLayer(f, func(li int, s *Set, clusters []string) {
+		if len(s.Missing) > 0 || s.Err != nil {
+			return
+		}
+		layer := f.Spec.Layers[li].Name
+		for _, o := range s.Objects {
+			p := secrets.ObjectProblem(o.Map)
+			if p == "" || publicArgoCD(o) {
+				continue
+			}
+			k := key{layer, o.Origin, o.Kind, o.Namespace, o.Name, p}
+			i, ok := at[k]
+			if !ok {
+				i, at[k] = len(out), len(out)
+				out = append(out, secrets.Finding{File: o.Origin, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name, Problem: p, Layer: layer})
+			}
+			out[i].Clusters = appendNew(out[i].Clusters, clusters)
+		}
+	})
+	return out
+}
+
+// eachLayer calls fn for every set of m and every layer of f that gives it,
+// in the order of the sets and of spec.layers, with the clusters that
+// receive the set from that layer.
+func (m *Model) eachLayer(f *schema.Fleet, fn func(layer int, s *Set, clusters []string)) {
+	idx := layerIndex(f)
+	for _, s := range m.Sets {
+		byLayer := map[int][]string{}
+		for _, u := range s.Units {
+			byLayer[idx[u.Layer]] = append(byLayer[idx[u.Layer]], u.Cluster)
+		}
+		for _, li := range slices.Sorted(maps.Keys(byLayer)) {
+			fn(li, s, byLayer[li])
+		}
 	}
-	return clusterList(clusters) + " receive"
+}
+
+// appendNew appends each of clusters to list unless it is the last one
+// there (a cluster receives a set once per layer).
+func appendNew(list, clusters []string) []string {
+	for _, c := range clusters {
+		if len(list) == 0 || list[len(list)-1] != c {
+			list = append(list, c)
+		}
+	}
+	return list
 }
 
 // quoted names o as Describe does, each untrusted part (a layer writes
@@ -262,19 +288,6 @@ func sortedKeys(m map[string]any) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// clusterList names clusters: "cluster a", or "clusters a, b, c and 2 more".
-func clusterList(clusters []string) string {
-	sort.Strings(clusters)
-	if len(clusters) == 1 {
-		return "cluster " + clusters[0]
-	}
-	s := "clusters " + strings.Join(clusters[:min(3, len(clusters))], ", ")
-	if len(clusters) > 3 {
-		s += fmt.Sprintf(" and %d more", len(clusters)-3)
-	}
-	return s
 }
 
 // Decrypts reports whether what cluster receives from layer holds
