@@ -328,7 +328,7 @@ func render(ctx context.Context, cfg Config, ld *Loaded, placeholders bool) (*re
 	}
 	r.plain = files
 	files, err = secrets.Seal(files, enc, previous(cfg.OutDir),
-		secrets.Verify(ids, func(p string) { r.forged = append(r.forged, p) }))
+		secrets.WithDecryptCheck(ids, func(p string) { r.forged = append(r.forged, p) }))
 	if err != nil {
 		return nil, err
 	}
