@@ -1,35 +1,54 @@
 package mirror
 
-import "github.com/google/go-containerregistry/pkg/authn"
+import (
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+)
 
-// targetKeychain answers with fixed credentials for the target registries,
-// reached as the targets are, and defers to the next keychain for everything
-// else. hosts maps a target registry to its scheme (https, or http when
-// declared insecure or on loopback): a request to the same host by another
-// scheme, such as a source mirror on the target's host declared insecure,
-// gets no credentials, so that they never cross plain HTTP to a host that is
-// reached over HTTPS (SPEC §4).
-type targetKeychain struct {
-	hosts          map[string]string
+// Environment variables with spec.registry's credentials (CI); the Docker
+// config and its credential helpers serve every other host. Their values
+// never appear in logs or errors.
+const (
+	EnvRegistryUsername = "FLEETGEN_REGISTRY_USERNAME"
+	EnvRegistryPassword = "FLEETGEN_REGISTRY_PASSWORD"
+)
+
+// Keychain is the one keychain of every registry request fleetgen makes
+// (mirror, publish, the checks at the mirror), SPEC §4's credential scope:
+//
+//   - user and password (EnvRegistryUsername and EnvRegistryPassword) go to
+//     registry (spec.registry.host) reached by the scheme it is declared
+//     with, and to no other host. They are a pair: with either empty,
+//     neither is sent and registry gets next's, as when both are unset (a CI
+//     job whose secret is empty, a pull request from a fork, falls back to
+//     the Docker config rather than sending half a credential);
+//   - registry's host reached by another scheme gets no credential at all,
+//     ours or next's: none crosses plain HTTP to a host declared secure;
+//   - every other host gets next's (authn.DefaultKeychain when nil: the
+//     Docker config and its credential helpers, so that `az acr login`
+//     works).
+func Keychain(registry name.Registry, user, password string, next authn.Keychain) authn.Keychain {
+	if next == nil {
+		next = authn.DefaultKeychain
+	}
+	return keychain{registry: registry, user: user, password: password, next: next}
+}
+
+type keychain struct {
+	registry       name.Registry
 	user, password string
 	next           authn.Keychain
 }
 
-func (k targetKeychain) Resolve(r authn.Resource) (authn.Authenticator, error) {
-	if scheme, ok := k.hosts[r.RegistryStr()]; ok {
-		if scheme == schemeOf(r) {
-			return authn.FromConfig(authn.AuthConfig{Username: k.user, Password: k.password}), nil
-		}
+func (k keychain) Resolve(r authn.Resource) (authn.Authenticator, error) {
+	if r.RegistryStr() != k.registry.RegistryStr() {
+		return k.next.Resolve(r)
+	}
+	if s, ok := r.(interface{ Scheme() string }); !ok || s.Scheme() != k.registry.Scheme() {
 		return authn.Anonymous, nil
 	}
-	return k.next.Resolve(r)
-}
-
-// schemeOf is the scheme go-containerregistry reaches r by: http for a
-// registry named insecure or on loopback, https otherwise.
-func schemeOf(r authn.Resource) string {
-	if s, ok := r.(interface{ Scheme() string }); ok {
-		return s.Scheme()
+	if k.user == "" || k.password == "" {
+		return k.next.Resolve(r)
 	}
-	return "https"
+	return &authn.Basic{Username: k.user, Password: k.password}, nil
 }

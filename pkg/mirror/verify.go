@@ -2,13 +2,18 @@ package mirror
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sort"
+	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"golang.org/x/sync/errgroup"
 
 	"fleetgen.dev/fleetgen/pkg/lock"
+	"fleetgen.dev/fleetgen/pkg/schema"
 	"fleetgen.dev/fleetgen/pkg/verify"
 )
 
@@ -37,4 +42,108 @@ func (r *runner) verify(ctx context.Context, p Pair, src name.Reference, want v1
 		return nil, fmt.Errorf("verify signature of %s%s: %w", want, r.via(src), err)
 	}
 	return &lock.Verified{Policy: v.Policy, PolicyDigest: v.PolicyDigest, Signature: v.Signature.String()}, nil
+}
+
+// UnsignedError lists the locked images a spec.verify policy covers that
+// have no verifying signature at the mirror: what clusters would pull.
+type UnsignedError struct {
+	// Images are "repo@sha256:…: policy spec.verify[N]: REASON: detail", sorted.
+	Images []string
+}
+
+func (e *UnsignedError) Error() string {
+	return fmt.Sprintf("%d locked image(s) have no verifying signature in the registry (run `fleetgen mirror`):\n  %s",
+		len(e.Images), strings.Join(e.Images, "\n  "))
+}
+
+// Verify verifies, at the mirror reg (what clusters pull), the signature
+// each image's lock entry names (lock.Verified) under the policy of ps that
+// covers its source now: the manifest must be in the image's target
+// repository and verify for the image's digest, offline. An image whose
+// entry records no verification under that policy, or a refused signature,
+// makes an *UnsignedError listing every one; registry failures are reported
+// too. Requests go as Check's do. Run verifies at the source (WithVerify).
+func Verify(ctx context.Context, reg schema.Registry, images []lock.Image, ps verify.Policies, opts ...Option) error {
+	if len(ps) == 0 {
+		return nil
+	}
+	o, err := newOptions(opts)
+	if err != nil {
+		return err
+	}
+	o.insecure = o.insecure || reg.Insecure
+	target, err := name.NewRegistry(reg.Host, o.nameOpts()...)
+	if err != nil {
+		return fmt.Errorf("verify signatures in %s: %w", reg.Host, err)
+	}
+	ropts, _ := o.remote(ctx, []name.Registry{target})
+	covered := 0
+	type result struct {
+		refused string
+		err     error
+	}
+	results := make([]result, len(images))
+	var g errgroup.Group
+	g.SetLimit(o.jobs)
+	for i, img := range images {
+		repo, _ := lock.SplitRef(img.Source)
+		p := ps.For(repo)
+		if p == nil {
+			continue
+		}
+		covered++
+		g.Go(func() error {
+			what := img.Pinned() + ": policy " + p.Name + ": "
+			v := img.Verified
+			if v == nil || v.Policy != p.Name || v.PolicyDigest != p.Digest {
+				results[i].refused = what + "locked without a signature verified under the policy"
+				return nil
+			}
+			repo, err := name.NewRepository(img.Repository(), o.nameOpts()...)
+			if err != nil {
+				results[i].err = fmt.Errorf("lock entry %s: %w", img.Source, err)
+				return nil
+			}
+			d, err1 := v1.NewHash(img.Digest)
+			sig, err2 := v1.NewHash(v.Signature)
+			if err1 != nil || err2 != nil {
+				results[i].refused = what + "malformed digest in the lock"
+				return nil
+			}
+			err = p.Signature(ctx, repo, d, sig, ropts...)
+			var ve *verify.Error
+			switch {
+			case errors.As(err, &ve):
+				results[i].refused = what + string(ve.Reason) + ": " + ve.Detail
+			case err != nil:
+				results[i].err = fmt.Errorf("verify signature of %s: %w", img.Pinned(), err)
+			default:
+				o.logger.Debug("signature verified at the mirror", "image", img.Pinned(), "policy", p.Name, "signature", v.Signature)
+			}
+			return nil
+		})
+	}
+	_ = g.Wait() // failures are in results
+	var refused []string
+	var errs []error
+	for _, r := range results {
+		switch {
+		case r.refused != "":
+			refused = append(refused, r.refused)
+		case r.err != nil:
+			errs = append(errs, r.err)
+		}
+	}
+	sort.Strings(refused)
+	sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
+	if len(refused) > 0 {
+		errs = append([]error{&UnsignedError{Images: refused}}, errs...)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("verify signatures in %s: %w", reg.Host, errors.Join(errs...))
+	}
+	if covered > 0 {
+		o.logger.Info("verified the locked images' signatures at the mirror", "registry", reg.Host, "images", covered)
+	}
+	return nil
 }

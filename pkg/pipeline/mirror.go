@@ -17,13 +17,6 @@ import (
 	"fleetgen.dev/fleetgen/pkg/problem"
 )
 
-// Environment variables with the target registry's credentials (CI). The
-// Docker config and its credential helpers serve everything else.
-const (
-	EnvRegistryUsername = "FLEETGEN_REGISTRY_USERNAME"
-	EnvRegistryPassword = "FLEETGEN_REGISTRY_PASSWORD"
-)
-
 // Images writes the fleet's images to w, one per line, sorted; with why, each
 // followed by a tab and who asked for it ("spec.images[0], layer apps (apps)").
 func Images(ctx context.Context, cfg Config, w io.Writer, why bool) error {
@@ -50,8 +43,9 @@ func Images(ctx context.Context, cfg Config, w io.Writer, why bool) error {
 //
 // The lock's image entries are replaced by this run's (one per image the fleet
 // needs now); its client IDs are kept. The target registry's credentials come
-// from FLEETGEN_REGISTRY_USERNAME and FLEETGEN_REGISTRY_PASSWORD when set, and
-// from the Docker config and credential helpers otherwise.
+// from FLEETGEN_REGISTRY_USERNAME and FLEETGEN_REGISTRY_PASSWORD when both are
+// set, and from the Docker config and credential helpers otherwise
+// (mirror.Keychain).
 //
 // It runs every input check but the lock's (Validate), the lock being what it
 // brings up to date.
@@ -64,6 +58,14 @@ func Mirror(ctx context.Context, cfg Config, w io.Writer, dryRun bool) error {
 		return err
 	}
 	return mirrorLoaded(ctx, cfg, ld, w, dryRun)
+}
+
+// registryCredentials are spec.registry's from the environment
+// (mirror.Keychain scopes them).
+func registryCredentials(cfg Config) mirror.Option {
+	user, _ := cfg.lookupEnv(mirror.EnvRegistryUsername)
+	pass, _ := cfg.lookupEnv(mirror.EnvRegistryPassword)
+	return mirror.WithTargetCredentials(user, pass)
 }
 
 // mirrorLoaded mirrors ld's images and, unless dryRun, writes the lock and
@@ -88,12 +90,9 @@ func mirrorLoaded(ctx context.Context, cfg Config, ld *Loaded, w io.Writer, dryR
 		mirror.WithLogger(log),
 		mirror.WithJobs(cfg.Jobs),
 		mirror.WithInsecure(f.Spec.Registry.Insecure),
+		registryCredentials(cfg),
+		mirror.WithReferrers(!cfg.NoReferrers),
 	}
-	if user, ok := cfg.lookupEnv(EnvRegistryUsername); ok && user != "" {
-		pass, _ := cfg.lookupEnv(EnvRegistryPassword)
-		opts = append(opts, mirror.WithTargetCredentials(user, pass))
-	}
-	opts = append(opts, mirror.WithReferrers(!cfg.NoReferrers))
 	if ps, err := ld.Policies(); err != nil {
 		return err
 	} else if len(ps) > 0 {

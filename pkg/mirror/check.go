@@ -1,4 +1,4 @@
-package publish
+package mirror
 
 import (
 	"context"
@@ -9,9 +9,7 @@ import (
 	"strings"
 
 	"fleetgen.dev/fleetgen/pkg/lock"
-	"fleetgen.dev/fleetgen/pkg/mirror"
 	"fleetgen.dev/fleetgen/pkg/schema"
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
@@ -46,31 +44,35 @@ func (e *StaleLockError) Error() string {
 		lock.FileName, e.Registry, len(e.Images), strings.Join(e.Images, "\n  "))
 }
 
-// Verify checks that every image is locked where reg mirrors it and present
-// in the registry at its digest (HEAD requests, in parallel), and returns an
-// error naming every stale or missing one.
+// Check checks that the registry reg holds every locked image, with its
+// supply chain, where reg mirrors it (HEAD requests, in parallel), and
+// returns an error naming every stale or missing one: publish runs it before
+// it pushes anything.
 //
-// A lock whose Target is not what mirror.Plan gives for its Source under reg
-// is refused before any request (*StaleLockError): checking the old registry
+// A lock whose Target is not what Plan gives for its Source under reg is
+// refused before any request (*StaleLockError): checking the old registry
 // would prove nothing about the one the fleet names. Each image is then
-// looked up at its Target repository pinned by Digest; a 404 makes it missing
-// (*MissingError); other failures (auth, network) are reported too, all
-// sorted. reg.Insecure (or WithInsecure) talks plain HTTP. Credentials come
-// from FLEETGEN_REGISTRY_USERNAME/PASSWORD, then the Docker config and
-// credential helpers.
-func Verify(ctx context.Context, reg schema.Registry, images []lock.Image, opts ...Option) error {
+// looked up at its Target repository pinned by Digest, and each artifact of
+// its supply chain (lock.Referrer) by digest and, where it has one, by the tag
+// cosign looks at; a 404 makes it missing (*MissingError); other failures
+// (auth, network) are reported too, all sorted. reg.Insecure (or
+// WithInsecure) talks plain HTTP. Requests go as Run's do (Keychain,
+// WithTargetCredentials, WithJobs, WithTimeouts).
+func Check(ctx context.Context, reg schema.Registry, images []lock.Image, opts ...Option) error {
 	o, err := newOptions(opts)
 	if err != nil {
 		return err
 	}
+	o.insecure = o.insecure || reg.Insecure
 	if err := checkTargets(reg, images); err != nil {
 		return err
 	}
-	insecure := reg.Insecure || o.insecure
-	var nopts []name.Option
-	if insecure {
-		nopts = append(nopts, name.Insecure)
+	target, err := name.NewRegistry(reg.Host, o.nameOpts()...)
+	if err != nil {
+		return fmt.Errorf("check registry %s: %w", reg.Host, err)
 	}
+	ropts, _ := o.remote(ctx, []name.Registry{target})
+	nopts := o.nameOpts()
 	// One check per image and per artifact of its supply chain, at most jobs
 	// at a time; every failure is collected (none stops the others).
 	type check struct {
@@ -105,7 +107,6 @@ func Verify(ctx context.Context, reg schema.Registry, images []lock.Image, opts 
 				results[i].err = fmt.Errorf("lock entry %s: %w", c.img.Source, err)
 				return nil
 			}
-			ropts := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(o.keychain(reg))}
 			desc, err := remote.Head(d, ropts...)
 			var terr *transport.Error
 			switch {
@@ -157,9 +158,9 @@ func Verify(ctx context.Context, reg schema.Registry, images []lock.Image, opts 
 		errs = append([]error{&MissingError{Images: missing}}, errs...)
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("verify registry %s: %w", reg.Host, errors.Join(errs...))
+		return fmt.Errorf("check registry %s: %w", reg.Host, errors.Join(errs...))
 	}
-	o.logger.Info("verified locked images at their digest", "registry", reg.Host, "images", len(images))
+	o.logger.Info("the registry holds every locked image at its digest", "registry", reg.Host, "images", len(images))
 	return nil
 }
 
@@ -173,9 +174,9 @@ func checkTargets(reg schema.Registry, images []lock.Image) error {
 	for i, img := range images {
 		sources[i] = img.Source
 	}
-	pairs, err := mirror.Plan(reg, sources)
+	pairs, err := Plan(reg, sources)
 	if err != nil {
-		return fmt.Errorf("verify registry %s: %w", reg.Host, err)
+		return fmt.Errorf("check registry %s: %w", reg.Host, err)
 	}
 	planned := make(map[string]string, len(pairs))
 	for _, p := range pairs {
@@ -185,7 +186,7 @@ func checkTargets(reg schema.Registry, images []lock.Image) error {
 	for _, img := range images {
 		src, err := lock.Normalize(img.Source)
 		if err != nil {
-			return fmt.Errorf("verify registry %s: lock entry %s: %w", reg.Host, img.Source, err)
+			return fmt.Errorf("check registry %s: lock entry %s: %w", reg.Host, img.Source, err)
 		}
 		if want := planned[src]; img.Target != want {
 			stale = append(stale, fmt.Sprintf("%s: locked at %s, want %s", img.Source, img.Target, want))
@@ -196,41 +197,4 @@ func checkTargets(reg schema.Registry, images []lock.Image) error {
 	}
 	sort.Strings(stale)
 	return &StaleLockError{Registry: reg.Host, Images: stale}
-}
-
-// keychain is FLEETGEN_REGISTRY_USERNAME/PASSWORD (when both are set) for
-// reg's host, reached as reg says (HTTPS, or plain HTTP when insecure or on
-// loopback), then the Docker config and its credential helpers (so `az acr
-// login` works). The variables belong to spec.registry.host alone (SPEC §4):
-// an OCI source on another host, or the registry's host reached another way,
-// never gets them.
-func (o *options) keychain(reg schema.Registry) authn.Keychain {
-	return authn.NewMultiKeychain(envKeychain{o: o, reg: reg}, authn.DefaultKeychain)
-}
-
-type envKeychain struct {
-	o   *options
-	reg schema.Registry
-}
-
-func (k envKeychain) Resolve(r authn.Resource) (authn.Authenticator, error) {
-	user, pass := k.o.env(EnvRegistryUsername), k.o.env(EnvRegistryPassword)
-	if user == "" || pass == "" || !k.ours(r) {
-		return authn.Anonymous, nil
-	}
-	return &authn.Basic{Username: user, Password: pass}, nil
-}
-
-// ours reports whether r is spec.registry's host reached by its own scheme.
-func (k envKeychain) ours(r authn.Resource) bool {
-	var opts []name.Option
-	if k.reg.Insecure || k.o.insecure {
-		opts = append(opts, name.Insecure)
-	}
-	reg, err := name.NewRegistry(k.reg.Host, opts...)
-	if err != nil || r.RegistryStr() != reg.RegistryStr() {
-		return false
-	}
-	s, ok := r.(interface{ Scheme() string })
-	return ok && s.Scheme() == reg.Scheme()
 }
