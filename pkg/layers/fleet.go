@@ -107,60 +107,29 @@ func sortedBuilds(m *Model) []string {
 //     2.9 substitutes strictly: the reconcile fails), once per layer,
 //     variable and file, naming the clusters;
 //   - a post-build substitution that fails for another reason;
+//   - a value Kubernetes takes only as a string that is not one;
 //   - a Secret holding plaintext (Plaintext's findings).
 func (m *Model) Check(f *schema.Fleet) problem.Errors {
-	type key struct {
-		layer               int
-		what, file, obj, ok string
-	}
-	found := map[key][]string{} // → clusters
-	var order []key
-	m.eachLayer(f, func(li int, s *Set, clusters []string) {
-		note := func(k key) {
-			if len(found[k]) == 0 {
-				order = append(order, k)
-			}
-			found[k] = appendNew(found[k], clusters)
-		}
-		switch {
-		case len(s.Missing) > 0:
-			for _, o := range s.build.Objects {
-				if o.optOut {
-					continue
-				}
-				for _, v := range o.tp.missing(s.vars) {
-					note(key{layer: li, what: "missing", file: inert.Quote(o.Origin), obj: quoted(o), ok: v})
-				}
-			}
-		case s.Err != nil:
-			note(key{layer: li, what: "failed", ok: s.Err.Error()})
-		default:
-			for _, o := range s.Objects {
-				for _, field := range notStrings(o) {
-					note(key{layer: li, what: "type", file: inert.Quote(o.Origin), obj: quoted(o), ok: inert.Quote(field)})
-				}
-			}
-		}
-	})
+	order, found := m.issues(f)
 	var errs problem.Errors
 	for _, k := range order {
 		l := f.Spec.Layers[k.layer]
 		at := fmt.Sprintf("spec.layers[%d]", k.layer)
+		file, obj := inert.Quote(k.file), k.quoted()
 		switch k.what {
 		case "missing":
 			errs = append(errs, f.Errorf(at,
 				"layer %s: ${%s} in %s (%s) is not defined for %s, and Flux 2.9 substitutes strictly (the reconcile fails): want a label %s on the cluster, spec.layers[%d].substitute.%s, or a default ${%s:=VALUE}",
-				l.Name, k.ok, k.file, k.obj, problem.Clusters(found[k], ""), k.ok, k.layer, k.ok, k.ok))
+				l.Name, k.ok, file, obj, problem.Clusters(found[k], ""), k.ok, k.layer, k.ok, k.ok))
 		case "failed":
 			errs = append(errs, f.Errorf(at, "layer %s: %s, for %s (Flux fails the reconcile)", l.Name, k.ok, problem.Clusters(found[k], "")))
 		case "type":
 			errs = append(errs, f.Errorf(at,
 				"layer %s: %s (%s): %s is not a string in what %s (the layer's build with post-build substitution), and the API server refuses it: want a string (post-build substitution decodes a value that reads as a number or boolean as one, whatever quotes the manifest had)",
-				l.Name, k.file, k.obj, k.ok, problem.Clusters(found[k], "receive")))
+				l.Name, file, obj, inert.Quote(k.ok), problem.Clusters(found[k], "receive")))
+		case "plaintext":
+			errs = append(errs, k.finding(f, found[k]).FieldError(f))
 		}
-	}
-	for _, fd := range m.Plaintext(f) {
-		errs = append(errs, fd.FieldError(f))
 	}
 	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
 	return errs
@@ -172,67 +141,92 @@ func (m *Model) Check(f *schema.Fleet) problem.Errors {
 // file, object and problem, naming the clusters, never a value. An Argo CD
 // cluster Secret that holds no credential passes, as in the file scan.
 func (m *Model) Plaintext(f *schema.Fleet) []secrets.Finding {
-	type key struct{ layer, file, kind, ns, name, problem string }
-	at := map[key]int{} // → index in out
+	order, found := m.issues(f)
 	var out []secrets.Finding
-	m.eachLayer(f, func(li int, s *Set, clusters []string) {
-		if len(s.Missing) > 0 || s.Err != nil {
-			return
+	for _, k := range order {
+		if k.what == "plaintext" {
+			out = append(out, k.finding(f, found[k]))
 		}
-		layer := f.Spec.Layers[li].Name
-		for _, o := range s.Objects {
-			p := secrets.ObjectProblem(o.Map)
-			if p == "" || publicArgoCD(o) {
-				continue
-			}
-			k := key{layer, o.Origin, o.Kind, o.Namespace, o.Name, p}
-			i, ok := at[k]
-			if !ok {
-				i, at[k] = len(out), len(out)
-				out = append(out, secrets.Finding{File: o.Origin, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name, Problem: p, Layer: layer})
-			}
-			out[i].Clusters = appendNew(out[i].Clusters, clusters)
-		}
-	})
+	}
 	return out
 }
 
-// eachLayer calls fn for every set of m and every layer of f that gives it,
-// in the order of the sets and of spec.layers, with the clusters that
-// receive the set from that layer.
-func (m *Model) eachLayer(f *schema.Fleet, fn func(layer int, s *Set, clusters []string)) {
+// issue is one problem Check reports: of a layer, a kind ("missing",
+// "failed", "type", "plaintext"), the file and object it is in (if any) and
+// what is wrong (the variable, the error, the field or the problem).
+type issue struct {
+	layer                             int
+	what, file, kind, namespace, name string
+	ok                                string
+}
+
+// quoted names k's object as Describe does, each untrusted part (a layer
+// writes them) quoted when it is not a plain token (inert.Quote), so that no
+// name reads as another or breaks the message's line.
+func (k issue) quoted() string {
+	name := k.name
+	if k.namespace != "" {
+		name = k.namespace + "/" + name
+	}
+	return inert.Quote(k.kind) + " " + inert.Quote(name)
+}
+
+func (k issue) finding(f *schema.Fleet, clusters []string) secrets.Finding {
+	return secrets.Finding{File: k.file, Kind: k.kind, Namespace: k.namespace, Name: k.name, Problem: k.ok,
+		Layer: f.Spec.Layers[k.layer].Name, Clusters: clusters}
+}
+
+// issues returns every issue of what the clusters receive, in the order of
+// the sets and of spec.layers, with the clusters that receive each.
+func (m *Model) issues(f *schema.Fleet) ([]issue, map[issue][]string) {
 	idx := layerIndex(f)
+	found := map[issue][]string{}
+	var order []issue
 	for _, s := range m.Sets {
-		byLayer := map[int][]string{}
+		byLayer := map[int][]string{} // → clusters receiving s from that layer
 		for _, u := range s.Units {
 			byLayer[idx[u.Layer]] = append(byLayer[idx[u.Layer]], u.Cluster)
 		}
 		for _, li := range slices.Sorted(maps.Keys(byLayer)) {
-			fn(li, s, byLayer[li])
+			note := func(what string, o *Object, ok string) {
+				k := issue{layer: li, what: what, ok: ok}
+				if o != nil {
+					k.file, k.kind, k.namespace, k.name = o.Origin, o.Kind, o.Namespace, o.Name
+				}
+				if len(found[k]) == 0 {
+					order = append(order, k)
+				}
+				for _, c := range byLayer[li] { // a cluster receives a set once per layer
+					if l := found[k]; len(l) == 0 || l[len(l)-1] != c {
+						found[k] = append(found[k], c)
+					}
+				}
+			}
+			switch {
+			case len(s.Missing) > 0:
+				for _, o := range s.build.Objects {
+					if o.optOut {
+						continue
+					}
+					for _, v := range o.tp.missing(s.vars) {
+						note("missing", o, v)
+					}
+				}
+			case s.Err != nil:
+				note("failed", nil, s.Err.Error())
+			default:
+				for _, o := range s.Objects {
+					if p := secrets.ObjectProblem(o.Map); p != "" && !publicArgoCD(o) {
+						note("plaintext", o, p)
+					}
+					for _, field := range notStrings(o) {
+						note("type", o, field)
+					}
+				}
+			}
 		}
 	}
-}
-
-// appendNew appends each of clusters to list unless it is the last one
-// there (a cluster receives a set once per layer).
-func appendNew(list, clusters []string) []string {
-	for _, c := range clusters {
-		if len(list) == 0 || list[len(list)-1] != c {
-			list = append(list, c)
-		}
-	}
-	return list
-}
-
-// quoted names o as Describe does, each untrusted part (a layer writes
-// them) quoted when it is not a plain token (inert.Quote), so that no name
-// reads as another or breaks the message's line.
-func quoted(o *Object) string {
-	name := o.Name
-	if o.Namespace != "" {
-		name = o.Namespace + "/" + name
-	}
-	return inert.Quote(o.Kind) + " " + inert.Quote(name)
+	return order, found
 }
 
 // publicArgoCD reports whether o is an Argo CD cluster Secret that holds no

@@ -11,18 +11,14 @@ import (
 // do: "cluster a receives", "clusters a, b receive".
 func Clusters(names []string, verb string) string {
 	names = slices.Sorted(slices.Values(names))
-	s := "cluster " + names[0]
-	if len(names) > 1 {
-		s = "clusters " + strings.Join(names[:min(3, len(names))], ", ")
-	}
-	if len(names) > 3 {
+	s := "clusters " + strings.Join(names[:min(3, len(names))], ", ")
+	switch {
+	case len(names) == 1 && verb != "":
+		s, verb = "cluster "+names[0], verb+"s"
+	case len(names) == 1:
+		s = "cluster " + names[0]
+	case len(names) > 3:
 		s += fmt.Sprintf(" and %d more", len(names)-3)
 	}
-	switch {
-	case verb == "":
-		return s
-	case len(names) == 1:
-		return s + " " + verb + "s"
-	}
-	return s + " " + verb
+	return strings.TrimSuffix(s+" "+verb, " ")
 }

@@ -79,14 +79,13 @@ type sealOptions struct {
 }
 
 // WithDecryptCheck makes Seal decrypt every previous sealed file with ids
-// before it keeps its ciphertext: the file is kept only when it decrypts
-// (with a valid MAC, every data key stanza ids can open agreeing) to exactly
-// the Secret being sealed. Otherwise it is sealed afresh, and forged is
-// called with its path (in path order, after sealing). Without it, Seal
-// trusts the plaintext-hash annotation, which anyone can copy
-// (docs/secrets.md). ids nil checks nothing. Seal fails (an input error) when
-// no identity in ids belongs to one of the recipients: nothing could be
-// checked.
+// before it keeps its ciphertext: the file is kept only when it decrypts (with
+// a valid MAC, every data key stanza ids can open agreeing) to exactly the
+// Secret being sealed. Otherwise it is sealed afresh, and forged is called with
+// its path (in path order, after sealing). Without it, Seal trusts the
+// plaintext-hash annotation, which anyone can copy (docs/secrets.md). ids nil
+// checks nothing. Seal fails (an input error) when no identity in ids belongs
+// to one of the recipients: nothing could be checked.
 func WithDecryptCheck(ids *Identities, forged func(path string)) Option {
 	return func(o *sealOptions) {
 		o.ids = ids

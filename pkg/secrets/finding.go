@@ -10,25 +10,20 @@ import (
 	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
-// Finding is one credential that would reach Git in plaintext, as data: the
-// file, the object (or the entry of the file) and what is wrong, never a
-// value. Plaintext finds them in files, layers.Model.Plaintext in what each
+// Finding is one credential that would reach Git in plaintext, as data, never
+// a value: Plaintext finds them in files, layers.Model.Plaintext in what each
 // cluster receives. Their messages are made here and nowhere else.
 type Finding struct {
-	// File is slash-separated and relative to the folder scanned.
-	File string
-	// Entry says where in File when the finding is not about an object the
-	// file holds: "secretGenerator[0]", "document 2"; "" otherwise.
-	Entry string
+	File  string // slash-separated, relative to the folder scanned
+	Entry string // where in File, when not an object: "secretGenerator[0]", "document 2"
 	// Kind, Namespace and Name name the object ("Secret"), or the Secret an
 	// Entry makes; Kind is "" when the finding is about File or Entry only.
 	Kind, Namespace, Name string
-	// Problem is what is wrong, a phrase that follows the object ("holds
-	// unencrypted data"), or the whole finding when there is none.
+	// Problem follows the object ("holds unencrypted data"), or is the whole
+	// finding when there is none.
 	Problem string
-	// Layer and Clusters are set for what a layer's build gives clusters
-	// (layers.Model.Plaintext): the layer's name and the clusters receiving
-	// the object.
+	// Layer and Clusters say, for what a layer's build gives clusters, which
+	// layer and which clusters receive the object.
 	Layer    string
 	Clusters []string
 }
@@ -46,31 +41,22 @@ func Unreported(found, reported []Finding) []Finding {
 	for _, r := range reported {
 		seen[r.key()] = true
 	}
-	var out []Finding
-	for _, fd := range found {
-		if !seen[fd.key()] {
-			out = append(out, fd)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(found), func(fd Finding) bool { return seen[fd.key()] })
 }
 
 // String is the finding on one line, as the file scan reports it: "path:
 // Secret ns/name holds unencrypted data", "path: secretGenerator[0] (Secret
 // s) makes a Secret from literals, …", "path: document 2 is not valid YAML, …".
 func (fd Finding) String() string {
-	subject := fd.Entry
+	obj := ""
 	if fd.Kind != "" {
-		obj := fd.Kind + " " + qualified(fd.Namespace, fd.Name)
-		if subject != "" {
-			obj = "(" + obj + ")"
-		}
-		subject = strings.TrimPrefix(subject+" "+obj, " ")
+		obj = fd.Kind + " " + qualified(fd.Namespace, fd.Name)
 	}
-	if subject == "" {
-		return fd.File + ": " + fd.Problem
+	if fd.Entry != "" && obj != "" {
+		obj = "(" + obj + ")"
 	}
-	return fd.File + ": " + subject + " " + fd.Problem
+	words := []string{fd.File + ":", fd.Entry, obj, fd.Problem}
+	return strings.Join(slices.DeleteFunc(words, func(w string) bool { return w == "" }), " ")
 }
 
 // FieldError is the finding as a problem of fleet.yaml f: at the layer that

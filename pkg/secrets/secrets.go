@@ -6,10 +6,9 @@
 // keep a re-render free of Git churn each sealed Secret carries the annotation
 // HashAnnotation: a salted argon2id hash of its plaintext and recipients. When
 // the previous render's hash still matches, Seal keeps the previous ciphertext
-// byte for byte. Anyone can copy that annotation onto other ciphertext, so
-// with WithDecryptCheck and an age identity Seal decrypts the previous file
-// before it trusts it. docs/secrets.md explains the choice and its threat
-// model.
+// byte for byte. Anyone can copy that annotation onto other ciphertext, so with
+// WithDecryptCheck and an age identity Seal decrypts the previous file before
+// it trusts it. docs/secrets.md explains the choice and its threat model.
 //
 // The SOPS format is written here with filippo.io/age, not with SOPS's own
 // packages, which link every cloud key service SOPS supports (sopstree.go).
