@@ -3,6 +3,8 @@ package mirror
 import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
+
+	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
 // Environment variables with spec.registry's credentials (CI); the Docker
@@ -13,25 +15,25 @@ const (
 	EnvRegistryPassword = "FLEETGEN_REGISTRY_PASSWORD"
 )
 
-// Keychain is the one keychain of every registry request fleetgen makes
-// (mirror, publish, the checks at the mirror), SPEC §4's credential scope:
-//
-//   - user and password (EnvRegistryUsername and EnvRegistryPassword) go to
-//     registry (spec.registry.host) reached by the scheme it is declared
-//     with, and to no other host. They are a pair: with either empty,
-//     neither is sent and registry gets next's, as when both are unset (a CI
-//     job whose secret is empty, a pull request from a fork, falls back to
-//     the Docker config rather than sending half a credential);
-//   - registry's host reached by another scheme gets no credential at all,
-//     ours or next's: none crosses plain HTTP to a host declared secure;
-//   - every other host gets next's (authn.DefaultKeychain when nil: the
-//     Docker config and its credential helpers, so that `az acr login`
-//     works).
-func Keychain(registry name.Registry, user, password string, next authn.Keychain) authn.Keychain {
-	if next == nil {
-		next = authn.DefaultKeychain
+// Keychain is the one keychain of every registry request (mirror, publish,
+// the checks at the mirror), SPEC §4's credential scope: user and password
+// (EnvRegistryUsername, EnvRegistryPassword) go to reg.Host reached by the
+// scheme it is declared with (plain HTTP when reg.Insecure or on loopback)
+// and nowhere else. They are a pair: with either empty neither is sent, as
+// when both are unset (a fork's pull request gets empty secrets). reg.Host
+// reached by another scheme gets no credential at all, so none crosses plain
+// HTTP to a host declared secure. Every other host gets next's (the Docker
+// config and its credential helpers: authn.DefaultKeychain).
+func Keychain(reg schema.Registry, user, password string, next authn.Keychain) authn.Keychain {
+	var opts []name.Option
+	if reg.Insecure {
+		opts = append(opts, name.Insecure)
 	}
-	return keychain{registry: registry, user: user, password: password, next: next}
+	r, err := name.NewRegistry(reg.Host, opts...)
+	if err != nil {
+		return next // a host that does not parse is never reached
+	}
+	return keychain{registry: r, user: user, password: password, next: next}
 }
 
 type keychain struct {

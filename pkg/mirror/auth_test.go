@@ -41,17 +41,11 @@ func dockerConfig(t *testing.T, host, user, password string) {
 // a pair; the host reached by another scheme gets no credential at all.
 func TestKeychain(t *testing.T) {
 	dockerConfig(t, "contoso.azurecr.io", "docker-user", "docker-password")
-	secure, err := name.NewRegistry("contoso.azurecr.io")
-	if err != nil {
-		t.Fatal(err)
-	}
-	insecure, err := name.NewRegistry("registry.lan:5000", name.Insecure)
-	if err != nil {
-		t.Fatal(err)
-	}
+	secure := schema.Registry{Host: "contoso.azurecr.io"}
+	insecure := schema.Registry{Host: "registry.lan:5000", Insecure: true}
 	for _, tc := range []struct {
 		name           string
-		registry       name.Registry
+		registry       schema.Registry
 		user, password string
 		ref            string
 		plainHTTP      bool // the reference is reached over plain HTTP
@@ -74,7 +68,7 @@ func TestKeychain(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			auth, err := mirror.Keychain(tc.registry, tc.user, tc.password, nil).Resolve(ref.Context())
+			auth, err := mirror.Keychain(tc.registry, tc.user, tc.password, authn.DefaultKeychain).Resolve(ref.Context())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,18 +2,15 @@ package mirror
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net/http"
 	"sort"
 	"strings"
 
-	"fleetgen.dev/fleetgen/pkg/lock"
-	"fleetgen.dev/fleetgen/pkg/schema"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
-	"golang.org/x/sync/errgroup"
+
+	"fleetgen.dev/fleetgen/pkg/lock"
+	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
 // MissingError lists locked images, and artifacts of their supply chains
@@ -67,14 +64,8 @@ func Check(ctx context.Context, reg schema.Registry, images []lock.Image, opts .
 	if err := checkTargets(reg, images); err != nil {
 		return err
 	}
-	target, err := name.NewRegistry(reg.Host, o.nameOpts()...)
-	if err != nil {
-		return fmt.Errorf("check registry %s: %w", reg.Host, err)
-	}
-	ropts, _ := o.remote(ctx, []name.Registry{target})
-	nopts := o.nameOpts()
-	// One check per image and per artifact of its supply chain, at most jobs
-	// at a time; every failure is collected (none stops the others).
+	ropts, _ := o.remote(ctx, schema.Registry{Host: reg.Host, Insecure: o.insecure})
+	// One check per image and per artifact of its supply chain.
 	type check struct {
 		img  lock.Image
 		ref  *lock.Referrer // nil: the image itself
@@ -89,76 +80,45 @@ func Check(ctx context.Context, reg schema.Registry, images []lock.Image, opts .
 				what: fmt.Sprintf("%s: referrer %s (%s)", img.Pinned(), r.Digest, r.ArtifactType)})
 		}
 	}
-	type result struct {
-		missing bool
-		err     error
-	}
-	results := make([]result, len(checks))
-	var g errgroup.Group
-	g.SetLimit(o.jobs)
-	for i, c := range checks {
-		g.Go(func() error {
-			digest, pinned := c.img.Digest, c.img.Pinned()
-			if c.ref != nil {
-				digest, pinned = c.ref.Digest, c.img.Repository()+"@"+c.ref.Digest
-			}
-			d, err := name.NewDigest(pinned, nopts...)
-			if err != nil {
-				results[i].err = fmt.Errorf("lock entry %s: %w", c.img.Source, err)
-				return nil
-			}
-			desc, err := remote.Head(d, ropts...)
-			var terr *transport.Error
-			switch {
-			case errors.As(err, &terr) && terr.StatusCode == http.StatusNotFound:
-				results[i].missing = true
-				return nil
-			case err != nil:
-				results[i].err = fmt.Errorf("head %s: %w", pinned, err)
-				return nil
-			case desc.Digest.String() != digest:
-				results[i].err = fmt.Errorf("head %s: registry answered digest %s", pinned, desc.Digest)
-				return nil
-			}
-			if c.ref != nil && c.ref.Tag != "" {
-				// Where cosign looks: the tag must name the same artifact.
-				t, err := name.NewTag(c.img.Repository()+":"+c.ref.Tag, nopts...)
-				if err != nil {
-					results[i].err = fmt.Errorf("lock entry %s: %w", c.img.Source, err)
-					return nil
-				}
-				desc, err := remote.Head(t, ropts...)
-				switch {
-				case errors.As(err, &terr) && terr.StatusCode == http.StatusNotFound, err == nil && desc.Digest.String() != digest:
-					results[i].missing = true
-				case err != nil:
-					results[i].err = fmt.Errorf("head %s: %w", t, err)
-				}
-				return nil
-			}
-			o.logger.Debug("present", "ref", pinned)
-			return nil
-		})
-	}
-	_ = g.Wait() // failures are in results
-
-	var missing []string
-	var errs []error
-	for i, r := range results {
-		switch {
-		case r.missing:
-			missing = append(missing, checks[i].what)
-		case r.err != nil:
-			errs = append(errs, r.err)
+	err = fanOut(len(checks), o.jobs, func(missing []string) error { return &MissingError{Images: missing} }, func(i int) (string, error) {
+		c := checks[i]
+		digest, pinned := c.img.Digest, c.img.Pinned()
+		if c.ref != nil {
+			digest, pinned = c.ref.Digest, c.img.Repository()+"@"+c.ref.Digest
 		}
-	}
-	sort.Strings(missing)
-	sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
-	if len(missing) > 0 {
-		errs = append([]error{&MissingError{Images: missing}}, errs...)
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("check registry %s: %w", reg.Host, errors.Join(errs...))
+		d, err := name.NewDigest(pinned, o.nameOpts()...)
+		if err != nil {
+			return "", fmt.Errorf("lock entry %s: %w", c.img.Source, err)
+		}
+		desc, err := remote.Head(d, ropts...)
+		switch {
+		case isNotFound(err):
+			return c.what, nil
+		case err != nil:
+			return "", fmt.Errorf("head %s: %w", pinned, err)
+		case desc.Digest.String() != digest:
+			return "", fmt.Errorf("head %s: registry answered digest %s", pinned, desc.Digest)
+		}
+		if c.ref != nil && c.ref.Tag != "" {
+			// Where cosign looks: the tag must name the same artifact.
+			t, err := name.NewTag(c.img.Repository()+":"+c.ref.Tag, o.nameOpts()...)
+			if err != nil {
+				return "", fmt.Errorf("lock entry %s: %w", c.img.Source, err)
+			}
+			desc, err := remote.Head(t, ropts...)
+			switch {
+			case isNotFound(err), err == nil && desc.Digest.String() != digest:
+				return c.what, nil
+			case err != nil:
+				return "", fmt.Errorf("head %s: %w", t, err)
+			}
+			return "", nil
+		}
+		o.logger.Debug("present", "ref", pinned)
+		return "", nil
+	})
+	if err != nil {
+		return fmt.Errorf("check registry %s: %w", reg.Host, err)
 	}
 	o.logger.Info("the registry holds every locked image at its digest", "registry", reg.Host, "images", len(images))
 	return nil

@@ -1,14 +1,12 @@
 // Package mirror is fleetgen's one home of registry access, on
-// go-containerregistry: Plan (pure) says where each image goes, Run copies
-// it there by digest, Check says whether the registry holds what the lock
-// names, and every request goes through one Keychain (SPEC §4's credential
-// scope), one bounded transport and one retry policy (access.go).
+// go-containerregistry: Plan (pure) says where each image goes, Run copies it
+// there by digest, Check says whether the registry holds what the lock names;
+// every request goes through one Keychain, transport and retry policy.
 //
-// "Verify" means signature verification, and only that: Run verifies at the
-// source before it copies (WithVerify), Verify at the mirror what clusters
-// pull. Both call pkg/verify's Policy.Image and Policy.Signature and nothing
-// else of it (verify.go): the verifier behind those two methods can be
-// swapped (sigstore-go, notation-go) without touching the copier.
+// "Verify" means signature verification only: Run verifies at the source
+// (WithVerify), Verify at the mirror. Both call pkg/verify's Policy.Image and
+// Policy.Signature, nothing else (verify.go): the verifier behind those two
+// methods can be swapped (sigstore-go, notation-go) without touching the copier.
 package mirror
 
 import (
@@ -18,6 +16,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -32,6 +31,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"fleetgen.dev/fleetgen/pkg/lock"
+	"fleetgen.dev/fleetgen/pkg/schema"
 	"fleetgen.dev/fleetgen/pkg/verify"
 )
 
@@ -161,13 +161,13 @@ func Run(ctx context.Context, pairs []Pair, opts ...Option) ([]lock.Image, Stats
 	if err != nil {
 		return nil, Stats{}, err
 	}
-	var targets []name.Registry
+	var targets []schema.Registry
 	for _, p := range pairs {
 		if r, err := name.ParseReference(p.Target, o.nameOpts()...); err == nil {
-			targets = append(targets, r.Context().Registry)
+			targets = append(targets, schema.Registry{Host: r.Context().RegistryStr(), Insecure: o.insecure})
 		}
 	}
-	ropts, pings := o.remote(ctx, targets)
+	ropts, pings := o.remote(ctx, slices.Compact(targets)...) // one target registry, in practice
 	puller, err := remote.NewPuller(ropts...)
 	if err != nil {
 		return nil, Stats{}, err
@@ -177,15 +177,14 @@ func Run(ctx context.Context, pairs []Pair, opts ...Option) ([]lock.Image, Stats
 		return nil, Stats{}, err
 	}
 	r := &runner{
-		o:        o,
-		nameOpts: o.nameOpts(),
-		puller:   puller,
-		pusher:   pusher,
-		blobSem:  make(chan struct{}, o.jobs),
-		blobs:    map[string]*blobState{},
-		pings:    pings,
-		tags:     map[string]*tagList{},
-		probes:   map[string]chan struct{}{},
+		o:       o,
+		puller:  puller,
+		pusher:  pusher,
+		blobSem: make(chan struct{}, o.jobs),
+		blobs:   map[string]*blobState{},
+		pings:   pings,
+		tags:    map[string]*tagList{},
+		probes:  map[string]chan struct{}{},
 	}
 
 	var (
@@ -322,11 +321,10 @@ func interleave(pairs []Pair) []Pair {
 }
 
 type runner struct {
-	o        *options
-	nameOpts []name.Option // for targets
-	puller   *remote.Puller
-	pusher   *remote.Pusher
-	blobSem  chan struct{}
+	o       *options
+	puller  *remote.Puller
+	pusher  *remote.Pusher
+	blobSem chan struct{}
 
 	pings *pingCache
 
@@ -358,7 +356,7 @@ func (r *runner) copyPair(ctx context.Context, p Pair, pushed *atomic.Int64) (pa
 	if err != nil {
 		return res, err
 	}
-	dst, err := name.ParseReference(p.Target, r.nameOpts...)
+	dst, err := name.ParseReference(p.Target, r.o.nameOpts()...)
 	if err != nil {
 		return res, err
 	}

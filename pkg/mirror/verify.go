@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"golang.org/x/sync/errgroup"
 
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/schema"
@@ -64,7 +63,12 @@ func (e *UnsignedError) Error() string {
 // makes an *UnsignedError listing every one; registry failures are reported
 // too. Requests go as Check's do. Run verifies at the source (WithVerify).
 func Verify(ctx context.Context, reg schema.Registry, images []lock.Image, ps verify.Policies, opts ...Option) error {
-	if len(ps) == 0 {
+	policy := func(img lock.Image) *verify.Policy {
+		repo, _ := lock.SplitRef(img.Source)
+		return ps.For(repo)
+	}
+	covered := slices.DeleteFunc(slices.Clone(images), func(img lock.Image) bool { return policy(img) == nil })
+	if len(covered) == 0 {
 		return nil
 	}
 	o, err := newOptions(opts)
@@ -72,78 +76,37 @@ func Verify(ctx context.Context, reg schema.Registry, images []lock.Image, ps ve
 		return err
 	}
 	o.insecure = o.insecure || reg.Insecure
-	target, err := name.NewRegistry(reg.Host, o.nameOpts()...)
+	ropts, _ := o.remote(ctx, schema.Registry{Host: reg.Host, Insecure: o.insecure})
+	err = fanOut(len(covered), o.jobs, func(refused []string) error { return &UnsignedError{Images: refused} }, func(i int) (string, error) {
+		img, p := covered[i], policy(covered[i])
+		what := img.Pinned() + ": policy " + p.Name + ": "
+		v := img.Verified
+		if v == nil || v.Policy != p.Name || v.PolicyDigest != p.Digest {
+			return what + "locked without a signature verified under the policy", nil
+		}
+		repo, err := name.NewRepository(img.Repository(), o.nameOpts()...)
+		if err != nil {
+			return "", fmt.Errorf("lock entry %s: %w", img.Source, err)
+		}
+		d, err1 := v1.NewHash(img.Digest)
+		sig, err2 := v1.NewHash(v.Signature)
+		if err1 != nil || err2 != nil {
+			return what + "malformed digest in the lock", nil
+		}
+		err = p.Signature(ctx, repo, d, sig, ropts...)
+		var ve *verify.Error
+		switch {
+		case errors.As(err, &ve):
+			return what + string(ve.Reason) + ": " + ve.Detail, nil
+		case err != nil:
+			return "", fmt.Errorf("verify signature of %s: %w", img.Pinned(), err)
+		}
+		o.logger.Debug("signature verified at the mirror", "image", img.Pinned(), "policy", p.Name, "signature", v.Signature)
+		return "", nil
+	})
 	if err != nil {
 		return fmt.Errorf("verify signatures in %s: %w", reg.Host, err)
 	}
-	ropts, _ := o.remote(ctx, []name.Registry{target})
-	covered := 0
-	type result struct {
-		refused string
-		err     error
-	}
-	results := make([]result, len(images))
-	var g errgroup.Group
-	g.SetLimit(o.jobs)
-	for i, img := range images {
-		repo, _ := lock.SplitRef(img.Source)
-		p := ps.For(repo)
-		if p == nil {
-			continue
-		}
-		covered++
-		g.Go(func() error {
-			what := img.Pinned() + ": policy " + p.Name + ": "
-			v := img.Verified
-			if v == nil || v.Policy != p.Name || v.PolicyDigest != p.Digest {
-				results[i].refused = what + "locked without a signature verified under the policy"
-				return nil
-			}
-			repo, err := name.NewRepository(img.Repository(), o.nameOpts()...)
-			if err != nil {
-				results[i].err = fmt.Errorf("lock entry %s: %w", img.Source, err)
-				return nil
-			}
-			d, err1 := v1.NewHash(img.Digest)
-			sig, err2 := v1.NewHash(v.Signature)
-			if err1 != nil || err2 != nil {
-				results[i].refused = what + "malformed digest in the lock"
-				return nil
-			}
-			err = p.Signature(ctx, repo, d, sig, ropts...)
-			var ve *verify.Error
-			switch {
-			case errors.As(err, &ve):
-				results[i].refused = what + string(ve.Reason) + ": " + ve.Detail
-			case err != nil:
-				results[i].err = fmt.Errorf("verify signature of %s: %w", img.Pinned(), err)
-			default:
-				o.logger.Debug("signature verified at the mirror", "image", img.Pinned(), "policy", p.Name, "signature", v.Signature)
-			}
-			return nil
-		})
-	}
-	_ = g.Wait() // failures are in results
-	var refused []string
-	var errs []error
-	for _, r := range results {
-		switch {
-		case r.refused != "":
-			refused = append(refused, r.refused)
-		case r.err != nil:
-			errs = append(errs, r.err)
-		}
-	}
-	sort.Strings(refused)
-	sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
-	if len(refused) > 0 {
-		errs = append([]error{&UnsignedError{Images: refused}}, errs...)
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("verify signatures in %s: %w", reg.Host, errors.Join(errs...))
-	}
-	if covered > 0 {
-		o.logger.Info("verified the locked images' signatures at the mirror", "registry", reg.Host, "images", covered)
-	}
+	o.logger.Info("verified the locked images' signatures at the mirror", "registry", reg.Host, "images", len(covered))
 	return nil
 }

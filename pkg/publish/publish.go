@@ -31,7 +31,6 @@ import (
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/name"
 	"sigs.k8s.io/yaml"
 )
 
@@ -76,7 +75,6 @@ type options struct {
 	pushURL    string
 	author     string
 	retries    int
-	insecure   bool
 	source     string
 	lookupEnv  func(string) (string, bool)
 	outDir     string
@@ -125,10 +123,6 @@ func WithRetries(n int) Option {
 		return nil
 	}
 }
-
-// WithInsecure talks plain HTTP to registries (OCI), in addition to
-// spec.registry.insecure and spec.source.insecure.
-func WithInsecure(b bool) Option { return func(o *options) error { o.insecure = b; return nil } }
 
 // WithSource sets the OCI artifact's org.opencontainers.image.source
 // annotation (default spec.source.url), e.g. the URL of the repository that
@@ -192,18 +186,10 @@ func (o *options) env(key string) string {
 	return v
 }
 
-// keychain is the registry keychain (mirror.Keychain) for spec.registry reg
-// as it is reached, with the credentials of the environment.
+// keychain is mirror.Keychain for spec.registry reg, with the credentials
+// of the environment.
 func (o *options) keychain(reg schema.Registry) authn.Keychain {
-	var nopts []name.Option
-	if reg.Insecure || o.insecure {
-		nopts = append(nopts, name.Insecure)
-	}
-	r, err := name.NewRegistry(reg.Host, nopts...)
-	if err != nil {
-		return authn.DefaultKeychain // a host that does not parse is never reached
-	}
-	return mirror.Keychain(r, o.env(mirror.EnvRegistryUsername), o.env(mirror.EnvRegistryPassword), nil)
+	return mirror.Keychain(reg, o.env(mirror.EnvRegistryUsername), o.env(mirror.EnvRegistryPassword), authn.DefaultKeychain)
 }
 
 // InputDigest is the sha256 of fleet.yaml's bytes followed by the lock's
