@@ -106,7 +106,7 @@ type globals struct {
 	verbose   bool
 	quiet     bool
 	errFormat string // text, json or github: how input problems are printed
-	// ageKeyFile verifies sealed Secrets by decrypting them (pipeline.Config.AgeKeyFile).
+	// ageKeyFile checks sealed Secrets by decrypting them (pipeline.Config.AgeKeyFile).
 	ageKeyFile string
 	logger     *slog.Logger
 	progress   io.Writer
@@ -152,7 +152,7 @@ Exit codes: 0 ok, 1 runtime failure, 2 invalid input or usage, 3 drift (render -
 	pf.BoolVarP(&g.quiet, "quiet", "q", false, "log only errors")
 	pf.StringVar(&g.envPrefix, "kubeconfig-env-prefix", "", "also let {env: VAR} read variables whose names start with this (always: FLEETGEN_KUBECONFIG_)")
 	_ = root.RegisterFlagCompletionFunc("log-format", completeValues("text", "json"))
-	pf.StringVar(&g.ageKeyFile, "age-key-file", "", "age identities with which render, check and publish decrypt and verify the sealed Secrets of the output folder (default $SOPS_AGE_KEY_FILE)")
+	pf.StringVar(&g.ageKeyFile, "age-key-file", "", "age identities with which render, check and publish decrypt and check the sealed Secrets of the output folder (default $SOPS_AGE_KEY_FILE)")
 
 	root.AddCommand(
 		newValidate(g),
@@ -204,7 +204,7 @@ func (g *globals) setup(stderr io.Writer) error {
 	default:
 		return usagef("invalid --log-format %q: want text or json", g.logFormat)
 	}
-	// Live on a terminal, one line per image otherwise (pipeline decides).
+	// Live on a terminal, one line per image otherwise (mirrorProgress).
 	if !g.quiet {
 		g.progress = stderr
 	}
@@ -242,7 +242,7 @@ func (g *globals) configFor(cmd *cobra.Command, in *input, args []string) (pipel
 	if err != nil {
 		return pipeline.Config{}, err
 	}
-	return pipeline.Config{File: f, Logger: g.logger, Progress: g.progress, KubeconfigEnvPrefix: g.envPrefix, AgeKeyFile: g.ageKeyFile,
+	return pipeline.Config{File: f, Logger: g.logger, KubeconfigEnvPrefix: g.envPrefix, AgeKeyFile: g.ageKeyFile,
 		AllowPlaintextSecrets: in.allowPlaintext, Locked: in.locked}, nil
 }
 

@@ -21,8 +21,6 @@ import (
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/pipeline"
 	"fleetgen.dev/fleetgen/pkg/problem"
-	"fleetgen.dev/fleetgen/pkg/publish"
-	"fleetgen.dev/fleetgen/pkg/schema"
 	"fleetgen.dev/fleetgen/pkg/verify"
 	"fleetgen.dev/fleetgen/test/testenv"
 )
@@ -93,7 +91,7 @@ func signedSetup(t *testing.T, key *testenv.Key, images ...string) (pipeline.Con
 		"apps/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  namespace: default\n",
 	})
 	noEnv := func(string) (string, bool) { return "", false }
-	return pipeline.Config{File: filepath.Join(root, "fleet.yaml"), OutDir: filepath.Join(t.TempDir(), "out"), LookupEnv: noEnv}, src, dst
+	return pipeline.Config{File: filepath.Join(root, "fleet.yaml"), LookupEnv: noEnv}, src, dst
 }
 
 // TestMirrorPublishVerified: a fleet with spec.verify mirrors its signed
@@ -103,7 +101,7 @@ func TestMirrorPublishVerified(t *testing.T) {
 	ctx := context.Background()
 	key := testenv.NewKey(t)
 	cfg, src, dst := signedSetup(t, key, "%SRC%/contoso/app:1.0")
-	if err := pipeline.Mirror(ctx, cfg, io.Discard, false); err != nil {
+	if _, err := pipeline.Mirror(ctx, cfg, pipeline.MirrorOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	l, err := lock.Load(filepath.Join(filepath.Dir(cfg.File), lock.FileName))
@@ -114,15 +112,15 @@ func TestMirrorPublishVerified(t *testing.T) {
 	if !ok || img.Verified == nil || img.Verified.Policy != "spec.verify[0]" {
 		t.Fatalf("lock entry %+v, want it verified under spec.verify[0]", img)
 	}
-	if err := pipeline.Validate(ctx, cfg); err != nil {
+	if _, err := pipeline.Validate(ctx, cfg); err != nil {
 		t.Fatalf("validate after mirror: %v", err)
 	}
-	if err := pipeline.Render(ctx, cfg); err != nil {
+	out := filepath.Join(t.TempDir(), "out")
+	if err := pipeline.Render(ctx, cfg, pipeline.RenderOptions{OutDir: out}); err != nil {
 		t.Fatal(err)
 	}
 	bare := testenv.BareRepo(t, "fleet.git")
-	cfg.PushURL = bare
-	if err := pipeline.Publish(ctx, cfg); err != nil {
+	if _, err := pipeline.Publish(ctx, cfg, pipeline.PublishOptions{OutDir: out, PushURL: bare}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -132,8 +130,7 @@ func TestMirrorPublishVerified(t *testing.T) {
 		t.Fatal(err)
 	}
 	bare2 := testenv.BareRepo(t, "fleet2.git")
-	cfg.PushURL = bare2
-	err = pipeline.Publish(ctx, cfg)
+	_, err = pipeline.Publish(ctx, cfg, pipeline.PublishOptions{OutDir: out, PushURL: bare2})
 	if err == nil || !strings.Contains(err.Error(), "nothing pushed") || problem.IsInvalid(err) {
 		t.Fatalf("publish without the signature at the mirror: %v, want a refusal (exit 1)", err)
 	}
@@ -154,7 +151,7 @@ func TestMirrorRefusesUnsigned(t *testing.T) {
 	if err := os.WriteFile(lockPath, before, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	err := pipeline.Mirror(ctx, cfg, io.Discard, false)
+	_, err := pipeline.Mirror(ctx, cfg, pipeline.MirrorOptions{})
 	var ve *verify.Error
 	if !errors.As(err, &ve) || problem.IsInvalid(err) {
 		t.Fatalf("err = %v, want a signature refusal (exit 1)", err)
@@ -176,7 +173,7 @@ func TestValidateVerifyPolicies(t *testing.T) {
 	ctx := context.Background()
 	key := testenv.NewKey(t)
 	cfg, _, _ := signedSetup(t, key, "%SRC%/contoso/app:1.0")
-	if err := pipeline.Mirror(ctx, cfg, io.Discard, false); err != nil {
+	if _, err := pipeline.Mirror(ctx, cfg, pipeline.MirrorOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	dir := filepath.Dir(cfg.File)
@@ -190,7 +187,7 @@ func TestValidateVerifyPolicies(t *testing.T) {
         trustedRoot: {file: keys/root.json}
     - images: ["`)
 	testenv.WriteTree(t, dir, map[string]string{"keys/root.json": `{"mediaType": "MARKER"}`})
-	err = pipeline.Validate(ctx, cfg)
+	_, err = pipeline.Validate(ctx, cfg)
 	if !problem.IsInvalid(err) {
 		t.Fatalf("err = %v, want input errors", err)
 	}
@@ -209,63 +206,15 @@ func TestValidateVerifyPolicies(t *testing.T) {
 	// The policy changes (a second key) after the lock was written.
 	testenv.WriteTree(t, dir, map[string]string{"fleet.yaml": strings.Replace(string(good), "keys: [{file: keys/cosign.pub}]", "keys: [{file: keys/cosign.pub}, {file: keys/other.pub}]", 1),
 		"keys/other.pub": string(testenv.NewKey(t).PublicPEM)})
-	err = pipeline.Validate(ctx, cfg)
+	_, err = pipeline.Validate(ctx, cfg)
 	if !problem.IsInvalid(err) || !strings.Contains(err.Error(), "spec.verify[0]: 1 image(s) this policy covers are locked without a signature verified under it (the policy is new or changed): run `fleetgen mirror`") {
 		t.Errorf("validate with a changed policy: %v", err)
 	}
-	if err := pipeline.Mirror(ctx, cfg, io.Discard, false); err != nil {
+	if _, err := pipeline.Mirror(ctx, cfg, pipeline.MirrorOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := pipeline.Validate(ctx, cfg); err != nil {
+	if _, err := pipeline.Validate(ctx, cfg); err != nil {
 		t.Errorf("validate after mirror: %v", err)
-	}
-}
-
-// TestVerifySignaturesAtMirror: publish.VerifySignatures refuses a covered
-// image whose lock names no verification, or a signature at the mirror that
-// another key made; it passes the one the policy's key made.
-func TestVerifySignaturesAtMirror(t *testing.T) {
-	ctx := context.Background()
-	key, other := testenv.NewKey(t), testenv.NewKey(t)
-	s := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	t.Cleanup(s.Close)
-	host := strings.TrimPrefix(s.URL, "http://")
-	f := &schema.Fleet{Spec: schema.Spec{Verify: []schema.VerifyPolicy{{Cosign: &schema.CosignVerify{Keys: []schema.FileRef{{File: "k.pub", Data: key.PublicPEM}}}}}}}
-	ps, err := verify.Compile(f, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var images []lock.Image
-	policies := map[string]*verify.Policy{}
-	for i, signer := range []*testenv.Key{key, other, nil} {
-		img, _ := random.Image(128, 1)
-		repo := []string{"good", "stranger", "unlocked"}[i]
-		ref, _ := name.NewTag(host + "/" + repo + ":1")
-		if err := remote.Write(ref, img); err != nil {
-			t.Fatal(err)
-		}
-		d, _ := img.Digest()
-		sz, _ := img.Size()
-		mt, _ := img.MediaType()
-		e := lock.Image{Source: "ghcr.io/contoso/" + repo + ":1", Target: ref.String(), Digest: d.String()}
-		if signer != nil {
-			sig := testenv.PushBundle(t, ref.Context(), v1.Descriptor{MediaType: mt, Digest: d, Size: sz}, signer.Bundle(t, testenv.CosignStatement(d)))
-			e.Verified = &lock.Verified{Policy: ps[0].Name, PolicyDigest: ps[0].Digest, Signature: sig.String()}
-		}
-		images = append(images, e)
-		policies[e.Source] = ps[0]
-	}
-	err = publish.VerifySignatures(ctx, schema.Registry{Host: host}, images, policies)
-	var ue *publish.UnsignedError
-	if !errors.As(err, &ue) {
-		t.Fatalf("err = %v, want *UnsignedError", err)
-	}
-	if len(ue.Images) != 2 || !strings.Contains(ue.Images[0], "stranger") || !strings.Contains(ue.Images[0], "wrong key") ||
-		!strings.Contains(ue.Images[1], "unlocked") || !strings.Contains(ue.Images[1], "locked without a signature") {
-		t.Errorf("refused %q", ue.Images)
-	}
-	if err := publish.VerifySignatures(ctx, schema.Registry{Host: host}, images[:1], policies); err != nil {
-		t.Errorf("the good signature: %v", err)
 	}
 }
 
@@ -276,13 +225,14 @@ func TestDiffShowsPolicyChange(t *testing.T) {
 	ctx := context.Background()
 	key := testenv.NewKey(t)
 	cfg, src, _ := signedSetup(t, key, "%SRC%/contoso/app:1.0")
-	if err := pipeline.Mirror(ctx, cfg, io.Discard, false); err != nil {
+	if _, err := pipeline.Mirror(ctx, cfg, pipeline.MirrorOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := pipeline.Render(ctx, cfg); err != nil {
+	ro := pipeline.RenderOptions{OutDir: filepath.Join(t.TempDir(), "out")}
+	if err := pipeline.Render(ctx, cfg, ro); err != nil {
 		t.Fatal(err)
 	}
-	rep, _, err := pipeline.Diff(ctx, cfg)
+	rep, _, err := pipeline.Diff(ctx, cfg, ro)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +241,7 @@ func TestDiffShowsPolicyChange(t *testing.T) {
 	}
 	testenv.ReplaceIn(t, cfg.File, "keys: [{file: keys/cosign.pub}]", "keys: [{file: keys/cosign.pub}, {file: keys/other.pub}]")
 	testenv.WriteTree(t, filepath.Dir(cfg.File), map[string]string{"keys/other.pub": string(testenv.NewKey(t).PublicPEM)})
-	rep, _, err = pipeline.Diff(ctx, cfg)
+	rep, _, err = pipeline.Diff(ctx, cfg, ro)
 	if err != nil {
 		t.Fatal(err)
 	}

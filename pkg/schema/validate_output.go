@@ -3,6 +3,7 @@ package schema
 import (
 	"fmt"
 
+	"fleetgen.dev/fleetgen/pkg/layout"
 	"fleetgen.dev/fleetgen/pkg/problem"
 )
 
@@ -17,7 +18,7 @@ func (v *validator) output() {
 	switch s.Bootstrap {
 	case BootstrapFlux, BootstrapNone:
 	default:
-		v.add(problem.NotSupported("spec.source.bootstrap", "unsupported value %q: want flux (clusters bootstrapped with `flux bootstrap --path clusters/<name>`) or none (fleetgen writes each cluster's source)", s.Bootstrap))
+		v.add(problem.NotSupported("spec.source.bootstrap", "unsupported value %q: want flux (clusters bootstrapped with `flux bootstrap --path %s`) or none (fleetgen writes each cluster's source)", s.Bootstrap, layout.ClusterDir("<name>")))
 	}
 }
 
@@ -53,5 +54,5 @@ func (v *validator) agentImage() {
 	if len(agents) > 1 {
 		who = fmt.Sprintf("clusters %s and %d more register", agents[0], len(agents)-1)
 	}
-	v.add(problem.Other("spec.images", "%s in mode agent but spec.images lists no fleet-agent image: add %s, which agents/<cluster>/values.yaml pins to the mirror", who, FleetAgentImage))
+	v.add(problem.Other("spec.images", "%s in mode agent but spec.images lists no fleet-agent image: add %s, which %s pins to the mirror", who, FleetAgentImage, layout.AgentValues))
 }
