@@ -14,7 +14,7 @@ import (
 // FieldError is one problem with the input: where it is, which field, what is
 // wrong and what would be valid.
 type FieldError struct {
-	File   string // path of fleet.yaml as given; may be empty
+	File   string // path of the input (fleet.yaml, the lock) as given; may be empty
 	Line   int    // 1-based; 0 when unknown
 	Column int    // 1-based; 0 when unknown
 	Path   string // field path, e.g. spec.clusters[3].registration.mode
