@@ -79,7 +79,7 @@ func Discover(f *schema.Fleet, m *layers.Model) (*Result, error) {
 	for i, ref := range f.Spec.Images {
 		p := fmt.Sprintf("spec.images[%d]", i)
 		if !add(ref, p, i, p) {
-			errs = append(errs, f.Errorf(p, "invalid image reference: want [HOST[:PORT]/]PATH[:TAG][@sha256:DIGEST]"))
+			errs = append(errs, f.At(problem.InvalidValue(p, "invalid image reference: want [HOST[:PORT]/]PATH[:TAG][@sha256:DIGEST]")))
 		}
 	}
 	layerIdx := make(map[string]int, len(f.Spec.Layers))
@@ -117,7 +117,7 @@ func Discover(f *schema.Fleet, m *layers.Model) (*Result, error) {
 		for _, o := range bad {
 			if msg := fmt.Sprintf("layer %s: folder %s: %s", strings.Join(names, ", "), s.Path, o); !reported[msg] {
 				reported[msg] = true
-				errs = append(errs, f.Errorf(at, "layer %s: folder %s%s: %s", strings.Join(names, ", "), s.Path, expanded, o))
+				errs = append(errs, f.At(problem.Other(at, "layer %s: folder %s%s: %s", strings.Join(names, ", "), s.Path, expanded, o)))
 			}
 		}
 		for _, img := range found {
@@ -128,7 +128,7 @@ func Discover(f *schema.Fleet, m *layers.Model) (*Result, error) {
 			if !ok {
 				if msg := fmt.Sprintf("layer %s: folder %s: %s: invalid", strings.Join(names, ", "), s.Path, img.who); !reported[msg] {
 					reported[msg] = true
-					errs = append(errs, f.Errorf(at, "layer %s: folder %s%s: %s: invalid image reference: want [HOST[:PORT]/]PATH[:TAG][@sha256:DIGEST]", strings.Join(names, ", "), s.Path, expanded, img.who))
+					errs = append(errs, f.At(problem.Other(at, "layer %s: folder %s%s: %s: invalid image reference: want [HOST[:PORT]/]PATH[:TAG][@sha256:DIGEST]", strings.Join(names, ", "), s.Path, expanded, img.who)))
 				}
 				continue
 			}
