@@ -62,7 +62,7 @@ write, 3 when not.`,
 			return writeDiff(stdout, rep, diff, o.format)
 		},
 	}
-	in.add(g, cmd, withPlaintext|withLocked)
+	in.add(g, cmd, withPlaintext|withLocked|withRebalance)
 	addOutput(cmd, &o.out)
 	cmd.Flags().StringVar(&o.format, "output", formatText, "report format: text, markdown, json or github")
 	_ = cmd.RegisterFlagCompletionFunc("output", completeValues(formatText, formatMarkdown, formatJSON, formatGitHub))

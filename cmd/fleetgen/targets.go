@@ -24,12 +24,16 @@ with the selector or the target that selected it, matched exactly as Fleet's
 controller matches (within a target every criterion must hold, a target with
 no criterion selects nothing, the first target that matches wins, only
 clusters registered with Fleet: modes agent, manager and capi); then every
-delivery target that reaches no cluster, and why. It reads fleet.yaml only
-and writes nothing.`,
+delivery target that reaches no cluster, and why. With spec.shards it shows
+each cluster's shards (those fleet.lock.yaml keeps, or those a render would
+assign now) and the load of every shard: its clusters and, for Fleet, the
+BundleDeployments they receive and the GitRepos it runs (docs/scale.md). It
+reads fleet.yaml and the lock, and writes nothing.`,
 		Example: example(
 			"fleetgen targets",
 			"fleetgen targets -o json | jq -r '.clusters[] | select(.deliveries == []) | .name'",
 			"fleetgen targets -o json | jq '.unmatched'",
+			"fleetgen targets -o json | jq -c '.load[]'   # per manager and shard: clusters and load",
 		),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(cmd, format, formatText, formatJSON); err != nil {
@@ -47,7 +51,7 @@ and writes nothing.`,
 		},
 	}
 	in.add(g, cmd, 0)
-	cmd.Flags().StringVarP(&format, "output", "o", formatText, "text (a table) or json ({clusters, unmatched})")
+	cmd.Flags().StringVarP(&format, "output", "o", formatText, "text (a table) or json ({clusters, unmatched, load})")
 	_ = cmd.RegisterFlagCompletionFunc("output", completeValues(formatText, formatJSON))
 	return cmd
 }
@@ -81,6 +85,12 @@ func writeTargets(w io.Writer, r *pipeline.Reach, format string) error {
 		for _, d := range c.Deliveries {
 			row("delivery "+d.Name, "target "+d.Target+": "+d.Why)
 		}
+		if s := c.Shard; s != nil && s.Fleet != "" {
+			row("fleet shard "+s.Fleet, "spec.shards (pinned, or kept in the lock)")
+		}
+		if s := c.Shard; s != nil && s.ArgoCD != nil {
+			row(fmt.Sprintf("argocd shard %d", *s.ArgoCD), "spec.shards (pinned, or kept in the lock)")
+		}
 		if !c.Fleet && deliveries > 0 {
 			row("(no delivery)", "mode "+c.Mode+" is not registered with Fleet")
 		}
@@ -90,6 +100,23 @@ func writeTargets(w io.Writer, r *pipeline.Reach, format string) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if len(r.Load) > 0 {
+		b.WriteString("\nLOAD PER SHARD\n")
+		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "MANAGER\tSHARD\tCLUSTERS\tBUNDLEDEPLOYMENTS\tGITREPOS\tGITREPO BUNDLEDEPLOYMENTS")
+		num := func(n *int) string {
+			if n == nil {
+				return "-"
+			}
+			return fmt.Sprint(*n)
+		}
+		for _, l := range r.Load {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", l.Manager, l.Shard, l.Clusters, num(l.BundleDeployments), num(l.GitRepos), num(l.GitRepoBundleDeployments))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
 	}
 	if len(r.Unmatched) > 0 {
 		b.WriteString("\nTARGETS THAT REACH NO CLUSTER\n")

@@ -85,11 +85,15 @@ func (r *renderer) argoCD() []layout.File {
 		}
 		labels[schema.ArgoCDSecretTypeLabel] = "cluster"
 		b64 := base64.StdEncoding.EncodeToString
+		data := map[string]string{"name": b64([]byte(c.Name)), "server": b64([]byte(server)), "config": b64(config)}
+		if shard, ok := r.argoCDShard(c.Name); ok {
+			data["shard"] = b64([]byte(shard)) // the application-controller replica (shards.go)
+		}
 		files = append(files, r.file(layout.ArgoCDCluster.Path(c.Name), &secret{
 			APIVersion: "v1", Kind: "Secret",
 			Metadata: objectMeta{Name: argoCDSecretPrefix + c.Name, Namespace: a.Namespace, Labels: labels},
 			Type:     "Opaque",
-			Data:     map[string]string{"name": b64([]byte(c.Name)), "server": b64([]byte(server)), "config": b64(config)},
+			Data:     data,
 		}, sealed))
 	}
 	return files

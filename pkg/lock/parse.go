@@ -93,6 +93,7 @@ func (l *Lock) check(pos map[string]strictyaml.Pos) problem.Errors {
 			images[img.Source] = i
 		}
 	}
+	l.checkShards(add)
 	clients := map[string]int{}
 	for i, c := range l.Clients {
 		path := fmt.Sprintf("clients[%d]", i)

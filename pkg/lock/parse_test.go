@@ -39,7 +39,7 @@ func TestParseErrors(t *testing.T) {
 		"not a mapping":     {in: "- " + marker + "\n", want: []string{"fleet.lock.yaml:1: not a mapping"}},
 		"not utf-8":         {in: head + "images: [\xff" + marker + "]\n", want: []string{"fleet.lock.yaml:3: not UTF-8 text"}},
 		"nul":               {in: head + "\x00" + marker, want: []string{"not UTF-8 text"}},
-		"unknown field":     {in: head + marker + ": 1\n", want: []string{"fleet.lock.yaml:3:1: unknown field: want apiVersion, kind, images or clients"}},
+		"unknown field":     {in: head + marker + ": 1\n", want: []string{"fleet.lock.yaml:3:1: unknown field: want apiVersion, kind, images, clients or shards"}},
 		"duplicate field":   {in: head + "kind: Lock\n", want: []string{"fleet.lock.yaml:3:1: duplicate field"}},
 		"wrong apiVersion":  {in: "apiVersion: " + marker + "\nkind: Lock\n", want: []string{"fleet.lock.yaml:1:13: apiVersion: want fleetgen.dev/v1alpha1"}},
 		"wrong kind":        {in: "apiVersion: fleetgen.dev/v1alpha1\nkind: " + marker + "\n", want: []string{"fleet.lock.yaml:2:7: kind: want Lock"}},

@@ -16,6 +16,7 @@ import (
 	"fleetgen.dev/fleetgen/pkg/publish"
 	"fleetgen.dev/fleetgen/pkg/schema"
 	"fleetgen.dev/fleetgen/pkg/secrets"
+	"fleetgen.dev/fleetgen/pkg/shard"
 	"fleetgen.dev/fleetgen/pkg/verify"
 )
 
@@ -40,6 +41,11 @@ type Loaded struct {
 	// allowPlaintext is Config.AllowPlaintextSecrets: the command line's
 	// leave to write credential Secrets unencrypted.
 	allowPlaintext bool
+	// rebalance is Config.Rebalance; shards is the shard plan of the lock
+	// shardsOf (shardPlan).
+	rebalance bool
+	shards    *shard.Plan
+	shardsOf  *lock.Lock
 
 	// input caches the checks that do not read the lock (the lock changes
 	// when build mirrors; fleet.yaml and the layers do not).
@@ -92,7 +98,7 @@ func Load(ctx context.Context, cfg Config) (*Loaded, error) {
 		return nil, err
 	}
 	return &Loaded{Fleet: f, Lock: l, LockPath: filepath.Join(f.Dir, lock.FileName), LockBytes: data, Model: m, Images: found,
-		allowPlaintext: cfg.AllowPlaintextSecrets}, nil
+		allowPlaintext: cfg.AllowPlaintextSecrets, rebalance: cfg.Rebalance}, nil
 }
 
 // rules chooses which input checks a command needs.
@@ -138,6 +144,7 @@ func (ld *Loaded) check(r rules) error {
 	}
 	if r >= allRules {
 		errs = append(errs, ld.lockErrors()...)
+		errs = append(errs, ld.shardPlan().Problems(ld.Fleet)...)
 		errs = append(errs, generate.ImageClashes(ld.Fleet, ld.Lock, ld.Images.LayerImages)...)
 	}
 	if r == verifyRules {

@@ -19,6 +19,7 @@ import (
 	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/pkg/schema"
 	"fleetgen.dev/fleetgen/pkg/secrets"
+	"fleetgen.dev/fleetgen/pkg/shard"
 	"fleetgen.dev/fleetgen/pkg/tree"
 )
 
@@ -47,7 +48,10 @@ func validate(cfg Config, ld *Loaded, r rules) (problem.Errors, error) {
 	cfg.logger().Info("valid", "file", f.File, "clusters", len(f.Spec.Clusters),
 		"layers", len(f.Spec.Layers), "groups", len(f.Spec.Groups), "images", len(ld.Images.Images),
 		"lockedImages", len(ld.Lock.Images))
-	return schema.Warnings(f), nil
+	ws := schema.Warnings(f)
+	ws = append(ws, ld.shardPlan().Warnings(f)...)
+	ws.Sort()
+	return ws, nil
 }
 
 // RenderOptions are the options of Render, Check and Diff: OutDir is the
@@ -282,6 +286,9 @@ type rendered struct {
 	// generated are the clusters whose client ID the lock lacked, which
 	// Check's render holds as NewClientIDPlaceholder (review.Options).
 	generated []string
+	// shardMoves are the shard assignments the render changed (a pin, or
+	// --rebalance), which diff reports.
+	shardMoves []shard.Assignment
 }
 
 // render runs every step of a render except writing, on a copy of ld's lock;
@@ -322,6 +329,16 @@ func render(ctx context.Context, cfg Config, ld *Loaded, dir string, placeholder
 	r.newClientIDs = len(l.Clients) - before
 	if cfg.Locked && r.lockChanged {
 		return nil, lockedError(ld.Lock, auto)
+	}
+	// Shards are assigned once and kept (SPEC §8): a new cluster's is the
+	// only one a render adds, unless --rebalance.
+	if sp := ld.shardPlan(); sp.Changed {
+		if cfg.Locked {
+			return nil, lockedShards(sp)
+		}
+		sp.Apply(l)
+		r.lockChanged = true
+		r.shardMoves = sp.Moved
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err

@@ -40,6 +40,9 @@ const (
 	CodeEmptyGroup      = "empty-group"      // a ClusterGroup that holds no Fleet cluster
 	CodeUnmatchedTarget = "unmatched-target" // a delivery target that reaches no cluster
 	CodeEmptySelection  = "empty-selection"  // spec.argocd selects no cluster
+	CodeEmptyShard      = "empty-shard"      // a declared shard that receives nothing
+	CodeShardLoad       = "shard-load"       // a shard carries more than 1.5x the mean
+	CodeStatusSize      = "status-size"      // a delivery's GitRepo status nears etcd's limit
 )
 
 // Constructors, one per code, after apimachinery's field.Required: each
@@ -169,6 +172,21 @@ func UnmatchedTarget(path, format string, args ...any) *FieldError {
 // EmptySelection is the warning for a spec.argocd that selects no cluster (CodeEmptySelection).
 func EmptySelection(path, format string, args ...any) *FieldError {
 	return newf(CodeEmptySelection, path, fmt.Sprintf(format, args...))
+}
+
+// EmptyShard is the warning for a declared shard that receives nothing (CodeEmptyShard).
+func EmptyShard(path, format string, args ...any) *FieldError {
+	return newf(CodeEmptyShard, path, fmt.Sprintf(format, args...))
+}
+
+// ShardLoad is the warning for a shard that carries more than 1.5 times the mean (CodeShardLoad).
+func ShardLoad(path, format string, args ...any) *FieldError {
+	return newf(CodeShardLoad, path, fmt.Sprintf(format, args...))
+}
+
+// StatusSize is the warning for a delivery whose GitRepo status would near etcd's request limit (CodeStatusSize).
+func StatusSize(path, format string, args ...any) *FieldError {
+	return newf(CodeStatusSize, path, fmt.Sprintf(format, args...))
 }
 
 func newf(code, path, msg string) *FieldError {

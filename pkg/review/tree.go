@@ -1,12 +1,15 @@
 package review
 
 import (
+	"encoding/base64"
+	"maps"
 	"strings"
 
 	"sigs.k8s.io/yaml"
 
 	"fleetgen.dev/fleetgen/pkg/fleetmatch"
 	"fleetgen.dev/fleetgen/pkg/layout"
+	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
 // What a rendered tree says, read with small local shapes of the upstream
@@ -16,7 +19,9 @@ import (
 type cluster struct {
 	mode       string
 	fleet      bool // has a Fleet Cluster (cluster.yaml), which ClusterGroups select
-	labels     map[string]string
+	labels     map[string]string // its Fleet Cluster's, but the shard label
+	fleetShard string            // the Fleet Cluster's schema.FleetShardLabel
+	argoShard  string            // its Argo CD Secret's shard key
 	clientID   side
 	tokenTTL   string
 	kubeconfig []byte // the Secret file; compared, never shown
@@ -41,6 +46,7 @@ type agentValues struct {
 type manager struct {
 	groups      map[string]fleetmatch.Group    // ClusterGroups; a nil Selector selects nothing
 	repos       map[string][]fleetmatch.Target // each GitRepo's targets, by delivery
+	shards      map[string]string              // the shard label of each GitRepo (by delivery) and ClusterGroup ("group/"+name)
 	adminServer string
 	other       map[string][]byte // every other file (the manager's, Foreign ones), by path
 }
@@ -91,16 +97,22 @@ type object struct {
 // readTree reads a tree; generated names the clusters whose client ID is a
 // placeholder for one a render would generate (only ever for the new tree).
 func readTree(files map[string][]byte, opts Options, generated map[string]bool) tree {
-	t := tree{clusters: map[string]*cluster{}, manager: manager{groups: map[string]fleetmatch.Group{}, repos: map[string][]fleetmatch.Target{}, other: map[string][]byte{}}}
+	t := tree{clusters: map[string]*cluster{}, manager: manager{groups: map[string]fleetmatch.Group{}, repos: map[string][]fleetmatch.Target{}, shards: map[string]string{}, other: map[string][]byte{}}}
 	managerName := "" // the manager's entry point is clusters/<manager>/manager.yaml
 	for p := range files {
 		if lp := layout.Parse(p); lp.Kind == layout.ManagerEntry {
 			managerName = lp.Cluster
 		}
 	}
+	argoShards := map[string]string{} // cluster -> its Argo CD Secret's shard key
 	for _, p := range sortedKeys(files) {
 		data := files[p]
 		lp := layout.Parse(p)
+		if lp.Kind == layout.ArgoCDCluster {
+			if s, ok := argoCDShard(data); ok {
+				argoShards[lp.Cluster] = s
+			}
+		}
 		var o object   // decoded by the cases that read one
 		var c *cluster // the cluster p belongs to
 		switch lp.Kind {
@@ -114,6 +126,9 @@ func readTree(files map[string][]byte, opts Options, generated map[string]bool) 
 		case layout.FleetGroup:
 			if yaml.Unmarshal(data, &o) == nil {
 				t.manager.groups[lp.Name] = fleetmatch.Group{Name: lp.Name, Selector: o.Spec.Selector.labels(), Labels: o.Metadata.Labels}
+				if s, ok := o.Metadata.Labels[schema.FleetShardLabel]; ok {
+					t.manager.shards["group/"+lp.Name] = s
+				}
 			}
 			continue
 		case layout.FleetGitRepo: // compared by bytes too, below
@@ -124,6 +139,9 @@ func readTree(files map[string][]byte, opts Options, generated map[string]bool) 
 						ClusterSelector: t.ClusterSelector.labels(), ClusterGroupSelector: t.ClusterGroupSelector.labels()})
 				}
 				t.manager.repos[lp.Name] = ts
+				if s, ok := o.Metadata.Labels[schema.FleetShardLabel]; ok {
+					t.manager.shards[lp.Name] = s
+				}
 			}
 		case layout.VerrazzanoAdmin:
 			if yaml.Unmarshal(data, &o) == nil {
@@ -144,6 +162,11 @@ func readTree(files map[string][]byte, opts Options, generated map[string]bool) 
 			if yaml.Unmarshal(data, &o) == nil && o.Kind == "Cluster" {
 				c.fleet = true
 				c.labels = o.Metadata.Labels
+				if s, ok := c.labels[schema.FleetShardLabel]; ok {
+					c.fleetShard = s
+					c.labels = maps.Clone(c.labels)
+					delete(c.labels, schema.FleetShardLabel)
+				}
 				if o.Spec.ClientID != "" {
 					c.clientID = value(o.Spec.ClientID)
 					if generated[lp.Cluster] {
@@ -196,7 +219,33 @@ func readTree(files map[string][]byte, opts Options, generated map[string]bool) 
 			}
 		}
 	}
+	for name, s := range argoShards {
+		if c := t.clusters[name]; c != nil {
+			c.argoShard = s
+		}
+	}
 	return t
+}
+
+// argoCDShard reads the shard key of an Argo CD cluster Secret (base64 in
+// data, as fleetgen writes it); ok is false when it has none or it is
+// sealed.
+func argoCDShard(data []byte) (string, bool) {
+	var s struct {
+		Data map[string]string `json:"data"`
+	}
+	if yaml.Unmarshal(data, &s) != nil {
+		return "", false
+	}
+	v, ok := s.Data["shard"]
+	if !ok {
+		return "", false
+	}
+	b, err := base64.StdEncoding.DecodeString(v)
+	if err != nil {
+		return "", false
+	}
+	return string(b), true
 }
 
 // cluster returns what t says about the cluster name, adding it.

@@ -227,6 +227,9 @@ type ClusterReach struct {
 	// Deliveries are the deliveries that reach it, in spec.deliveries
 	// order, each with the target that selected it.
 	Deliveries []DeliveryReach `json:"deliveries"`
+	// Shard is the cluster's shards (SPEC §8), which the caller fills in
+	// from the lock; nil when none is.
+	Shard *ClusterShard `json:"shard,omitempty"`
 
 	// Mode is the cluster's registration mode; deliveries reach only
 	// clusters of modes registered with Fleet (agent, manager, capi).

@@ -21,8 +21,8 @@ import (
 // and 160,000 separators; the caps keep a runaway or hostile file from
 // exhausting memory (a file at the cap parses in about 2 s and 400 MiB).
 const (
-	MaxFileSize = 16 << 20
-	MaxItems    = 1_000_000
+	MaxFileSize = 64 << 20
+	MaxItems    = 8_000_000
 )
 
 // MaxRefSize is the largest content a {file: …} or {env: …} reference may

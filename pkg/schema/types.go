@@ -102,6 +102,8 @@ type Spec struct {
 	// Verify holds the signature policies images must satisfy before they
 	// are mirrored and published (validate_verify.go).
 	Verify []VerifyPolicy `json:"verify,omitempty"`
+	// Shards declares the managers' controller shards (shards.go).
+	Shards *Shards `json:"shards,omitempty"`
 }
 
 // Manager is the management ("upstream") cluster.
@@ -204,6 +206,9 @@ type Cluster struct {
 	APIServer *APIServer `json:"apiServer,omitempty"`
 	// Agent schedules the cluster's fleet-agent (agentspec.go).
 	Agent *Agent `json:"agent,omitempty"`
+	// Shard pins the cluster's controller shards (shards.go); unpinned
+	// ones are assigned and kept in fleet.lock.yaml.
+	Shard *ClusterShard `json:"shard,omitempty"`
 }
 
 // Registration says how a cluster registers with its manager.

@@ -9,9 +9,10 @@ import (
 
 // Warnings returns what Validate accepts but is likely a mistake, sorted in
 // document order: a ClusterGroup that holds no cluster registered with
-// Fleet, a delivery target that reaches no cluster (with the reason), and a
-// spec.argocd that selects no cluster. Each is a *FieldError with its Code
-// (CodeEmptyGroup, CodeUnmatchedTarget, CodeEmptySelection). A warning never
+// Fleet, a delivery target that reaches no cluster (with the reason), a
+// spec.argocd that selects no cluster, and a delivery whose GitRepo status
+// would near etcd's object limit. Each is a *FieldError with its Code
+// (CodeEmptyGroup, CodeUnmatchedTarget, CodeEmptySelection, CodeStatusSize). A warning never
 // makes input invalid: `fleetgen validate` prints them and exits as it
 // would without them. f is defaulted and valid; Warnings reads nothing.
 func Warnings(f *Fleet) problem.Errors {
@@ -30,8 +31,21 @@ func Warnings(f *Fleet) problem.Errors {
 			warn(problem.EmptyGroup(fmt.Sprintf("spec.groups[%d].selector", i), "group %q selects no cluster registered with Fleet (mode agent, manager or capi): its ClusterGroup stays empty, and targets naming it deliver nothing", g.Name))
 		}
 	}
-	for _, u := range f.unmatched(f.reach()) {
+	dr := f.reach()
+	for _, u := range f.unmatched(dr) {
 		warn(problem.UnmatchedTarget(u.Path, "target %q of delivery %q reaches no cluster: %s", u.Target, u.Delivery, u.Why))
+	}
+	for d := range f.Spec.Deliveries {
+		if n := f.gitRepoStatus(d, dr.target[d]); n > MaxGitRepoStatus {
+			reached := 0
+			for _, t := range dr.target[d] {
+				if t >= 0 {
+					reached++
+				}
+			}
+			warn(problem.StatusSize(fmt.Sprintf("spec.deliveries[%d]", d), "delivery %q reaches %d clusters with %d bundles: Fleet v0.16 would keep at least %d KiB of per-cluster state in its GitRepo's status (one entry per cluster, and the cluster once per resource), over the %d KiB fleetgen allows under etcd's 1.5 MiB object limit, past which the status update fails: split it into deliveries that reach fewer clusters each (docs/scale.md)",
+				f.Spec.Deliveries[d].Name, reached, f.Spec.Deliveries[d].BundleCount(), n>>10, MaxGitRepoStatus>>10))
+		}
 	}
 	if f.Spec.ArgoCD != nil && len(f.Spec.Clusters) > 0 && len(f.ArgoCDClusters()) == 0 {
 		warn(problem.EmptySelection("spec.argocd.selector", "spec.argocd selects no cluster: no Argo CD cluster Secret is rendered"))
