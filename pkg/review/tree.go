@@ -18,7 +18,7 @@ import (
 // cluster is what a tree says about one cluster.
 type cluster struct {
 	mode       string
-	fleet      bool // has a Fleet Cluster (cluster.yaml), which ClusterGroups select
+	fleet      bool              // has a Fleet Cluster (cluster.yaml), which ClusterGroups select
 	labels     map[string]string // its Fleet Cluster's, but the shard label
 	fleetShard string            // the Fleet Cluster's schema.FleetShardLabel
 	argoShard  string            // its Argo CD Secret's shard key
