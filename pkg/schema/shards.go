@@ -72,6 +72,7 @@ func (v *validator) shards() {
 	f := v.f
 	s := f.Spec.Shards
 	declared := map[string]bool{}
+	var ids []string // declared, valid, in order
 	if s != nil {
 		if s.Fleet != nil && len(s.Fleet) == 0 {
 			v.add(problem.Required("spec.shards.fleet", "spec.shards.fleet is empty: want the fleet chart's shard IDs (shards[].id), or leave fleet out"))
@@ -89,6 +90,7 @@ func (v *validator) shards() {
 			}
 			seen[id] = i
 			declared[id] = true
+			ids = append(ids, id)
 		}
 		if n := s.ArgoCD; n != nil {
 			switch {
@@ -122,7 +124,7 @@ func (v *validator) shards() {
 				v.add(problem.NotFound(p+".fleet", "shard %q is not declared: spec.shards.fleet lists no Fleet shards (an object labelled with a shard no controller runs is processed by none)", id))
 			case !declared[id] && ShardIDProblem(id) == "":
 				v.add(problem.NotFound(p+".fleet", "shard %q is not declared in spec.shards.fleet (an object labelled with a shard no controller runs is processed by none): want %s%s",
-					id, problem.OrList(s.Fleet), problem.DidYouMean(id, s.Fleet)))
+					id, problem.OrList(ids), problem.DidYouMean(id, ids)))
 			case !declared[id]:
 				v.add(problem.InvalidValue(p+".fleet", "invalid Fleet shard ID %q: %s", id, ShardIDProblem(id)))
 			}
