@@ -85,11 +85,13 @@ func writeTargets(w io.Writer, r *pipeline.Reach, format string) error {
 		for _, d := range c.Deliveries {
 			row("delivery "+d.Name, "target "+d.Target+": "+d.Why)
 		}
-		if s := c.Shard; s != nil && s.Fleet != "" {
-			row("fleet shard "+s.Fleet, "spec.shards (pinned, or kept in the lock)")
+		why := c.ShardWhy
+		if s := c.Shard; s != nil && s.Fleet != "" && len(why) > 0 {
+			row("fleet shard "+s.Fleet, why[0])
+			why = why[1:]
 		}
-		if s := c.Shard; s != nil && s.ArgoCD != nil {
-			row(fmt.Sprintf("argocd shard %d", *s.ArgoCD), "spec.shards (pinned, or kept in the lock)")
+		if s := c.Shard; s != nil && s.ArgoCD != nil && len(why) > 0 {
+			row(fmt.Sprintf("argocd shard %d", *s.ArgoCD), why[0])
 		}
 		if !c.Fleet && deliveries > 0 {
 			row("(no delivery)", "mode "+c.Mode+" is not registered with Fleet")

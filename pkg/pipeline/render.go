@@ -97,7 +97,7 @@ func renderLoaded(ctx context.Context, cfg Config, ld *Loaded, dir string) error
 	}
 	if r.lockChanged {
 		ld.Lock, ld.LockBytes = r.lock, lk.New
-		cfg.logger().Info("lock updated", "file", r.lockPath, "newClientIDs", r.newClientIDs)
+		cfg.logger().Info("lock updated", "file", r.lockPath, "newClientIDs", r.newClientIDs, "newShards", r.newShards, "movedShards", len(r.shardMoves))
 	}
 	if len(r.forged) > 0 {
 		cfg.logger().Warn("re-sealed Secrets whose ciphertext did not decrypt to the render", "files", r.forged)
@@ -289,6 +289,7 @@ type rendered struct {
 	// shardMoves are the shard assignments the render changed (a pin, or
 	// --rebalance), which diff reports.
 	shardMoves []shard.Assignment
+	newShards  int
 }
 
 // render runs every step of a render except writing, on a copy of ld's lock;
@@ -338,7 +339,7 @@ func render(ctx context.Context, cfg Config, ld *Loaded, dir string, placeholder
 		}
 		sp.Apply(l)
 		r.lockChanged = true
-		r.shardMoves = sp.Moved
+		r.newShards, r.shardMoves = len(sp.Added), sp.Moved
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err

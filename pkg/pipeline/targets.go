@@ -50,6 +50,12 @@ func Targets(ctx context.Context, cfg Config) (*Reach, error) {
 		if s.Fleet != "" || s.ArgoCD != nil {
 			c.Shard = &s
 		}
+		if s.Fleet != "" {
+			c.ShardWhy = append(c.ShardWhy, p.Why(f, shard.Fleet, i))
+		}
+		if s.ArgoCD != nil {
+			c.ShardWhy = append(c.ShardWhy, p.Why(f, shard.ArgoCD, i))
+		}
 	}
 	r.Load = p.Load
 	return r, nil

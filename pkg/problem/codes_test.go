@@ -25,6 +25,7 @@ func TestConstructors(t *testing.T) {
 		CodeCycle: Cycle, CodeNotApplicable: NotApplicable, CodeUnreadable: Unreadable,
 		CodeUnsetEnv: UnsetEnv, CodeMissingLabel: MissingLabel, CodeOther: Other,
 		CodeEmptyGroup: EmptyGroup, CodeUnmatchedTarget: UnmatchedTarget, CodeEmptySelection: EmptySelection,
+		CodeEmptyShard: EmptyShard, CodeShardLoad: ShardLoad, CodeStatusSize: StatusSize,
 	}
 	for code, mk := range ctors {
 		e := mk("spec.x", "bad %q\r\nvalue", "v")

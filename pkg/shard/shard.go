@@ -230,6 +230,26 @@ func (p *Plan) record(manager string, delivery bool, items []item, pl placed) {
 	add(&p.Stale, pl.stale)
 }
 
+// Why says where a cluster's shard for manager comes from: its pin, the
+// lock, or this assignment (which a render adds to the lock).
+func (p *Plan) Why(f *schema.Fleet, manager string, i int) string {
+	c := &f.Spec.Clusters[i]
+	if c.Shard != nil && (manager == Fleet && c.Shard.Fleet != "" || manager == ArgoCD && c.Shard.ArgoCD != nil) {
+		return "pinned: clusters[].shard"
+	}
+	for _, a := range p.Added {
+		if a.Manager == manager && !a.Delivery && a.Name == c.Name {
+			return "least loaded: render keeps it in " + lock.FileName
+		}
+	}
+	for _, a := range p.Moved {
+		if a.Manager == manager && !a.Delivery && a.Name == c.Name {
+			return "moved from " + a.From + " by --rebalance"
+		}
+	}
+	return "kept in " + lock.FileName
+}
+
 // Apply writes p's entries into l.
 func (p *Plan) Apply(l *lock.Lock) { l.SetShards(p.Clusters, p.Deliveries) }
 
