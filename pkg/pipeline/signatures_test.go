@@ -192,7 +192,7 @@ func TestValidateVerifyPolicies(t *testing.T) {
 		t.Fatalf("err = %v, want input errors", err)
 	}
 	for _, want := range []string{
-		`fleet.yaml:18:29: spec.verify[0].cosign.trustedRoot.file: "keys/root.json": not a trusted_root.json`,
+		`fleet.yaml:18:29: spec.verify[0].cosign.trustedRoot.file: "keys/root.json" does not parse as a trusted root`,
 		`fleet.yaml:15:16: spec.verify[0].images[0]: "ghcr.io/contoso/typo/**" matches no image of the fleet`,
 	} {
 		if !strings.Contains(err.Error(), want) {

@@ -6,7 +6,6 @@ import (
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/pkg/review"
-	"fleetgen.dev/fleetgen/pkg/schema"
 	"fleetgen.dev/fleetgen/pkg/verify"
 )
 
@@ -47,12 +46,13 @@ func (ld *Loaded) verifyInput() problem.Errors {
 	}
 	for i, p := range f.Spec.Verify {
 		for j, g := range p.Images {
-			if schema.GlobProblem(g) != "" {
+			re, err := verify.CompileGlob(g)
+			if err != nil {
 				continue // reported by schema.Validate
 			}
 			matched := false
 			for _, r := range repos {
-				if schema.GlobMatch(g, r) {
+				if re.MatchString(verify.CanonicalRepo(r)) {
 					matched = true
 					break
 				}

@@ -55,9 +55,10 @@ const (
 	CodeOther         = "invalid"           // any other rule
 
 	// Warnings (Warnings): valid input that is likely a mistake.
-	CodeEmptyGroup      = "empty-group"      // a ClusterGroup that holds no Fleet cluster
-	CodeUnmatchedTarget = "unmatched-target" // a delivery target that reaches no cluster
-	CodeEmptySelection  = "empty-selection"  // spec.argocd selects no cluster
+	CodeEmptyGroup      = "empty-group"        // a ClusterGroup that holds no Fleet cluster
+	CodeUnmatchedTarget = "unmatched-target"   // a delivery target that reaches no cluster
+	CodeEmptySelection  = "empty-selection"    // spec.argocd selects no cluster
+	CodeUnanchored      = "unanchored-pattern" // a subjectRegExp without ^ and $
 )
 
 // codeRules derive a code from the message of a FieldError made without one
