@@ -369,8 +369,10 @@ func weakKey(key any) string {
 
 // CertificateProblem says why the PEM certificates in data (checkPEM
 // accepted them) cannot anchor Notary Project signatures, "" when they can:
-// each must be a CA (a root, with roots) and its key not weak. It names
-// certificates by their place, never by their content.
+// as notation's trust store holds them, each must be a CA certificate or a
+// self-signed signing certificate (notation cert generate-test's), with
+// roots a self-signed CA, and its key not weak. It names certificates by
+// their place, never by their content.
 func CertificateProblem(data []byte, roots bool) string {
 	for n, rest := 1, data; ; n++ {
 		var b *pem.Block
@@ -381,11 +383,12 @@ func CertificateProblem(data []byte, roots bool) string {
 		if err != nil {
 			return fmt.Sprintf("certificate %d does not parse", n)
 		}
-		if !c.IsCA || !c.BasicConstraintsValid {
-			return fmt.Sprintf("certificate %d is not a CA certificate (basicConstraints CA:TRUE): want the CA that issued the signing certificates, not a signing certificate", n)
-		}
-		if roots && c.CheckSignatureFrom(c) != nil {
-			return fmt.Sprintf("certificate %d is not a self-signed root: want the timestamp authority's root certificate", n)
+		selfSigned := c.CheckSignature(c.SignatureAlgorithm, c.RawTBSCertificate, c.Signature) == nil
+		switch {
+		case roots && (!c.IsCA || !selfSigned):
+			return fmt.Sprintf("certificate %d is not a self-signed CA certificate: want the timestamp authority's root certificate", n)
+		case !c.IsCA && !selfSigned:
+			return fmt.Sprintf("certificate %d is neither a CA certificate nor self-signed: want the CA that issues the signing certificates (or a self-signed signing certificate)", n)
 		}
 		if why := weakKey(c.PublicKey); why != "" {
 			return fmt.Sprintf("certificate %d %s", n, why)
