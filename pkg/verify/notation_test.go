@@ -226,7 +226,7 @@ type rawManifest struct {
 	mt  string
 }
 
-func (m rawManifest) RawManifest() ([]byte, error) { return m.raw, nil }
+func (m rawManifest) RawManifest() ([]byte, error)        { return m.raw, nil }
 func (m rawManifest) MediaType() (types.MediaType, error) { return types.MediaType(m.mt), nil }
 
 // TestNotationPolicyRefused: what notation-go refuses in a policy is an
