@@ -13,6 +13,7 @@ import (
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/mirror"
 	"fleetgen.dev/fleetgen/pkg/problem"
+	"fleetgen.dev/fleetgen/pkg/schema"
 	"fleetgen.dev/fleetgen/pkg/verify"
 )
 
@@ -86,6 +87,10 @@ type MirrorResult struct {
 	Plan []mirror.Pair
 	// Stats counts what the copy did; zero with DryRun.
 	Stats mirror.Stats
+	// Verdicts are, with DryRun, the signature checks at the source of the
+	// images spec.verify covers (as `fleetgen verify`): a refused one makes
+	// the dry run fail with a *VerifyError, as the mirror would.
+	Verdicts []Verdict
 }
 
 // Mirror plans and copies every image, then writes fleet.lock.yaml atomically,
@@ -118,6 +123,15 @@ func registryCredentials(cfg Config) mirror.Option {
 	return mirror.WithTargetCredentials(user, pass)
 }
 
+// sourceMirrors is spec.sourceMirrors as mirror takes it.
+func sourceMirrors(f *schema.Fleet) mirror.Option {
+	ms := make([]mirror.SourceMirror, len(f.Spec.SourceMirrors))
+	for i, m := range f.Spec.SourceMirrors {
+		ms[i] = mirror.SourceMirror{Host: m.Host, Mirror: m.Mirror, Insecure: m.Insecure}
+	}
+	return mirror.WithSourceMirrors(ms)
+}
+
 // mirrorLoaded mirrors ld's images and, unless o.DryRun, writes the lock and
 // makes it ld's.
 func mirrorLoaded(ctx context.Context, cfg Config, ld *Loaded, o MirrorOptions) (*MirrorResult, error) {
@@ -126,11 +140,23 @@ func mirrorLoaded(ctx context.Context, cfg Config, ld *Loaded, o MirrorOptions) 
 	if err != nil {
 		return nil, err
 	}
+	log := cfg.logger()
 	if o.DryRun {
-		return &MirrorResult{Plan: pairs}, nil
+		res := &MirrorResult{Plan: pairs}
+		ps, err := ld.Policies()
+		if err != nil || len(ps) == 0 {
+			return res, err
+		}
+		res.Verdicts, err = mirror.VerifySource(ctx, pairs, ps, mirror.WithLogger(log), mirror.WithJobs(o.Jobs), registryCredentials(cfg), sourceMirrors(f))
+		if err != nil {
+			return nil, err
+		}
+		if n := mirror.Refused(res.Verdicts); n > 0 {
+			return res, &VerifyError{Refused: n, Total: len(res.Verdicts), At: AtSource}
+		}
+		return res, nil
 	}
 
-	log := cfg.logger()
 	opts := []mirror.Option{
 		mirror.WithLogger(log),
 		mirror.WithJobs(o.Jobs),
@@ -146,13 +172,7 @@ func mirrorLoaded(ctx context.Context, cfg Config, ld *Loaded, o MirrorOptions) 
 		}
 		opts = append(opts, mirror.WithVerify(ps))
 	}
-	if len(f.Spec.SourceMirrors) > 0 {
-		ms := make([]mirror.SourceMirror, len(f.Spec.SourceMirrors))
-		for i, m := range f.Spec.SourceMirrors {
-			ms[i] = mirror.SourceMirror{Host: m.Host, Mirror: m.Mirror, Insecure: m.Insecure}
-		}
-		opts = append(opts, mirror.WithSourceMirrors(ms))
-	}
+	opts = append(opts, sourceMirrors(f))
 	if o.OnProgress != nil {
 		o.OnProgress(MirrorUpdate{Start: true, Total: len(pairs), Registry: f.Spec.Registry.Host})
 		opts = append(opts, mirror.WithProgress(func(e mirror.Event) { o.OnProgress(MirrorUpdate{Event: e}) }))
