@@ -60,7 +60,7 @@ func (o *options) remote(ctx context.Context, targets ...schema.Registry) ([]rem
 	for _, t := range targets {
 		keychain = Keychain(t, o.user, o.password, keychain)
 	}
-	pings := &pingCache{next: o.transport}
+	pings := &pingCache{next: boundTransport{next: o.transport}}
 	return []remote.Option{
 		remote.WithContext(ctx),
 		remote.WithAuthFromKeychain(keychain),
