@@ -32,6 +32,9 @@ func newOptions(opts []Option) (*options, error) {
 	if o.transport == nil {
 		o.transport = newTransport(o.timeouts)
 	}
+	if o.local != nil {
+		o.transport = localTransport{h: o.local, next: o.transport}
+	}
 	return o, nil
 }
 

@@ -76,6 +76,7 @@ type options struct {
 	referrers bool
 	sources   []SourceMirror
 	policies  verify.Policies
+	local     http.Handler // an OCI image layout as a registry (local.go)
 }
 
 // WithReferrers copies each image's supply chain with it (default true):
