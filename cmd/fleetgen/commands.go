@@ -114,12 +114,21 @@ fleet.lock.yaml, beside fleet.yaml; commit that file. Images a spec.verify
 policy covers are copied only with a signature that verifies at the source;
 --dry-run prints the plan and checks those signatures, copying nothing.
 
+Across an air gap, the lock says what goes: --to oci-layout:PATH writes every
+locked image (every platform, every referrer the lock lists) into an OCI image
+layout, a folder or a tar when PATH ends in .tar, verifying signatures first;
+on the other side, --from oci-layout:PATH (a layout fleetgen or 'oras backup'
+wrote) checks every digest and signature and pushes exactly what the lock
+names into spec.registry. Neither changes the lock.
+
 Credentials come from the Docker config and its credential helpers (so
 'az acr login' works), or FLEETGEN_REGISTRY_USERNAME and
 FLEETGEN_REGISTRY_PASSWORD.`,
 		Example: example(
 			"fleetgen mirror --dry-run   # print the plan: source -> target",
 			"fleetgen mirror --jobs 8",
+			"fleetgen mirror --to oci-layout:images.tar     # the connected side of an air gap",
+			"fleetgen mirror --from oci-layout:images.tar   # the other side",
 		),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := g.configFor(cmd, in, args)
@@ -151,6 +160,10 @@ FLEETGEN_REGISTRY_PASSWORD.`,
 	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "print the plan and check signatures (spec.verify), copying nothing")
 	cmd.Flags().IntVar(&o.Jobs, "jobs", 0, "images copied at once (0: default)")
 	cmd.Flags().BoolVar(&o.NoReferrers, "no-referrers", false, noReferrersUsage)
+	cmd.Flags().StringVar(&o.To, "to", "", "write the locked images into an OCI image layout, oci-layout:PATH (a folder, or a .tar), instead of spec.registry")
+	cmd.Flags().StringVar(&o.From, "from", "", "push the locked images from an OCI image layout, oci-layout:PATH, into spec.registry")
+	_ = cmd.MarkFlagFilename("to")
+	_ = cmd.MarkFlagFilename("from")
 	return cmd
 }
 

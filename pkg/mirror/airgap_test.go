@@ -203,3 +203,51 @@ func mustRepo(t *testing.T, s string) name.Repository {
 	}
 	return r
 }
+
+// TestAirGapTampered: a blob of the layout whose bytes are not its digest's
+// fails the push of its image (the copier checks every digest as it reads),
+// and the image's tag is not written.
+func TestAirGapTampered(t *testing.T) {
+	t.Parallel()
+	_, locked, _ := airgapSource(t)
+	path := filepath.Join(t.TempDir(), "layout")
+	if _, err := mirror.ToLayout(context.Background(), path, locked, anon); err != nil {
+		t.Fatal(err)
+	}
+	// The tool image's one layer.
+	var tool lock.Image
+	for _, img := range locked {
+		if strings.Contains(img.Source, "/team/tool:") {
+			tool = img
+		}
+	}
+	d, _ := v1.NewHash(tool.Digest)
+	raw, err := os.ReadFile(filepath.Join(path, "blobs", "sha256", d.Hex))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := v1.ParseManifest(strings.NewReader(string(raw)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	layer := filepath.Join(path, "blobs", "sha256", m.Layers[0].Digest.Hex)
+	data, err := os.ReadFile(layer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)/2] ^= 1
+	if err := os.WriteFile(layer, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dst := inProcess(t)
+	reg := schema.Registry{Host: dst}
+	relocked := relock(t, reg, locked)
+	_, _, err = mirror.FromLayout(context.Background(), path, reg, relocked, anon, mirror.WithBackoff(fastBackoff))
+	if err == nil || !strings.Contains(err.Error(), "/team/tool") {
+		t.Fatalf("err = %v, want the tool image refused", err)
+	}
+	t.Logf("refused: %v", err)
+	if _, err := remote.Head(mustRef(t, dst+"/team/tool:2.0")); err == nil {
+		t.Error("the tampered image was tagged at the target")
+	}
+}

@@ -62,12 +62,19 @@ func newLayoutSource(lf *layoutFiles, images []lock.Image, hosts []string) (*lay
 			m := s.manifests[rd]
 			var parsed struct {
 				ArtifactType string         `json:"artifactType"`
+				Config       v1.Descriptor  `json:"config"`
 				Subject      *v1.Descriptor `json:"subject"`
 			}
 			if json.Unmarshal(m.raw, &parsed) != nil || parsed.Subject == nil {
 				continue // cosign's legacy tags have no subject
 			}
-			desc := v1.Descriptor{MediaType: m.mt, Digest: rd, Size: int64(len(m.raw)), ArtifactType: parsed.ArtifactType}
+			// The referrers API's artifactType: the manifest's, else its
+			// config's media type (the distribution spec's rule).
+			at := parsed.ArtifactType
+			if at == "" {
+				at = string(parsed.Config.MediaType)
+			}
+			desc := v1.Descriptor{MediaType: m.mt, Digest: rd, Size: int64(len(m.raw)), ArtifactType: at}
 			if !slices.ContainsFunc(s.referrers[parsed.Subject.Digest], func(o v1.Descriptor) bool { return o.Digest == rd }) {
 				s.referrers[parsed.Subject.Digest] = append(s.referrers[parsed.Subject.Digest], desc)
 			}

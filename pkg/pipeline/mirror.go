@@ -79,6 +79,11 @@ type MirrorOptions struct {
 	// draws it): one MirrorUpdate at the start, one per mirror.Event, one at
 	// the end.
 	OnProgress func(MirrorUpdate)
+	// To writes the locked images into an OCI image layout,
+	// "oci-layout:PATH" (a folder, or a tar when PATH ends in .tar), instead
+	// of copying them to spec.registry; From pushes them from one into
+	// spec.registry. Neither writes the lock (airgap.go).
+	To, From string
 }
 
 // MirrorResult is what a mirror did, or with DryRun would do.
@@ -135,6 +140,9 @@ func sourceMirrors(f *schema.Fleet) mirror.Option {
 // mirrorLoaded mirrors ld's images and, unless o.DryRun, writes the lock and
 // makes it ld's.
 func mirrorLoaded(ctx context.Context, cfg Config, ld *Loaded, o MirrorOptions) (*MirrorResult, error) {
+	if o.To != "" || o.From != "" {
+		return airGap(ctx, cfg, ld, o)
+	}
 	f := ld.Fleet
 	pairs, err := mirror.Plan(f.Spec.Registry, ld.Images.Refs())
 	if err != nil {
