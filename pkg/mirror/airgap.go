@@ -50,6 +50,7 @@ func ToLayout(ctx context.Context, path string, images []lock.Image, opts ...Opt
 	}
 	hosts := sourceHosts(images)
 	pairs := make([]Pair, len(images))
+	shown := map[Pair]Pair{}
 	for i, img := range images {
 		src, err := pinned(img)
 		if err != nil {
@@ -57,8 +58,10 @@ func ToLayout(ctx context.Context, path string, images []lock.Image, opts ...Opt
 		}
 		host, rest, _ := strings.Cut(img.Source, "/")
 		pairs[i] = Pair{Source: src, Target: layoutHost + "/s" + strconv.Itoa(slices.Index(hosts, host)) + "/" + rest}
+		shown[pairs[i]] = Pair{Source: img.Source, Target: "oci-layout:" + path}
 	}
-	entries, stats, err := Run(ctx, pairs, append(opts, withLocal(sink), WithInsecure(true))...)
+	display := func(p Pair) Pair { return shown[p] }
+	entries, stats, err := Run(ctx, pairs, append(opts, withLocal(sink), WithInsecure(true), withDisplay(display))...)
 	if err != nil {
 		return stats, err
 	}
@@ -132,6 +135,7 @@ func FromLayout(ctx context.Context, path string, reg schema.Registry, images []
 		target[p.Source] = p.Target
 	}
 	pairs := make([]Pair, len(images))
+	shown := map[Pair]Pair{}
 	for i, img := range images {
 		src, err := pinned(img)
 		if err != nil {
@@ -142,12 +146,14 @@ func FromLayout(ctx context.Context, path string, reg schema.Registry, images []
 			return nil, Stats{}, fmt.Errorf("lock entry %s: %w", inert.Quote(img.Source), err)
 		}
 		pairs[i] = Pair{Source: src, Target: target[n]}
+		shown[pairs[i]] = Pair{Source: img.Source, Target: target[n]}
 	}
 	mirrors := make([]SourceMirror, len(hosts))
 	for i, h := range hosts {
 		mirrors[i] = SourceMirror{Host: h, Mirror: layoutHost + "/s" + strconv.Itoa(i), Insecure: true}
 	}
-	entries, stats, err := Run(ctx, pairs, append(opts, withLocal(src), WithSourceMirrors(mirrors), WithInsecure(reg.Insecure))...)
+	display := func(p Pair) Pair { return shown[p] }
+	entries, stats, err := Run(ctx, pairs, append(opts, withLocal(src), WithSourceMirrors(mirrors), WithInsecure(reg.Insecure), withDisplay(display))...)
 	if err != nil {
 		return nil, stats, err
 	}

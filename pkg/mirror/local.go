@@ -16,6 +16,12 @@ import (
 // layoutHost is the registry name the copier gives an OCI image layout.
 const layoutHost = "oci-layout.invalid"
 
+// withDisplay names each pair in progress events and errors as display
+// says: the source as the lock has it, the layout as the user named it.
+func withDisplay(display func(Pair) Pair) Option {
+	return func(o *options) error { o.display = display; return nil }
+}
+
 // withLocal serves requests for layoutHost with h.
 func withLocal(h http.Handler) Option {
 	return func(o *options) error { o.local = h; return nil }

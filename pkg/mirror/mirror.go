@@ -77,6 +77,7 @@ type options struct {
 	sources   []SourceMirror
 	policies  verify.Policies
 	local     http.Handler // an OCI image layout as a registry (local.go)
+	display   func(Pair) Pair
 }
 
 // WithReferrers copies each image's supply chain with it (default true):
@@ -195,8 +196,12 @@ func Run(ctx context.Context, pairs []Pair, opts ...Option) ([]lock.Image, Stats
 		stats   Stats
 	)
 	one := func(p Pair) {
+		shown := p
+		if o.display != nil {
+			shown = o.display(p)
+		}
 		if o.progress != nil {
-			o.progress(Event{Pair: p})
+			o.progress(Event{Pair: shown})
 		}
 		var (
 			pushed atomic.Int64
@@ -204,12 +209,12 @@ func Run(ctx context.Context, pairs []Pair, opts ...Option) ([]lock.Image, Stats
 			err    = ctx.Err()
 		)
 		if err == nil {
-			stop := r.reportBytes(p, &pushed)
+			stop := r.reportBytes(shown, &pushed)
 			res, err = r.copyPair(ctx, p, &pushed)
 			stop()
 		}
 		if err != nil {
-			err = fmt.Errorf("mirror %s -> %s: %w", p.Source, p.Target, err)
+			err = fmt.Errorf("mirror %s -> %s: %w", shown.Source, shown.Target, err)
 		}
 		mu.Lock()
 		stats.BytesPushed += pushed.Load()
@@ -233,7 +238,7 @@ func Run(ctx context.Context, pairs []Pair, opts ...Option) ([]lock.Image, Stats
 			o.logger.Debug("mirror", "source", p.Source, "target", p.Target, "digest", res.digest, "present", res.present, "referrers", len(res.referrers), "bytes", pushed.Load())
 		}
 		if o.progress != nil {
-			o.progress(Event{Pair: p, Done: true, Present: res.present, Bytes: pushed.Load(), Err: err})
+			o.progress(Event{Pair: shown, Done: true, Present: res.present, Bytes: pushed.Load(), Err: err})
 		}
 	}
 	// Images in flight wait on each other's shared blobs and on manifest round
