@@ -158,7 +158,8 @@ func holdsAny(dir string, units []layers.Unit) bool {
 
 // compareSets returns the objects added, removed or changed from old to new
 // (nil sets, or sets Flux fails, receive nothing), by kind, namespace and
-// name; Layer is left for the caller.
+// name, a changed one with the fields that moved (review.FieldChanges);
+// Layer is left for the caller.
 func compareSets(old, new *layers.Set) []review.Object {
 	if old == new {
 		return nil
@@ -171,7 +172,9 @@ func compareSets(old, new *layers.Set) []review.Object {
 		case !ok:
 			out = append(out, objectChange(n, review.Added))
 		case o != n && o.Digest() != n.Digest():
-			out = append(out, objectChange(n, review.Update))
+			c := objectChange(n, review.Update)
+			c.Changes, c.MoreChanges = review.FieldChanges(n.Kind, o.Map, n.Map)
+			out = append(out, c)
 		}
 	}
 	for k, o := range was {
