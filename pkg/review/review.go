@@ -449,3 +449,36 @@ func sortedKeys[V any](ms ...map[string]V) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// Only returns r limited to the clusters named in keep (`--cluster`): their
+// entries, the files about them (layout.ClusterOf), and, when manager is set
+// (the management cluster is named), the manager's changes and its shared
+// files.
+func (r Report) Only(keep map[string]bool, manager bool) Report {
+	out := Report{
+		Clusters: []Cluster{},
+		Manager:  Manager{Changes: []Change{}, Warnings: []string{}},
+		Files:    Files{Added: onlyFiles(r.Files.Added, keep, manager), Removed: onlyFiles(r.Files.Removed, keep, manager), Changed: onlyFiles(r.Files.Changed, keep, manager)},
+	}
+	for _, c := range r.Clusters {
+		if keep[c.Name] {
+			out.Clusters = append(out.Clusters, c)
+		}
+	}
+	if manager {
+		out.Manager = r.Manager
+	}
+	return out
+}
+
+// onlyFiles keeps the paths about a cluster of keep, and with manager the
+// manager's shared ones.
+func onlyFiles(paths []string, keep map[string]bool, manager bool) []string {
+	out := []string{}
+	for _, p := range paths {
+		if c := layout.ClusterOf(p); keep[c] || (c == "" && manager) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
