@@ -145,3 +145,27 @@ func TestObjectBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestOnly: --cluster keeps the named clusters, the files about them, and
+// the manager's changes and shared files only when the manager is named.
+func TestOnly(t *testing.T) {
+	t.Parallel()
+	r := Report{
+		Clusters: []Cluster{{Name: "a", Change: Update}, {Name: "b", Change: Added}},
+		Manager:  Manager{Changes: []Change{{Field: "groups.g", To: "selector x=y"}}, Warnings: []string{}},
+		Files: Files{Added: []string{"clusters/b/apps.yaml", "manager/fleet/b/cluster.yaml"}, Removed: []string{},
+			Changed: []string{"clusters/a/apps.yaml", "manager/fleet/groups/g.yaml", "clusters/hub/manager.yaml"}},
+	}
+	got := r.Only(map[string]bool{"a": true}, false)
+	want := Report{Clusters: []Cluster{{Name: "a", Change: Update}}, Manager: Manager{Changes: []Change{}, Warnings: []string{}},
+		Files: Files{Added: []string{}, Removed: []string{}, Changed: []string{"clusters/a/apps.yaml"}}}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("only a (-want +got):\n%s", d)
+	}
+	got = r.Only(map[string]bool{"hub": true}, true)
+	want = Report{Clusters: []Cluster{}, Manager: r.Manager,
+		Files: Files{Added: []string{}, Removed: []string{}, Changed: []string{"manager/fleet/groups/g.yaml", "clusters/hub/manager.yaml"}}}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("only the manager (-want +got):\n%s", d)
+	}
+}
