@@ -173,6 +173,18 @@ func TestReportAttackWorkflowCommands(t *testing.T) {
 		}
 		checkInert(t, output{"validate --output " + f, f, o, e})
 	}
+	// targets explains the fleet validate refuses, so it prints the
+	// unchecked name: inert, in its table and its JSON.
+	for _, f := range []string{"text", "json"} {
+		o, e, code := fleetgen(t, "targets", "-f", filepath.Join(bad, "fleet.yaml"), "--output", f)
+		if code != 2 {
+			t.Fatalf("targets --output %s: exit %d, want 2", f, code)
+		}
+		if !strings.Contains(o, "name") {
+			t.Errorf("targets --output %s does not list the cluster:\n%s", f, o)
+		}
+		checkInert(t, output{"targets --output " + f, f, o, e})
+	}
 }
 
 // TestReportAttackMarkdown: links, images, HTML, @mentions and runs of
