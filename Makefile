@@ -42,9 +42,12 @@ cross:
 		CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build ./cmd/... ./pkg/... ./internal/...; \
 	done
 
-## test: every package's tests but the end-to-end one (needs git and /usr/bin/docker-registry)
+## test: every package's tests but the end-to-end one (needs git and
+## /usr/bin/docker-registry), one line per package as it finishes
+## (test/cmd/testrun), and last every test skipped for a missing tool (helm,
+## cosign, notation, oras: test/e2e/tools/build.sh NAME) with how to get it
 test:
-	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/e2e)
+	$(GO) run ./test/cmd/testrun -exclude /test/e2e -- -count=1
 
 ## e2e-tools: etcd, kube-apiserver, Flux and Fleet built from the module proxy
 ## into ~/.cache/fleetgen/e2e/<versions>/ (about 40 CPU-minutes once, then cached)
