@@ -8,6 +8,9 @@ INSTALL_DIR ?= $(shell $(GO) env GOPATH)/bin
 DIST        ?= dist
 PLATFORMS   ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 LDFLAGS     := -X main.version=$(VERSION)
+# What make release and make install link with: no symbol table, no DWARF,
+# no build ID (reproducible).
+RELEASE_LDFLAGS := -s -w -buildid= $(LDFLAGS)
 
 .PHONY: all build install release cross test fuzz bench bench-mirror lint size cold-build e2e e2e-tools
 
@@ -17,9 +20,10 @@ all: build
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/fleetgen
 
-## install: fleetgen into $(go env GOPATH)/bin (INSTALL_DIR=… to change)
+## install: fleetgen into $(go env GOPATH)/bin (INSTALL_DIR=… to change),
+## built as make release builds it (static, stripped, -trimpath)
 install:
-	GOBIN="$(INSTALL_DIR)" $(GO) install -ldflags "$(LDFLAGS)" ./cmd/fleetgen
+	CGO_ENABLED=0 GOBIN="$(INSTALL_DIR)" $(GO) install -trimpath -ldflags "$(RELEASE_LDFLAGS)" ./cmd/fleetgen
 	@echo "installed $(INSTALL_DIR)/fleetgen ($(VERSION))"
 
 ## release: static binaries for $(PLATFORMS) in $(DIST)/, with SHA256SUMS
@@ -29,7 +33,7 @@ release:
 		os=$${p%/*}; arch=$${p#*/}; \
 		echo "build $$os/$$arch"; \
 		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath \
-			-ldflags "-s -w -buildid= $(LDFLAGS)" \
+			-ldflags "$(RELEASE_LDFLAGS)" \
 			-o "$(DIST)/fleetgen-$(VERSION)-$$os-$$arch" ./cmd/fleetgen; \
 	done
 	cd "$(DIST)" && sha256sum fleetgen-* > SHA256SUMS && cat SHA256SUMS
