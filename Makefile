@@ -53,8 +53,9 @@ cross:
 test:
 	$(GO) run ./test/cmd/testrun -exclude /test/e2e -- -count=1
 
-## e2e-tools: etcd, kube-apiserver, Flux and Fleet built from the module proxy
-## into ~/.cache/fleetgen/e2e/<versions>/ (about 40 CPU-minutes once, then cached)
+## e2e-tools: etcd, kube-apiserver, Flux and Fleet, and the CLIs tests drive
+## (helm, cosign, notation, oras, regsync), built from the module proxy into
+## ~/.cache/fleetgen/e2e/<versions>/ (about 46 CPU-minutes once, then cached)
 e2e-tools:
 	test/e2e/tools/build.sh >/dev/null
 
