@@ -51,6 +51,7 @@ cross:
 ## (test/cmd/testrun), and last every test skipped for a missing tool (helm,
 ## cosign, notation, oras: test/e2e/tools/build.sh NAME) with how to get it
 test:
+	@echo "make test: compiling the test runner (test/cmd/testrun), then listing packages"
 	$(GO) run ./test/cmd/testrun -exclude /test/e2e -- -count=1
 
 ## e2e-tools: etcd, kube-apiserver, Flux and Fleet, and the CLIs tests drive
