@@ -56,7 +56,7 @@ test:
 
 ## e2e-tools: etcd, kube-apiserver, Flux and Fleet, and the CLIs tests drive
 ## (helm, cosign, notation, oras, regsync), built from the module proxy into
-## ~/.cache/fleetgen/e2e/<versions>/ (about 46 CPU-minutes once, then cached)
+## ~/.cache/fleetgen/e2e/<versions>/ (about 50 CPU-minutes once, then cached)
 e2e-tools:
 	test/e2e/tools/build.sh >/dev/null
 
