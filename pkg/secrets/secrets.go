@@ -39,7 +39,7 @@ const EncryptedRegex = "^(data|stringData)$"
 
 // ConfigPath is the SOPS creation rules file Seal adds to the output, so that
 // `sops` run in the output folder edits sealed files with the same settings.
-const ConfigPath = ".sops.yaml"
+const ConfigPath = string(layout.SOPSConfig)
 
 // Seal returns files with every File.Secret encrypted for enc's age recipients
 // (encrypted_regex ^(data|stringData)$), plus the .sops.yaml creation rules
