@@ -195,9 +195,9 @@ data:
   year: {{ now | date "2006" | quote }}
   found: {{ if $existing }}"yes"{{ else }}"no"{{ end }}
 `,
-		"templates/NOTES.txt":     "Thanks for installing {{ .Release.Name }}.\n",
-		"crds/widgets.yaml":       "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.acme.example\n",
-		"charts/cache-0.1.0.tgz":  string(cacheChart(t)),
+		"templates/NOTES.txt":       "Thanks for installing {{ .Release.Name }}.\n",
+		"crds/widgets.yaml":         "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.acme.example\n",
+		"charts/cache-0.1.0.tgz":    string(cacheChart(t)),
 		"charts/metrics/Chart.yaml": "apiVersion: v2\nname: metrics\nversion: 0.1.0\n",
 		"charts/metrics/templates/deployment.yaml": `apiVersion: apps/v1
 kind: Deployment

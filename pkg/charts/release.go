@@ -20,7 +20,7 @@ import (
 type Release struct {
 	// Name and Namespace are the HelmRelease's own.
 	Name, Namespace string
-	Spec ReleaseSpec
+	Spec            ReleaseSpec
 }
 
 // ReleaseSpec is the part of HelmReleaseSpec that rendering reads.
@@ -362,4 +362,3 @@ func redact(err error) string {
 	}
 	return inert.Prose(msg)
 }
-
