@@ -13,6 +13,7 @@ import (
 
 	"github.com/Masterminds/sprig/v3"
 	"github.com/google/go-cmp/cmp"
+	"helm.sh/helm/v4/pkg/chart/common"
 	"sigs.k8s.io/yaml"
 )
 
@@ -311,4 +312,8 @@ func golden(t testing.TB, name, got string) {
 // sprigSeq is Sprig's own seq, the oracle of ours.
 func sprigSeq(p ...int) string {
 	return sprig.TxtFuncMap()["seq"].(func(...int) string)(p...)
+}
+
+func commonRelease() common.ReleaseOptions {
+	return common.ReleaseOptions{Name: "web", Namespace: "apps", Revision: 1, IsInstall: true}
 }

@@ -109,6 +109,9 @@ func render(ctx context.Context, c *Chart, in Input, lim Limits) (*Result, error
 	if in.Release == nil {
 		return nil, errors.New("no HelmRelease to render for")
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	rel := in.Release
 	ch, err := c.load()
 	if err != nil {

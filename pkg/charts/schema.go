@@ -19,10 +19,13 @@ var errOutside = errors.New("outside the chart")
 
 // refuse is a jsonschema loader that loads nothing: Helm's loads file:// and
 // http(s):// references, which would read this machine's files or the
-// network for an untrusted chart.
-type refuse struct{}
+// network for an untrusted chart. It notes that it refused.
+type refuse struct{ refused *bool }
 
-func (refuse) Load(string) (any, error) { return nil, errOutside }
+func (r refuse) Load(string) (any, error) {
+	*r.refused = true
+	return nil, errOutside
+}
 
 // permissive is Helm's answer for an urn: reference it cannot resolve: a
 // schema that admits everything.
@@ -88,13 +91,15 @@ func validateOne(vals map[string]any, schemaJSON []byte) (err error) {
 		return err
 	}
 	c := jsonschema.NewCompiler()
-	c.UseLoader(jsonschema.SchemeURLLoader{"file": refuse{}, "http": refuse{}, "https": refuse{}, "urn": permissive{}})
+	refused := false
+	no := refuse{&refused}
+	c.UseLoader(jsonschema.SchemeURLLoader{"file": no, "http": no, "https": no, "urn": permissive{}})
 	if err := c.AddResource("file:///values.schema.json", schema); err != nil {
 		return err
 	}
 	v, err := c.Compile("file:///values.schema.json")
 	if err != nil {
-		if errors.Is(err, errOutside) {
+		if refused {
 			return errOutside
 		}
 		return err
