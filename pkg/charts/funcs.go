@@ -4,7 +4,8 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"text/template"
@@ -52,21 +53,12 @@ func (r *recorder) notes() []Note {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []Note
-	if fns := sortedSet(r.calls[NoteLookup]); len(fns) > 0 {
+	if fns := slices.Sorted(maps.Keys(r.calls[NoteLookup])); len(fns) > 0 {
 		out = append(out, Note{NoteLookup, "the chart calls lookup, which finds nothing offline (as helm template renders it): objects it would read from the cluster are left out"})
 	}
-	if fns := sortedSet(r.calls[NoteGenerated]); len(fns) > 0 {
+	if fns := slices.Sorted(maps.Keys(r.calls[NoteGenerated])); len(fns) > 0 {
 		out = append(out, Note{NoteGenerated, "the chart calls " + strings.Join(fns, ", ") + ": a fixed stand-in rendered in place of what the cluster generates"})
 	}
-	return out
-}
-
-func sortedSet(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
 	return out
 }
 

@@ -3,6 +3,8 @@ package charts
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -115,10 +117,10 @@ func PinImages(refs []string, mirrorHost string, pin Pinner) (PostRenderer, erro
 	}
 	if len(missing) > 0 || len(clash) > 0 {
 		sort.Strings(missing)
-		return PostRenderer{}, &PinError{Missing: dedupe(missing), Clash: sortedSet(clash)}
+		return PostRenderer{}, &PinError{Missing: slices.Compact(missing), Clash: slices.Sorted(maps.Keys(clash))}
 	}
 	k := &Kustomize{}
-	for _, name := range sortedKeys(byName) {
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
 		k.Images = append(k.Images, byName[name])
 	}
 	return PostRenderer{Kustomize: k}, nil
@@ -132,23 +134,4 @@ func WithPins(own []PostRenderer, pins PostRenderer) []PostRenderer {
 	out := make([]PostRenderer, 0, len(own)+1)
 	out = append(out, own...)
 	return append(out, pins)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func dedupe(s []string) []string {
-	out := s[:0]
-	for i, v := range s {
-		if i == 0 || v != s[i-1] {
-			out = append(out, v)
-		}
-	}
-	return out
 }

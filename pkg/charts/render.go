@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 
@@ -250,7 +252,7 @@ var builtinAPIVersions = sync.OnceValue(func() []string {
 		}
 		set[gvk.GroupVersion().String()+"/"+gvk.Kind] = true
 	}
-	return sortedSet(set)
+	return slices.Sorted(maps.Keys(set))
 })
 
 // capabilities returns Helm's capabilities for Kubernetes version kv: the

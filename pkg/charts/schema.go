@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -134,7 +136,7 @@ func violations(ve *jsonschema.ValidationError, out []string) []string {
 }
 
 func schemaNotes(r *recorder) []Note {
-	charts := sortedSet(r.calls[NoteSchema])
+	charts := slices.Sorted(maps.Keys(r.calls[NoteSchema]))
 	if len(charts) == 0 {
 		return nil
 	}
