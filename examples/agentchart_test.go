@@ -90,8 +90,8 @@ func TestAgentChartInstall(t *testing.T) {
 	clusters := 0
 	for _, name := range examples(t) {
 		dir := copyDir(t, name)
-		cfg := pipeline.Config{File: filepath.Join(dir, "fleet.yaml"), OutDir: filepath.Join(dir, "out")}
-		if err := pipeline.Render(ctx, cfg); err != nil {
+		cfg, ro := pipeline.Config{File: filepath.Join(dir, "fleet.yaml")}, pipeline.RenderOptions{OutDir: filepath.Join(dir, "out")}
+		if err := pipeline.Render(ctx, cfg, ro); err != nil {
 			t.Fatalf("%s: render: %v", name, err)
 		}
 		f, err := schema.Load(cfg.File, schema.LoadOptions{})
@@ -120,7 +120,7 @@ func TestAgentChartInstall(t *testing.T) {
 				continue
 			}
 			clusters++
-			values := filepath.Join(cfg.OutDir, "agents", c.Name, "values.yaml")
+			values := filepath.Join(ro.OutDir, "agents", c.Name, "values.yaml")
 			clientID := c.Registration.ClientID
 			if clientID == "auto" {
 				clientID, _ = l.ClientID(c.Name)

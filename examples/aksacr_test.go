@@ -84,12 +84,11 @@ func TestAKSACRBuildPublish(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out")
 	cfg := pipeline.Config{
 		File:      filepath.Join(dir, "fleet.yaml"),
-		OutDir:    out,
-		PushURL:   "file://" + repo,
 		LookupEnv: func(string) (string, bool) { return "", false },
 	}
+	o := pipeline.BuildOptions{Publish: pipeline.PublishOptions{OutDir: out, PushURL: "file://" + repo}, Push: true}
 	ctx := context.Background()
-	if err := pipeline.Build(ctx, cfg, true); err != nil {
+	if err := pipeline.Build(ctx, cfg, o); err != nil {
 		t.Fatalf("build --publish: %v", err)
 	}
 
@@ -156,7 +155,7 @@ func TestAKSACRBuildPublish(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := pipeline.Build(ctx, cfg, true); err != nil {
+	if err := pipeline.Build(ctx, cfg, o); err != nil {
 		t.Fatalf("second build --publish: %v", err)
 	}
 	again, err := os.ReadFile(filepath.Join(dir, lock.FileName))

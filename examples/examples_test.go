@@ -61,14 +61,14 @@ func TestExamples(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			dir := copyDir(t, name)
-			cfg := pipeline.Config{File: filepath.Join(dir, "fleet.yaml"), OutDir: filepath.Join(dir, "out")}
+			cfg, ro := pipeline.Config{File: filepath.Join(dir, "fleet.yaml")}, pipeline.RenderOptions{OutDir: filepath.Join(dir, "out")}
 			lockPath := filepath.Join(dir, lock.FileName)
 			lockBefore, err := os.ReadFile(lockPath)
 			if err != nil {
 				t.Fatalf("every example commits its lock: %v", err)
 			}
 
-			if err := pipeline.Validate(ctx, cfg); err != nil {
+			if _, err := pipeline.Validate(ctx, cfg); err != nil {
 				t.Fatalf("validate: %v", err)
 			}
 			f, err := schema.Load(cfg.File, schema.LoadOptions{})
@@ -85,29 +85,29 @@ func TestExamples(t *testing.T) {
 				}
 			}
 
-			diff, err := pipeline.Check(ctx, cfg)
+			diff, err := pipeline.Check(ctx, cfg, ro)
 			if err != nil {
 				t.Fatalf("check: %v", err)
 			}
 			if strings.Contains(diff, lock.FileName) {
 				t.Errorf("the committed lock lacks client IDs:\n%s", diff)
 			}
-			if err := pipeline.Render(ctx, cfg); err != nil {
+			if err := pipeline.Render(ctx, cfg, ro); err != nil {
 				t.Fatalf("render: %v", err)
 			}
-			if _, err := os.Stat(filepath.Join(cfg.OutDir, "clusters", f.Spec.Manager.Name, "manager.yaml")); err != nil {
+			if _, err := os.Stat(filepath.Join(ro.OutDir, "clusters", f.Spec.Manager.Name, "manager.yaml")); err != nil {
 				t.Errorf("no entry point for the manager: %v", err)
 			}
-			first := readTree(t, cfg.OutDir)
+			first := readTree(t, ro.OutDir)
 			validateObjects(t, first)
 			// A re-render and --check see nothing to do.
-			if err := pipeline.Render(ctx, cfg); err != nil {
+			if err := pipeline.Render(ctx, cfg, ro); err != nil {
 				t.Fatalf("second render: %v", err)
 			}
-			if diff := cmp.Diff(first, readTree(t, cfg.OutDir)); diff != "" {
+			if diff := cmp.Diff(first, readTree(t, ro.OutDir)); diff != "" {
 				t.Errorf("second render changed the tree (-first +second):\n%s", diff)
 			}
-			if diff, err := pipeline.Check(ctx, cfg); err != nil || diff != "" {
+			if diff, err := pipeline.Check(ctx, cfg, ro); err != nil || diff != "" {
 				t.Errorf("check after render: %v\n%s", err, diff)
 			}
 			lockAfter, err := os.ReadFile(lockPath)

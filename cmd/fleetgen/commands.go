@@ -6,13 +6,13 @@ import (
 	"io"
 	"runtime"
 	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"fleetgen.dev/fleetgen/internal/inert"
 	"fleetgen.dev/fleetgen/pkg/pipeline"
-	"fleetgen.dev/fleetgen/pkg/problem"
 )
 
 // version is set at build time: go build -ldflags "-X main.version=v1.2.3".
@@ -40,8 +40,9 @@ no cluster) are printed too and never change the exit code.`,
 			if err != nil {
 				return err
 			}
-			cfg.OnWarnings = func(ws problem.Errors) { writeWarnings(cmd.OutOrStdout(), cmd.ErrOrStderr(), g.errFormat, ws) }
-			return wrap(pipeline.Validate(cmd.Context(), cfg))
+			ws, err := pipeline.Validate(cmd.Context(), cfg) // no warning with an error
+			writeWarnings(cmd.OutOrStdout(), cmd.ErrOrStderr(), g.errFormat, ws)
+			return wrap(err)
 		},
 	}
 	// For validate the problems are the output: -o/--output names their format,
@@ -85,10 +86,11 @@ fleet.lock.yaml keys them.`,
 			if err != nil {
 				return err
 			}
-			if o.format == formatJSON {
-				return wrap(writeImagesJSON(cmd.Context(), cfg, stdout))
+			imgs, err := pipeline.Images(cmd.Context(), cfg, pipeline.ImagesOptions{Policies: o.format == formatJSON})
+			if err != nil {
+				return wrap(err)
 			}
-			return wrap(pipeline.Images(cmd.Context(), cfg, stdout, o.why))
+			return wrap(writeImages(stdout, imgs, o.format, o.why))
 		},
 	}
 	in.add(g, cmd, 0)
@@ -100,11 +102,7 @@ fleet.lock.yaml keys them.`,
 
 func newMirror(g *globals, stdout io.Writer) *cobra.Command {
 	in := new(input)
-	var o struct {
-		dryRun      bool
-		jobs        int
-		noReferrers bool
-	}
+	var o pipeline.MirrorOptions
 	cmd := &cobra.Command{
 		Use:   "mirror [PATH]",
 		Short: "Copy every image to the private registry and pin it in fleet.lock.yaml",
@@ -125,15 +123,23 @@ FLEETGEN_REGISTRY_PASSWORD.`,
 			if err != nil {
 				return err
 			}
-			cfg.Jobs = o.jobs
-			cfg.NoReferrers, cfg.OnMirror = o.noReferrers, mirrorProgress(cfg.Progress)
-			return wrap(pipeline.Mirror(cmd.Context(), cfg, stdout, o.dryRun))
+			o.OnProgress = mirrorProgress(g.progress)
+			res, err := pipeline.Mirror(cmd.Context(), cfg, o)
+			if err != nil || !o.DryRun {
+				return wrap(err)
+			}
+			var b strings.Builder // the references come from layers: inert
+			for _, p := range res.Plan {
+				fmt.Fprintf(&b, "%s -> %s\n", inert.Text(p.Source), inert.Text(p.Target))
+			}
+			_, err = io.WriteString(stdout, b.String())
+			return wrap(err)
 		},
 	}
 	in.add(g, cmd, 0)
-	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "print the plan and copy nothing")
-	cmd.Flags().IntVar(&o.jobs, "jobs", 0, "images copied at once (0: default)")
-	cmd.Flags().BoolVar(&o.noReferrers, "no-referrers", false, noReferrersUsage)
+	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "print the plan and copy nothing")
+	cmd.Flags().IntVar(&o.Jobs, "jobs", 0, "images copied at once (0: default)")
+	cmd.Flags().BoolVar(&o.NoReferrers, "no-referrers", false, noReferrersUsage)
 	return cmd
 }
 
@@ -187,25 +193,24 @@ until 'fleetgen render -o DIR' has minted it.`,
 			if err != nil {
 				return err
 			}
-			cfg.OutDir = o.out
+			ro := pipeline.RenderOptions{OutDir: o.out}
 			if o.out == "-" {
 				if o.check {
 					return usagef("%s: --check compares with a folder: give -o DIR, not -o -", cmd.CommandPath())
 				}
-				cfg.OutDir = ""
 				return wrap(pipeline.RenderStream(cmd.Context(), cfg, stdout))
 			}
 			if !o.check {
-				return wrap(pipeline.Render(cmd.Context(), cfg))
+				return wrap(pipeline.Render(cmd.Context(), cfg, ro))
 			}
 			if o.format == formatGitHub {
-				rep, diff, err := pipeline.Diff(cmd.Context(), cfg)
+				rep, diff, err := pipeline.Diff(cmd.Context(), cfg, ro)
 				if err != nil {
 					return wrap(err)
 				}
 				return writeDiff(stdout, rep, diff, formatGitHub)
 			}
-			diff, err := pipeline.Check(cmd.Context(), cfg)
+			diff, err := pipeline.Check(cmd.Context(), cfg, ro)
 			if err != nil {
 				return wrap(err)
 			}
@@ -230,12 +235,7 @@ until 'fleetgen render -o DIR' has minted it.`,
 
 func newPublish(g *globals, stdout io.Writer) *cobra.Command {
 	in := new(input)
-	var o struct {
-		out        string
-		pushURL    string
-		dryRun     bool
-		allowDirty bool
-	}
+	var o pipeline.PublishOptions
 	cmd := &cobra.Command{
 		Use:   "publish [PATH] -o DIR",
 		Short: "Push the rendered tree to spec.source (Git or OCI)",
@@ -255,40 +255,32 @@ the commit would add, change and remove.`,
 			"fleetgen publish -o out --push-url https://github.com/contoso/fleet-gitops.git",
 		),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutFlag(cmd, o.out, false); err != nil {
+			if err := checkOutFlag(cmd, o.OutDir, false); err != nil {
 				return err
 			}
 			cfg, err := g.configFor(cmd, in, args)
 			if err != nil {
 				return err
 			}
-			cfg.OutDir = o.out
-			cfg.PushURL = o.pushURL
-			cfg.AllowDirty = o.allowDirty
-			if o.dryRun {
-				cfg.DryRun = stdout
+			res, err := pipeline.Publish(cmd.Context(), cfg, o)
+			if err != nil {
+				return wrap(err)
 			}
-			return wrap(pipeline.Publish(cmd.Context(), cfg))
+			_, err = io.WriteString(stdout, res.DryRun)
+			return wrap(err)
 		},
 	}
 	in.add(g, cmd, withLocked)
-	addOutput(cmd, &o.out)
-	cmd.Flags().StringVar(&o.pushURL, "push-url", "", "push here instead of spec.source.url")
-	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "do everything but push; print what the commit would change")
-	cmd.Flags().BoolVar(&o.allowDirty, "allow-dirty", false, "publish even when fleet.yaml, the lock or a layer folder has uncommitted changes")
+	addOutput(cmd, &o.OutDir)
+	cmd.Flags().StringVar(&o.PushURL, "push-url", "", "push here instead of spec.source.url")
+	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "do everything but push; print what the commit would change")
+	cmd.Flags().BoolVar(&o.AllowDirty, "allow-dirty", false, "publish even when fleet.yaml, the lock or a layer folder has uncommitted changes")
 	return cmd
 }
 
 func newBuild(g *globals) *cobra.Command {
 	in := new(input)
-	var o struct {
-		out         string
-		publish     bool
-		pushURL     string
-		jobs        int
-		allowDirty  bool
-		noReferrers bool
-	}
+	var o pipeline.BuildOptions
 	cmd := &cobra.Command{
 		Use:   "build [PATH] -o DIR",
 		Short: "Validate, mirror, render and (with --publish) publish",
@@ -301,28 +293,24 @@ an image the registry lacks.`,
 			"fleetgen build -o out --publish --locked   # the merge job: publish only what is committed",
 		),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutFlag(cmd, o.out, false); err != nil {
+			if err := checkOutFlag(cmd, o.Publish.OutDir, false); err != nil {
 				return err
 			}
 			cfg, err := g.configFor(cmd, in, args)
 			if err != nil {
 				return err
 			}
-			cfg.OutDir = o.out
-			cfg.PushURL = o.pushURL
-			cfg.Jobs = o.jobs
-			cfg.AllowDirty = o.allowDirty
-			cfg.NoReferrers, cfg.OnMirror = o.noReferrers, mirrorProgress(cfg.Progress)
-			return wrap(pipeline.Build(cmd.Context(), cfg, o.publish))
+			o.Mirror.OnProgress, o.Publish.Jobs = mirrorProgress(g.progress), o.Mirror.Jobs
+			return wrap(pipeline.Build(cmd.Context(), cfg, o))
 		},
 	}
 	in.add(g, cmd, withPlaintext|withLocked)
-	addOutput(cmd, &o.out)
-	cmd.Flags().BoolVar(&o.publish, "publish", false, "publish after rendering")
-	cmd.Flags().StringVar(&o.pushURL, "push-url", "", "push here instead of spec.source.url")
-	cmd.Flags().IntVar(&o.jobs, "jobs", 0, "images copied at once (0: default)")
-	cmd.Flags().BoolVar(&o.allowDirty, "allow-dirty", false, "with --publish: publish even when fleet.yaml, the lock or a layer folder has uncommitted changes")
-	cmd.Flags().BoolVar(&o.noReferrers, "no-referrers", false, noReferrersUsage)
+	addOutput(cmd, &o.Publish.OutDir)
+	cmd.Flags().BoolVar(&o.Push, "publish", false, "publish after rendering")
+	cmd.Flags().StringVar(&o.Publish.PushURL, "push-url", "", "push here instead of spec.source.url")
+	cmd.Flags().IntVar(&o.Mirror.Jobs, "jobs", 0, "images copied at once (0: default)")
+	cmd.Flags().BoolVar(&o.Publish.AllowDirty, "allow-dirty", false, "with --publish: publish even when fleet.yaml, the lock or a layer folder has uncommitted changes")
+	cmd.Flags().BoolVar(&o.Mirror.NoReferrers, "no-referrers", false, noReferrersUsage)
 	return cmd
 }
 

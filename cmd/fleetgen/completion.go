@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/pkg/pipeline"
 )
 
 // newCompletion prints cobra's completion script for one shell.
@@ -81,7 +81,7 @@ Helix, …) use it with a first line in fleet.yaml:
 		),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := schema.JSONSchema()
+			b, err := pipeline.Schema()
 			if err != nil {
 				return wrap(err)
 			}

@@ -70,3 +70,38 @@ func TestDepcheck(t *testing.T) {
 		}
 	}
 }
+
+// allowedImports are the only fleetgen packages cmd/fleetgen may import
+// (helm's cmd imports its action package; crane's its options): each command
+// calls one pipeline function and prints the value it returns. Anything else
+// (the lock, the mirror, schema, generate) is reached through pipeline, so
+// that cmd builds no output from library internals.
+var allowedImports = map[string]string{
+	"fleetgen.dev/fleetgen/pkg/pipeline":   "the commands",
+	"fleetgen.dev/fleetgen/internal/inert": "untrusted text written to a terminal or a CI log",
+	"fleetgen.dev/fleetgen/pkg/problem":    "input problems, printed as text, json or github by report",
+	"fleetgen.dev/fleetgen/pkg/review":     "diff's report and its writers (text, markdown, json, github)",
+}
+
+// TestCmdImports fails when cmd/fleetgen imports a fleetgen package other
+// than pipeline and the output helpers (test files may import anything).
+func TestCmdImports(t *testing.T) {
+	t.Parallel()
+	out, err := exec.Command("go", "list", "-f", `{{join .Imports "\n"}}`, "fleetgen.dev/fleetgen/cmd/fleetgen").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	seen := 0
+	for _, imp := range strings.Fields(string(out)) {
+		if !strings.HasPrefix(imp, "fleetgen.dev/") {
+			continue
+		}
+		seen++
+		if _, ok := allowedImports[imp]; !ok {
+			t.Errorf("cmd/fleetgen imports %s: reach it through pkg/pipeline, which returns values for cmd to print", imp)
+		}
+	}
+	if seen == 0 {
+		t.Fatal("go list found no fleetgen import: expected at least pkg/pipeline")
+	}
+}

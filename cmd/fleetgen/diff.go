@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"io"
 	"slices"
 	"strings"
@@ -9,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"fleetgen.dev/fleetgen/internal/inert"
-	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/pipeline"
 	"fleetgen.dev/fleetgen/pkg/review"
 )
@@ -57,8 +55,7 @@ write, 3 when not.`,
 			if err != nil {
 				return err
 			}
-			cfg.OutDir = o.out
-			rep, diff, err := pipeline.Diff(cmd.Context(), cfg)
+			rep, diff, err := pipeline.Diff(cmd.Context(), cfg, pipeline.RenderOptions{OutDir: o.out})
 			if err != nil {
 				return wrap(err)
 			}
@@ -131,43 +128,26 @@ func checkFormat(cmd *cobra.Command, format string, valid ...string) error {
 	return usagef("%s: --output %q: want %s", cmd.CommandPath(), format, strings.Join(valid, ", "))
 }
 
-// writeImagesJSON prints `images -o json`: an array, sorted by image, of
-// {image, neededBy, locked}; locked is the lock's mirror reference pinned by
-// digest, null when the lock lacks the image.
-func writeImagesJSON(ctx context.Context, cfg pipeline.Config, w io.Writer) error {
-	ld, err := pipeline.Load(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	policies, err := ld.Policies()
-	if err != nil {
-		return err
-	}
-	type image struct {
-		Image    string   `json:"image"`
-		NeededBy []string `json:"neededBy"`
-		Locked   *string  `json:"locked"`
-		// Policy is the spec.verify policy that covers the image, null when
-		// none does.
-		Policy *string `json:"policy"`
-	}
-	out := make([]image, 0, len(ld.Images.Images))
-	for _, u := range ld.Images.Images {
-		img := image{Image: u.Ref, NeededBy: append([]string{}, u.Why...)}
-		if l, ok := ld.Lock.Image(u.Ref); ok {
-			pinned := l.Pinned()
-			img.Locked = &pinned
+// writeImages prints `images`: text is one image per line, with why followed
+// by a tab and who needs it; json the array of pipeline.Image. The strings
+// come from fleet.yaml, the layers and the lock: written inert.
+func writeImages(w io.Writer, imgs []pipeline.Image, format string, why bool) error {
+	if format == formatJSON {
+		b, err := inert.JSON(imgs, "  ")
+		if err != nil {
+			return err
 		}
-		if repo, _ := lock.SplitRef(u.Ref); policies.For(repo) != nil {
-			name := policies.For(repo).Name
-			img.Policy = &name
-		}
-		out = append(out, img)
-	}
-	b, err := inert.JSON(out, "  ")
-	if err != nil {
+		_, err = w.Write(b)
 		return err
 	}
-	_, err = w.Write(b)
+	var b strings.Builder
+	for _, img := range imgs {
+		b.WriteString(inert.Text(img.Ref))
+		if why {
+			b.WriteString("\t" + inert.Text(strings.Join(img.NeededBy, ", ")))
+		}
+		b.WriteString("\n")
+	}
+	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -204,7 +204,7 @@ func (g *globals) setup(stderr io.Writer) error {
 	default:
 		return usagef("invalid --log-format %q: want text or json", g.logFormat)
 	}
-	// Live on a terminal, one line per image otherwise (pipeline decides).
+	// Live on a terminal, one line per image otherwise (mirrorProgress).
 	if !g.quiet {
 		g.progress = stderr
 	}
@@ -242,7 +242,7 @@ func (g *globals) configFor(cmd *cobra.Command, in *input, args []string) (pipel
 	if err != nil {
 		return pipeline.Config{}, err
 	}
-	return pipeline.Config{File: f, Logger: g.logger, Progress: g.progress, KubeconfigEnvPrefix: g.envPrefix, AgeKeyFile: g.ageKeyFile,
+	return pipeline.Config{File: f, Logger: g.logger, KubeconfigEnvPrefix: g.envPrefix, AgeKeyFile: g.ageKeyFile,
 		AllowPlaintextSecrets: in.allowPlaintext, Locked: in.locked}, nil
 }
 

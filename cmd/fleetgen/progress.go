@@ -11,11 +11,10 @@ import (
 	"github.com/vbauerster/mpb/v8/decor"
 	"golang.org/x/term"
 
-	"fleetgen.dev/fleetgen/pkg/mirror"
 	"fleetgen.dev/fleetgen/pkg/pipeline"
 )
 
-// mirrorProgress returns the pipeline.Config.OnMirror that shows a mirror on
+// mirrorProgress returns the pipeline.MirrorOptions.OnProgress that shows a mirror on
 // w: one live bar (images done/total, bytes pushed, rate) when w is a
 // terminal whose width is known, otherwise one line per finished image
 // ("[3/126] copied SRC -> DST (12.0 MiB)") that a person can follow in CI
@@ -34,7 +33,7 @@ func mirrorProgress(w io.Writer) func(pipeline.MirrorUpdate) {
 				d.finish(u)
 			}
 		case d != nil:
-			d.event(u.Event)
+			d.event(u)
 		}
 	}
 }
@@ -62,14 +61,14 @@ type mirrorDisplay struct {
 	mu     sync.Mutex
 	bytes  int64
 	done   int
-	inPair map[mirror.Pair]int64 // bytes already counted for pairs in flight
+	inPair map[string]int64 // bytes already counted for pairs in flight, by source
 	bar    *mpb.Bar
 	pool   *mpb.Progress
 }
 
 // newMirrorDisplay draws a bar width columns wide, or none when width is 0.
 func newMirrorDisplay(w io.Writer, width, total int) *mirrorDisplay {
-	d := &mirrorDisplay{w: w, total: total, start: time.Now(), inPair: map[mirror.Pair]int64{}}
+	d := &mirrorDisplay{w: w, total: total, start: time.Now(), inPair: map[string]int64{}}
 	if width <= 0 {
 		return d
 	}
@@ -99,16 +98,17 @@ func (d *mirrorDisplay) rate() string {
 	return fmt.Sprintf("%s, %s/s", pipeline.MirrorBytes(n), pipeline.MirrorBytes(int64(float64(n)/secs)))
 }
 
-func (d *mirrorDisplay) event(e mirror.Event) {
+func (d *mirrorDisplay) event(u pipeline.MirrorUpdate) {
+	e := u.Event
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if !e.Done {
-		d.inPair[e.Pair] += e.Bytes
+		d.inPair[e.Pair.Source] += e.Bytes
 		d.bytes += e.Bytes
 		return
 	}
-	d.bytes += e.Bytes - d.inPair[e.Pair]
-	delete(d.inPair, e.Pair)
+	d.bytes += e.Bytes - d.inPair[e.Pair.Source]
+	delete(d.inPair, e.Pair.Source)
 	d.done++
 	if d.bar != nil {
 		d.bar.Increment()

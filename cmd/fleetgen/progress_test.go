@@ -43,9 +43,9 @@ func TestMirrorProgressBar(t *testing.T) {
 	d := newMirrorDisplay(&out, 100, 2)
 	a := mirror.Pair{Source: "src/a:1", Target: "dst/a:1"}
 	b := mirror.Pair{Source: "src/b:1", Target: "dst/b:1"}
-	d.event(mirror.Event{Pair: a, Bytes: 2 << 20})
-	d.event(mirror.Event{Pair: a, Done: true, Bytes: 2 << 20})
-	d.event(mirror.Event{Pair: b, Done: true, Bytes: 1 << 20})
+	d.event(pipeline.MirrorUpdate{Event: mirror.Event{Pair: a, Bytes: 2 << 20}})
+	d.event(pipeline.MirrorUpdate{Event: mirror.Event{Pair: a, Done: true, Bytes: 2 << 20}})
+	d.event(pipeline.MirrorUpdate{Event: mirror.Event{Pair: b, Done: true, Bytes: 1 << 20}})
 	d.finish(pipeline.MirrorUpdate{Finish: true, Total: 2, Registry: "dst"})
 	got := out.String()
 	for _, s := range []string{"mirror", "2/2 images", "3.0 MiB, ", "/s", "mirrored 2 images to dst"} {

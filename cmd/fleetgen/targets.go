@@ -1,7 +1,11 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"io"
+	"strings"
+	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -39,11 +43,60 @@ and writes nothing.`,
 			if err != nil {
 				return wrap(err)
 			}
-			return wrap(pipeline.WriteTargets(stdout, r, format))
+			return wrap(writeTargets(stdout, r, format))
 		},
 	}
 	in.add(g, cmd, 0)
 	cmd.Flags().StringVarP(&format, "output", "o", formatText, "text (a table) or json ({clusters, unmatched})")
 	_ = cmd.RegisterFlagCompletionFunc("output", completeValues(formatText, formatJSON))
 	return cmd
+}
+
+// writeTargets prints r: format "json" is the object of SPEC §2, one line;
+// "text" a table, a row per layer and delivery that reaches a cluster with
+// the selector or target (and its criteria) that selected it, then the
+// targets that reach no cluster and why. Every name printed is one
+// validate checked (DNS labels, label keys and values), so nothing in it is
+// more than text.
+func writeTargets(w io.Writer, r *pipeline.Reach, format string) error {
+	if format == formatJSON {
+		return json.NewEncoder(w).Encode(r)
+	}
+	deliveries := 0 // that reach any cluster
+	for _, c := range r.Clusters {
+		deliveries += len(c.Deliveries)
+	}
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CLUSTER\tMODE\tREACHED BY\tSELECTED BY")
+	for _, c := range r.Clusters {
+		name, mode := c.Name, c.Mode
+		row := func(what, why string) {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, mode, what, why)
+			name, mode = "", ""
+		}
+		for i, l := range c.Layers {
+			row("layer "+l, c.LayerWhy[i])
+		}
+		for _, d := range c.Deliveries {
+			row("delivery "+d.Name, "target "+d.Target+": "+d.Why)
+		}
+		if !c.Fleet && deliveries > 0 {
+			row("(no delivery)", "mode "+c.Mode+" is not registered with Fleet")
+		}
+		if name != "" {
+			row("(nothing)", "")
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(r.Unmatched) > 0 {
+		b.WriteString("\nTARGETS THAT REACH NO CLUSTER\n")
+		for _, u := range r.Unmatched {
+			fmt.Fprintf(&b, "delivery %s, target %s: %s\n", u.Delivery, u.Target, u.Why)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }

@@ -41,8 +41,8 @@ func TestBuildRefusesPlaintextBeforeMirror(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(strings.Join(kept, "\n")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{File: filepath.Join(dir, "fleet.yaml"), OutDir: filepath.Join(t.TempDir(), "out")}
-	err = Build(context.Background(), cfg, false)
+	cfg := Config{File: filepath.Join(dir, "fleet.yaml")}
+	err = Build(context.Background(), cfg, BuildOptions{Publish: PublishOptions{OutDir: filepath.Join(t.TempDir(), "out")}})
 	if err == nil || !problem.IsInvalid(err) || !strings.Contains(err.Error(), "registration.kubeconfig") {
 		t.Fatalf("build without encryption: got %v, want the plaintext refusal (an input error) before mirroring", err)
 	}

@@ -3,18 +3,16 @@ package pipeline
 import (
 	"bytes"
 	"context"
-	"errors"
 
 	"fleetgen.dev/fleetgen/pkg/layout"
 	"fleetgen.dev/fleetgen/pkg/lock"
-	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/pkg/review"
 	"fleetgen.dev/fleetgen/pkg/tree"
 )
 
 // Diff renders in memory, as `render --check` does (no client ID invented:
 // one a render would generate reads review.GeneratedClientID), and compares
-// the render with cfg.OutDir, a previous render or a checkout of the
+// the render with o.OutDir, a previous render or a checkout of the
 // published tree. It returns the per-cluster report and the unified file
 // diff (Secret contents elided, as Check prints it). It writes nothing.
 //
@@ -26,23 +24,17 @@ import (
 // files, as tree.Read reads them for the file diff (OutDir is untrusted:
 // symlinks, FIFOs and devices are never followed or read, nothing outside it
 // is opened).
-func Diff(ctx context.Context, cfg Config) (review.Report, string, error) {
-	if cfg.OutDir == "" {
-		return review.Report{}, "", problem.Invalid(errors.New("diff: no output folder (-o DIR)"))
-	}
-	if err := checkOutDir(cfg); err != nil {
-		return review.Report{}, "", err
-	}
-	ld, err := Load(ctx, cfg)
+func Diff(ctx context.Context, cfg Config, o RenderOptions) (review.Report, string, error) {
+	ld, err := loadFor(ctx, cfg, "diff", o.OutDir)
 	if err != nil {
 		return review.Report{}, "", err
 	}
-	r, d, err := checkLoaded(ctx, cfg, ld)
+	r, d, err := checkLoaded(ctx, cfg, ld, o.OutDir)
 	if err != nil {
 		return review.Report{}, "", err
 	}
 	had := owned(r.had)
-	objs, oldTags, err := receivedChanges(cfg, ld, had)
+	objs, oldTags, err := receivedChanges(o, ld, had)
 	if err != nil {
 		return review.Report{}, "", err
 	}

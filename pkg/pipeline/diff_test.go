@@ -75,7 +75,7 @@ func TestDiffLayerOnlyChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	copyLayers(t, fleet, published)
-	rep, _, err := Diff(context.Background(), cfg)
+	rep, _, err := Diff(context.Background(), cfg, RenderOptions{OutDir: published})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestDiffLayerOnlyChange(t *testing.T) {
 	if err := os.WriteFile(podinfo, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rep, fileDiff, err := Diff(context.Background(), cfg)
+	rep, fileDiff, err := Diff(context.Background(), cfg, RenderOptions{OutDir: published})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,8 +128,7 @@ func TestDiffLayerOnlyChange(t *testing.T) {
 	}
 
 	// A previous render without the layer folders: nothing to compare with.
-	cfg.OutDir = rendered
-	rep, _, err = Diff(context.Background(), cfg)
+	rep, _, err = Diff(context.Background(), cfg, RenderOptions{OutDir: rendered})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +162,7 @@ func TestDiffLayerFoldersUntrusted(t *testing.T) {
 	if err := os.Symlink(filepath.Join(outside, "cm.yaml"), filepath.Join(published, "apps", "dev", "link.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	rep, _, err := Diff(context.Background(), cfg)
+	rep, _, err := Diff(context.Background(), cfg, RenderOptions{OutDir: published})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,12 +183,12 @@ func TestDiffLayerFoldersUntrusted(t *testing.T) {
 // reads 6.7.1 -> 6.7.2 beside the digests, not "?" (issue 28).
 func TestDiffOldTagFromPublishedLayers(t *testing.T) {
 	t.Parallel()
-	cfg, fleet, _ := publishedQuickstart(t, true)
+	cfg, fleet, published := publishedQuickstart(t, true)
 	testenv.ReplaceIn(t, filepath.Join(fleet, "apps", "base", "podinfo.yaml"), "podinfo:6.7.1", "podinfo:6.7.2")
 	testenv.ReplaceIn(t, filepath.Join(fleet, "fleet.lock.yaml"),
 		"sha256:2c689903c5f16bc2ee048f34bb0d7f2839652f5183101ba158345ce2bb67a6c1\n  source: ghcr.io/stefanprodan/podinfo:6.7.1\n  target: quickstart.azurecr.io/stefanprodan/podinfo:6.7.1",
 		"sha256:3c689903c5f16bc2ee048f34bb0d7f2839652f5183101ba158345ce2bb67a6c1\n  source: ghcr.io/stefanprodan/podinfo:6.7.2\n  target: quickstart.azurecr.io/stefanprodan/podinfo:6.7.2")
-	rep, _, err := Diff(context.Background(), cfg)
+	rep, _, err := Diff(context.Background(), cfg, RenderOptions{OutDir: published})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,8 +210,8 @@ func publishedQuickstart(t *testing.T, layers bool) (cfg Config, fleet, publishe
 	t.Helper()
 	fleet = copyTree(t, filepath.Join("..", "..", "examples", "quickstart"))
 	published = filepath.Join(t.TempDir(), "published")
-	cfg = Config{File: filepath.Join(fleet, "fleet.yaml"), OutDir: published, AgeKeyFile: filepath.Join(fleet, "age.agekey")}
-	if err := Render(context.Background(), cfg); err != nil {
+	cfg = Config{File: filepath.Join(fleet, "fleet.yaml"), AgeKeyFile: filepath.Join(fleet, "age.agekey")}
+	if err := Render(context.Background(), cfg, RenderOptions{OutDir: published}); err != nil {
 		t.Fatal(err)
 	}
 	if layers {

@@ -2,7 +2,6 @@ package pipeline_test
 
 import (
 	"context"
-	"io"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -61,7 +60,7 @@ func TestLockedMergeJobs(t *testing.T) {
 	file := aksFleet(t, src, dst, agentRef)
 	repo := filepath.Dir(file)
 	// The committed state: a complete lock (mirror made it).
-	if err := pipeline.Mirror(context.Background(), pipeline.Config{File: file}, io.Discard, false); err != nil {
+	if _, err := pipeline.Mirror(context.Background(), pipeline.Config{File: file}, pipeline.MirrorOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	commitAll(t, repo, "fleet")
@@ -73,8 +72,9 @@ func TestLockedMergeJobs(t *testing.T) {
 	for i, locked := range []bool{true, true, false} {
 		clone := filepath.Join(t.TempDir(), "clone")
 		testenv.Git(t, "", "clone", "--quiet", repo, clone)
-		cfg := pipeline.Config{File: filepath.Join(clone, "fleet.yaml"), OutDir: filepath.Join(t.TempDir(), "out"), PushURL: bare, Locked: locked}
-		err := pipeline.Build(context.Background(), cfg, true)
+		cfg := pipeline.Config{File: filepath.Join(clone, "fleet.yaml"), Locked: locked}
+		err := pipeline.Build(context.Background(), cfg, pipeline.BuildOptions{
+			Publish: pipeline.PublishOptions{OutDir: filepath.Join(t.TempDir(), "out"), PushURL: bare}, Push: true})
 		if err == nil || !problem.IsInvalid(err) {
 			t.Fatalf("job %d (locked %v): build --publish = %v, want an input error", i, locked, err)
 		}

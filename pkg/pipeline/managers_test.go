@@ -22,7 +22,7 @@ func TestArgoCDSecretsSealed(t *testing.T) {
 	testenv.ReplaceIn(t, filepath.Join(dir, "fleet.yaml"), "  images:\n",
 		"  encryption:\n    sops:\n      ageRecipients: [age1qpmdkse4kd0sr7dzclvg8ryty8h4uap43hp0dm78qa2fq5n8syysna60a8]\n  images:\n")
 	out := filepath.Join(t.TempDir(), "out")
-	if err := Render(context.Background(), Config{File: filepath.Join(dir, "fleet.yaml"), OutDir: out}); err != nil {
+	if err := Render(context.Background(), Config{File: filepath.Join(dir, "fleet.yaml")}, RenderOptions{OutDir: out}); err != nil {
 		t.Fatal(err)
 	}
 	files, _ := filepath.Glob(filepath.Join(out, "manager", "argocd", "*.yaml"))
@@ -45,8 +45,8 @@ func TestArgoCDSecretsSealed(t *testing.T) {
 func TestDiffDeliveries(t *testing.T) {
 	t.Parallel()
 	dir := testenv.CopyTree(t, filepath.Join("..", "..", "examples", "multi-manager"))
-	cfg := Config{File: filepath.Join(dir, "fleet.yaml"), OutDir: filepath.Join(t.TempDir(), "out")}
-	if err := Render(context.Background(), cfg); err != nil {
+	cfg, ro := Config{File: filepath.Join(dir, "fleet.yaml")}, RenderOptions{OutDir: filepath.Join(t.TempDir(), "out")}
+	if err := Render(context.Background(), cfg, ro); err != nil {
 		t.Fatal(err)
 	}
 	// monitoring's dev target goes to lab clusters (there are none), and
@@ -54,7 +54,7 @@ func TestDiffDeliveries(t *testing.T) {
 	testenv.ReplaceIn(t, cfg.File,
 		"          clusterSelector: {env: dev}", "          clusterSelector: {env: lab}",
 		"        - {name: edge, clusterGroup: edge}", "        - {name: edge, clusterGroup: production}")
-	rep, _, err := Diff(context.Background(), cfg)
+	rep, _, err := Diff(context.Background(), cfg, ro)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,17 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/url"
 	"strings"
 	"time"
 
-	"fleetgen.dev/fleetgen/internal/inert"
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/mirror"
 	"fleetgen.dev/fleetgen/pkg/problem"
+	"fleetgen.dev/fleetgen/pkg/verify"
 )
 
 // Environment variables with the target registry's credentials (CI). The
@@ -24,29 +23,80 @@ const (
 	EnvRegistryPassword = "FLEETGEN_REGISTRY_PASSWORD"
 )
 
-// Images writes the fleet's images to w, one per line, sorted; with why, each
-// followed by a tab and who asked for it ("spec.images[0], layer apps (apps)").
-func Images(ctx context.Context, cfg Config, w io.Writer, why bool) error {
+// Image is one image the fleet needs (`fleetgen images`; -o json prints
+// these keys). Its strings come from fleet.yaml, the layers and the lock.
+type Image struct {
+	// Ref is the image, normalised as fleet.lock.yaml keys it.
+	Ref string `json:"image"`
+	// NeededBy says who asks for it: "spec.images[0]", "layer apps (apps)".
+	NeededBy []string `json:"neededBy"`
+	// Locked is the lock's mirror reference pinned by digest; nil when the
+	// lock lacks the image.
+	Locked *string `json:"locked"`
+	// Policy is the spec.verify policy that covers the image; nil when none
+	// does (or without ImagesOptions.Policies).
+	Policy *string `json:"policy"`
+}
+
+// ImagesOptions are the options of Images.
+type ImagesOptions struct {
+	// Policies fills Image.Policy: spec.verify is compiled (its trusted
+	// roots read), and an error there fails Images.
+	Policies bool
+}
+
+// Images returns every image the fleet needs, sorted by Ref.
+func Images(ctx context.Context, cfg Config, o ImagesOptions) ([]Image, error) {
 	ld, err := Load(ctx, cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var b strings.Builder
-	for _, u := range ld.Images.Images {
-		b.WriteString(inert.Text(u.Ref))
-		if why {
-			b.WriteString("\t")
-			// Layer paths come from fleet.yaml: written inert.
-			b.WriteString(inert.Text(strings.Join(u.Why, ", ")))
+	var ps verify.Policies
+	if o.Policies {
+		if ps, err = ld.Policies(); err != nil {
+			return nil, err
 		}
-		b.WriteString("\n")
 	}
-	_, err = io.WriteString(w, b.String())
-	return err
+	out := make([]Image, 0, len(ld.Images.Images))
+	for _, u := range ld.Images.Images {
+		img := Image{Ref: u.Ref, NeededBy: append([]string{}, u.Why...)}
+		if l, ok := ld.Lock.Image(u.Ref); ok {
+			pinned := l.Pinned()
+			img.Locked = &pinned
+		}
+		if repo, _ := lock.SplitRef(u.Ref); ps.For(repo) != nil {
+			img.Policy = &ps.For(repo).Name
+		}
+		out = append(out, img)
+	}
+	return out, nil
+}
+
+// MirrorOptions are the options of Mirror.
+type MirrorOptions struct {
+	// DryRun plans and copies nothing: the result holds the plan only.
+	DryRun bool
+	// Jobs bounds mirror concurrency; 0 means the default.
+	Jobs int
+	// NoReferrers mirrors images without their signatures, attestations and
+	// SBOMs, for registries that refuse artifact manifests.
+	NoReferrers bool
+	// OnProgress, when non-nil, gets the mirror's progress (cmd/fleetgen
+	// draws it): one MirrorUpdate at the start, one per mirror.Event, one at
+	// the end.
+	OnProgress func(MirrorUpdate)
+}
+
+// MirrorResult is what a mirror did, or with DryRun would do.
+type MirrorResult struct {
+	// Plan is every image's source -> target pair, sorted by source.
+	Plan []mirror.Pair
+	// Stats counts what the copy did; zero with DryRun.
+	Stats mirror.Stats
 }
 
 // Mirror plans and copies every image, then writes fleet.lock.yaml atomically,
-// only if everything succeeded. dryRun prints the plan to w and copies nothing.
+// only if everything succeeded. o.DryRun copies nothing.
 //
 // The lock's image entries are replaced by this run's (one per image the fleet
 // needs now); its client IDs are kept. The target registry's credentials come
@@ -55,50 +105,45 @@ func Images(ctx context.Context, cfg Config, w io.Writer, why bool) error {
 //
 // It runs every input check but the lock's (Validate), the lock being what it
 // brings up to date.
-func Mirror(ctx context.Context, cfg Config, w io.Writer, dryRun bool) error {
+func Mirror(ctx context.Context, cfg Config, o MirrorOptions) (*MirrorResult, error) {
 	ld, err := Load(ctx, cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := ld.check(inputRules); err != nil {
-		return err
+		return nil, err
 	}
-	return mirrorLoaded(ctx, cfg, ld, w, dryRun)
+	return mirrorLoaded(ctx, cfg, ld, o)
 }
 
-// mirrorLoaded mirrors ld's images and, unless dryRun, writes the lock and
+// mirrorLoaded mirrors ld's images and, unless o.DryRun, writes the lock and
 // makes it ld's.
-func mirrorLoaded(ctx context.Context, cfg Config, ld *Loaded, w io.Writer, dryRun bool) error {
+func mirrorLoaded(ctx context.Context, cfg Config, ld *Loaded, o MirrorOptions) (*MirrorResult, error) {
 	f := ld.Fleet
 	pairs, err := mirror.Plan(f.Spec.Registry, ld.Images.Refs())
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if dryRun {
-		var b strings.Builder
-		for _, p := range pairs {
-			fmt.Fprintf(&b, "%s -> %s\n", inert.Text(p.Source), inert.Text(p.Target))
-		}
-		_, err := io.WriteString(w, b.String())
-		return err
+	if o.DryRun {
+		return &MirrorResult{Plan: pairs}, nil
 	}
 
 	log := cfg.logger()
 	opts := []mirror.Option{
 		mirror.WithLogger(log),
-		mirror.WithJobs(cfg.Jobs),
+		mirror.WithJobs(o.Jobs),
 		mirror.WithInsecure(f.Spec.Registry.Insecure),
 	}
 	if user, ok := cfg.lookupEnv(EnvRegistryUsername); ok && user != "" {
 		pass, _ := cfg.lookupEnv(EnvRegistryPassword)
 		opts = append(opts, mirror.WithTargetCredentials(user, pass))
 	}
-	opts = append(opts, mirror.WithReferrers(!cfg.NoReferrers))
+	opts = append(opts, mirror.WithReferrers(!o.NoReferrers))
 	if ps, err := ld.Policies(); err != nil {
-		return err
+		return nil, err
 	} else if len(ps) > 0 {
-		if cfg.NoReferrers {
-			return problem.Invalid(errors.New("mirror: --no-referrers would leave behind the signatures spec.verify needs at the mirror: drop the flag, or spec.verify"))
+		if o.NoReferrers {
+			return nil, problem.Invalid(errors.New("mirror: --no-referrers would leave behind the signatures spec.verify needs at the mirror: drop the flag, or spec.verify"))
 		}
 		opts = append(opts, mirror.WithVerify(ps))
 	}
@@ -109,40 +154,40 @@ func mirrorLoaded(ctx context.Context, cfg Config, ld *Loaded, w io.Writer, dryR
 		}
 		opts = append(opts, mirror.WithSourceMirrors(ms))
 	}
-	if cfg.OnMirror != nil {
-		cfg.OnMirror(MirrorUpdate{Start: true, Total: len(pairs), Registry: f.Spec.Registry.Host})
-		opts = append(opts, mirror.WithProgress(func(e mirror.Event) { cfg.OnMirror(MirrorUpdate{Event: e}) }))
+	if o.OnProgress != nil {
+		o.OnProgress(MirrorUpdate{Start: true, Total: len(pairs), Registry: f.Spec.Registry.Host})
+		opts = append(opts, mirror.WithProgress(func(e mirror.Event) { o.OnProgress(MirrorUpdate{Event: e}) }))
 	}
 	entries, stats, err := mirror.Run(ctx, pairs, opts...)
-	if cfg.OnMirror != nil {
-		cfg.OnMirror(MirrorUpdate{Finish: true, Total: len(pairs), Registry: f.Spec.Registry.Host, Stats: stats, Err: err})
+	if o.OnProgress != nil {
+		o.OnProgress(MirrorUpdate{Finish: true, Total: len(pairs), Registry: f.Spec.Registry.Host, Stats: stats, Err: err})
 	}
 	if err != nil {
-		return mirrorFailures(err, len(pairs))
+		return nil, mirrorFailures(err, len(pairs))
 	}
 	l := ld.Lock.Clone()
 	l.SetImages(entries)
 	if cfg.Locked {
 		if err := lockedImages(ld.Lock, l); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if err := lock.Write(ld.LockPath, l); err != nil {
-		return err
+		return nil, err
 	}
 	ld.Lock, ld.LockBytes = l, l.Marshal()
-	// With a display (OnMirror) the summary is its last line; the log has
+	// With a display (OnProgress) the summary is its last line; the log has
 	// it at Debug then, so that it is not printed twice.
 	level := slog.LevelInfo
-	if cfg.OnMirror != nil {
+	if o.OnProgress != nil {
 		level = slog.LevelDebug
 	}
 	log.Log(ctx, level, MirrorSummary(len(pairs), f.Spec.Registry.Host, stats),
 		"copied", stats.Copied, "present", stats.Present, "referrers", stats.Referrers, "bytes", stats.BytesPushed, "elapsed", stats.Elapsed)
-	return nil
+	return &MirrorResult{Plan: pairs, Stats: stats}, nil
 }
 
-// MirrorUpdate is one report of a mirror in progress (Config.OnMirror):
+// MirrorUpdate is one report of a mirror in progress (MirrorOptions.OnProgress):
 // Start with Total images to the registry Registry, then one per image
 // event (Event), then Finish with the run's Stats and its error, if any.
 type MirrorUpdate struct {

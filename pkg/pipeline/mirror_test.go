@@ -24,6 +24,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"fleetgen.dev/fleetgen/pkg/lock"
+	"fleetgen.dev/fleetgen/pkg/mirror"
 	"fleetgen.dev/fleetgen/pkg/pipeline"
 	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/test/testenv"
@@ -177,32 +178,25 @@ func TestMirrorAKSACR(t *testing.T) {
 	ctx := context.Background()
 	cfg := pipeline.Config{File: file, LookupEnv: func(string) (string, bool) { return "", false }}
 
-	// images, with and without --why.
-	var out bytes.Buffer
-	if err := pipeline.Images(ctx, cfg, &out, false); err != nil {
+	// images: who needs each; not locked yet, no policy.
+	imgs, err := pipeline.Images(ctx, cfg, pipeline.ImagesOptions{Policies: true})
+	if err != nil {
 		t.Fatal(err)
 	}
 	kured := src + "/kubereboot/kured:1.12.0"
-	if d := cmp.Diff(kured+"\n", out.String()); d != "" {
+	wantImgs := []pipeline.Image{{Ref: kured, NeededBy: []string{"layer cluster-baseline-settings (cluster-manifests/cluster-baseline-settings)", "spec.images[0]"}}}
+	if d := cmp.Diff(wantImgs, imgs); d != "" {
 		t.Errorf("images (-want +got):\n%s", d)
 	}
-	out.Reset()
-	if err := pipeline.Images(ctx, cfg, &out, true); err != nil {
-		t.Fatal(err)
-	}
-	wantWhy := kured + "\tlayer cluster-baseline-settings (cluster-manifests/cluster-baseline-settings), spec.images[0]\n"
-	if d := cmp.Diff(wantWhy, out.String()); d != "" {
-		t.Errorf("images --why (-want +got):\n%s", d)
-	}
 
-	// --dry-run prints the plan and writes nothing.
+	// --dry-run returns the plan and writes nothing.
 	before := readFile(t, lockPath)
-	out.Reset()
-	if err := pipeline.Mirror(ctx, cfg, &out, true); err != nil {
+	res, err := pipeline.Mirror(ctx, cfg, pipeline.MirrorOptions{DryRun: true})
+	if err != nil {
 		t.Fatal(err)
 	}
 	target := dst + "/kubereboot/kured:1.12.0"
-	if d := cmp.Diff(kured+" -> "+target+"\n", out.String()); d != "" {
+	if d := cmp.Diff([]mirror.Pair{{Source: kured, Target: target}}, res.Plan); d != "" {
 		t.Errorf("mirror --dry-run (-want +got):\n%s", d)
 	}
 	if readFile(t, lockPath) != before {
@@ -215,11 +209,14 @@ func TestMirrorAKSACR(t *testing.T) {
 		updates []pipeline.MirrorUpdate
 		mu      sync.Mutex
 	)
-	// Debug: with a display (OnMirror) the summary is logged at Debug.
+	// Debug: with a display (OnProgress) the summary is logged at Debug.
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	cfg.OnMirror = func(u pipeline.MirrorUpdate) { mu.Lock(); updates = append(updates, u); mu.Unlock() }
-	if err := pipeline.Mirror(ctx, cfg, &out, false); err != nil {
+	o := pipeline.MirrorOptions{OnProgress: func(u pipeline.MirrorUpdate) { mu.Lock(); updates = append(updates, u); mu.Unlock() }}
+	if res, err = pipeline.Mirror(ctx, cfg, o); err != nil {
 		t.Fatal(err)
+	}
+	if res.Stats.Copied != 1 || len(res.Plan) != 1 {
+		t.Errorf("mirror result: %+v", res)
 	}
 	l, err := lock.Load(lockPath)
 	if err != nil {
@@ -250,7 +247,7 @@ func TestMirrorAKSACR(t *testing.T) {
 	// A second mirror copies nothing and leaves the lock byte for byte.
 	locked := readFile(t, lockPath)
 	logs.Reset()
-	if err := pipeline.Mirror(ctx, cfg, &out, false); err != nil {
+	if _, err := pipeline.Mirror(ctx, cfg, o); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(logs.String(), "0 copied, 1 already present") {
@@ -269,7 +266,7 @@ func TestMirrorFailingTargetKeepsLock(t *testing.T) {
 	file := aksFleet(t, src, proxy.Host)
 	lockPath := filepath.Join(filepath.Dir(file), lock.FileName)
 	before := readFile(t, lockPath)
-	err := pipeline.Mirror(context.Background(), pipeline.Config{File: file}, &bytes.Buffer{}, false)
+	_, err := pipeline.Mirror(context.Background(), pipeline.Config{File: file}, pipeline.MirrorOptions{})
 	if err == nil {
 		t.Fatal("mirror to a failing registry succeeded")
 	}
@@ -288,7 +285,7 @@ func TestMirrorCollisionRefused(t *testing.T) {
 	file := aksFleet(t, src, dst, "ghcr.io/kubereboot/kured:1.12.0")
 	lockPath := filepath.Join(filepath.Dir(file), lock.FileName)
 	before := readFile(t, lockPath)
-	err := pipeline.Mirror(context.Background(), pipeline.Config{File: file}, &bytes.Buffer{}, false)
+	_, err := pipeline.Mirror(context.Background(), pipeline.Config{File: file}, pipeline.MirrorOptions{})
 	if err == nil {
 		t.Fatal("mirror with colliding sources succeeded")
 	}
@@ -326,7 +323,7 @@ func TestMirrorBrokenLockIsInputError(t *testing.T) {
 	if err := os.WriteFile(lockPath, []byte("apiVersion: fleetgen.dev/v1alpha1\nkind: Lock\nimages: {oops: 1}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	err := pipeline.Mirror(context.Background(), pipeline.Config{File: file}, &bytes.Buffer{}, false)
+	_, err := pipeline.Mirror(context.Background(), pipeline.Config{File: file}, pipeline.MirrorOptions{})
 	if err == nil || !problem.IsInvalid(err) {
 		t.Fatalf("mirror with a broken lock: %v, want an input error", err)
 	}
@@ -353,7 +350,7 @@ func TestMirrorSourceMirrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := pipeline.Config{File: file}
-	if err := pipeline.Mirror(context.Background(), cfg, &bytes.Buffer{}, false); err != nil {
+	if _, err := pipeline.Mirror(context.Background(), cfg, pipeline.MirrorOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	lockPath := filepath.Join(filepath.Dir(file), lock.FileName)

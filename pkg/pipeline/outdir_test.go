@@ -25,13 +25,17 @@ func copyTree(t *testing.T, src string) string {
 // written or read where it points (issue 20, item 7).
 func TestSymlinkedOutDir(t *testing.T) {
 	t.Parallel()
-	cmds := map[string]func(cfg Config) error{
-		"render": func(cfg Config) error { return Render(context.Background(), cfg) },
-		"check": func(cfg Config) error {
-			_, err := Check(context.Background(), cfg)
+	cmds := map[string]func(cfg Config, out string) error{
+		"render": func(cfg Config, out string) error {
+			return Render(context.Background(), cfg, RenderOptions{OutDir: out})
+		},
+		"check": func(cfg Config, out string) error {
+			_, err := Check(context.Background(), cfg, RenderOptions{OutDir: out})
 			return err
 		},
-		"build": func(cfg Config) error { return Build(context.Background(), cfg, false) },
+		"build": func(cfg Config, out string) error {
+			return Build(context.Background(), cfg, BuildOptions{Publish: PublishOptions{OutDir: out}})
+		},
 	}
 	plants := map[string]struct {
 		link, out string // link (relative to the fleet's folder) points to a folder elsewhere
@@ -55,7 +59,7 @@ func TestSymlinkedOutDir(t *testing.T) {
 				if pl.out[len(pl.out)-1] == '/' {
 					out += string(filepath.Separator)
 				}
-				err := run(Config{File: filepath.Join(fleet, "fleet.yaml"), OutDir: out, AgeKeyFile: exampleKey})
+				err := run(Config{File: filepath.Join(fleet, "fleet.yaml"), AgeKeyFile: exampleKey}, out)
 				if !problem.IsInvalid(err) {
 					t.Fatalf("%s -o %s through a symlink = %v, want an input error", cmd, pl.out, err)
 				}
@@ -75,8 +79,8 @@ func TestBadInputNeverLocksOutDir(t *testing.T) {
 	t.Parallel()
 	fleet := copyTree(t, filepath.Join("..", "..", "examples", "fleet-standalone"))
 	out := filepath.Join(t.TempDir(), "out")
-	cfg := Config{File: filepath.Join(fleet, "fleet.yaml"), OutDir: out, AgeKeyFile: exampleKey}
-	if err := Render(context.Background(), cfg); err != nil {
+	cfg := Config{File: filepath.Join(fleet, "fleet.yaml"), AgeKeyFile: exampleKey}
+	if err := Render(context.Background(), cfg, RenderOptions{OutDir: out}); err != nil {
 		t.Fatal(err)
 	}
 	// Another render holds the folder (tree's flock on DIR/.fleetgen/lock).
@@ -92,7 +96,7 @@ func TestBadInputNeverLocksOutDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- Render(context.Background(), cfg) }()
+	go func() { done <- Render(context.Background(), cfg, RenderOptions{OutDir: out}) }()
 	select {
 	case err := <-done:
 		if !problem.IsInvalid(err) {

@@ -1,7 +1,6 @@
 package pipeline_test
 
 import (
-	"bytes"
 	"context"
 	"strings"
 	"sync"
@@ -28,7 +27,7 @@ func TestMirrorUnreachableTarget(t *testing.T) {
 			failed = append(failed, u.Event.Pair.Source)
 		}
 	}
-	err := pipeline.Mirror(context.Background(), pipeline.Config{File: file, OnMirror: on}, &bytes.Buffer{}, false)
+	_, err := pipeline.Mirror(context.Background(), pipeline.Config{File: file}, pipeline.MirrorOptions{OnProgress: on})
 	if err == nil {
 		t.Fatal("mirror to an unreachable registry succeeded")
 	}

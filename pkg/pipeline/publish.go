@@ -21,16 +21,41 @@ import (
 	"fleetgen.dev/fleetgen/pkg/tree"
 )
 
-// Publish renders in memory, checks that OutDir holds exactly that render,
+// PublishOptions are the options of Publish.
+type PublishOptions struct {
+	// OutDir is the output folder (required).
+	OutDir string
+	// PushURL overrides where publish pushes (spec.source.url).
+	PushURL string
+	// AllowDirty lets publish push while fleet.yaml, the lock or a layer
+	// folder has uncommitted changes in the Git work tree that holds them.
+	AllowDirty bool
+	// DryRun does everything but push: PublishResult.DryRun says what the
+	// commit (or artifact) would change.
+	DryRun bool
+	// Jobs bounds how many images are checked in the registry at once; 0
+	// means the default.
+	Jobs int
+}
+
+// PublishResult is what Publish did (publish.Result).
+type PublishResult struct {
+	publish.Result
+	// DryRun is, with PublishOptions.DryRun, what the push would change, as
+	// publish words it (file names quoted with inert.Quote).
+	DryRun string
+}
+
+// Publish renders in memory, checks that o.OutDir holds exactly that render,
 // verifies that every locked image is in the registry at its digest, and
 // publishes the render (from memory, never from OutDir) plus the layer
 // folders to spec.source.
 //
 // When fleet.yaml's folder is inside a Git work tree (publish.InspectSource),
 // publish first refuses (an input error) while fleet.yaml, the lock or a layer
-// folder has uncommitted changes, unless cfg.AllowDirty; the commit message
+// folder has uncommitted changes, unless o.AllowDirty; the commit message
 // names the fleet repository's HEAD ("(dirty)" with AllowDirty). With
-// cfg.DryRun it does everything but push and prints what would change there.
+// o.DryRun it does everything but push and returns what would change there.
 // With cfg.Locked a lock that lacks a client ID refuses (as render --locked).
 //
 // Pre-flight, in order, each refusing with nothing pushed: the render (as
@@ -44,50 +69,50 @@ import (
 // makes no commit for an unchanged fleet. Files in OutDir that the render does not write (a file
 // dropped there, leftovers of a killed run) are never pushed; Publish logs
 // them. Then it commits and pushes (spec.source.kind git) or pushes a Flux
-// artifact (oci) to spec.source.url, or cfg.PushURL; both scan everything
+// artifact (oci) to spec.source.url, or o.PushURL; both scan everything
 // they push and refuse a Secret with plaintext data. Further checks on the
 // pushed content plug in as publish.WithContentCheck options.
-func Publish(ctx context.Context, cfg Config) error {
-	if cfg.OutDir == "" {
-		return problem.Invalid(errors.New("publish: the output folder (-o DIR) is required"))
+func Publish(ctx context.Context, cfg Config, o PublishOptions) (*PublishResult, error) {
+	if o.OutDir == "" {
+		return nil, problem.Invalid(errors.New("publish: the output folder (-o DIR) is required"))
 	}
 	ld, err := Load(ctx, cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return publishLoaded(ctx, cfg, ld)
+	return publishLoaded(ctx, cfg, ld, o)
 }
 
-func publishLoaded(ctx context.Context, cfg Config, ld *Loaded) error {
+func publishLoaded(ctx context.Context, cfg Config, ld *Loaded, o PublishOptions) (*PublishResult, error) {
 	log := cfg.logger()
 	src, err := publish.InspectSource(ld.Fleet)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(src.Dirty) > 0 {
-		if !cfg.AllowDirty {
-			return problem.Invalid(fmt.Errorf("publish: nothing pushed: the fleet repository has uncommitted changes in what publish reads (commit them, or give --allow-dirty):\n  %s",
+		if !o.AllowDirty {
+			return nil, problem.Invalid(fmt.Errorf("publish: nothing pushed: the fleet repository has uncommitted changes in what publish reads (commit them, or give --allow-dirty):\n  %s",
 				strings.Join(truncateList(src.Dirty, maxReported), "\n  ")))
 		}
 		log.Warn("publishing uncommitted changes (--allow-dirty)", "commit", src.Commit, "files", truncateList(src.Dirty, maxReported))
 	}
 	// Local checks first: a hand-edited tree fails without a registry round trip.
-	r, diff, err := checkLoaded(ctx, cfg, ld)
+	r, diff, err := checkLoaded(ctx, cfg, ld, o.OutDir)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if diff != "" {
-		return fmt.Errorf("publish: nothing pushed: %s differs from a fresh render (hand edits, or run `fleetgen render -o %s`):\n%s",
-			cfg.OutDir, cfg.OutDir, truncateLines(diff, 40))
+		return nil, fmt.Errorf("publish: nothing pushed: %s differs from a fresh render (hand edits, or run `fleetgen render -o %s`):\n%s",
+			o.OutDir, o.OutDir, truncateLines(diff, 40))
 	}
 	f, l := r.fleet, r.lock
 	if err := checkReferences(f, l, r.files); err != nil {
-		return err
+		return nil, err
 	}
-	if err := reportUnrendered(cfg.OutDir, r.files, log); err != nil {
-		return err
+	if err := reportUnrendered(o.OutDir, r.files, log); err != nil {
+		return nil, err
 	}
-	opts := []publish.Option{publish.WithLogger(log), publish.WithOutDir(cfg.OutDir)}
+	opts := []publish.Option{publish.WithLogger(log), publish.WithOutDir(o.OutDir)}
 	if src.InRepo {
 		opts = append(opts, publish.WithSourceCommit(src.Commit, len(src.Dirty) > 0))
 	}
@@ -95,32 +120,33 @@ func publishLoaded(ctx context.Context, cfg Config, ld *Loaded) error {
 		opts = append(opts, publish.WithLookupEnv(cfg.LookupEnv))
 	}
 	vopts := opts
-	if cfg.Jobs > 0 {
-		vopts = append(vopts, publish.WithJobs(cfg.Jobs))
+	if o.Jobs > 0 {
+		vopts = append(vopts, publish.WithJobs(o.Jobs))
 	}
 	if err := publish.Verify(ctx, f.Spec.Registry, l.Images, vopts...); err != nil {
-		return fmt.Errorf("publish: nothing pushed: %w", err)
+		return nil, fmt.Errorf("publish: nothing pushed: %w", err)
 	}
 	if signed, err := ld.signedImages(l); err != nil {
-		return err
+		return nil, err
 	} else if err := publish.VerifySignatures(ctx, f.Spec.Registry, l.Images, signed, vopts...); err != nil {
-		return fmt.Errorf("publish: nothing pushed: %w", err)
+		return nil, fmt.Errorf("publish: nothing pushed: %w", err)
 	}
 
-	if cfg.PushURL != "" {
-		opts = append(opts, publish.WithPushURL(cfg.PushURL))
+	if o.PushURL != "" {
+		opts = append(opts, publish.WithPushURL(o.PushURL))
 	}
 	start := time.Now()
 	files, pub, kept, err := keepPublished(ctx, cfg, r, opts)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if pub != nil {
 		log.Info("read the published sealed Secrets", "found", pub.Len(), "kept", kept, "elapsed", time.Since(start).Round(time.Millisecond))
 		opts = append(opts, publish.WithPublished(pub))
 	}
-	if cfg.DryRun != nil {
-		opts = append(opts, publish.WithDryRun(cfg.DryRun))
+	var dry strings.Builder
+	if o.DryRun {
+		opts = append(opts, publish.WithDryRun(&dry))
 	}
 	start = time.Now()
 	var res publish.Result
@@ -130,14 +156,14 @@ func publishLoaded(ctx context.Context, cfg Config, ld *Loaded) error {
 	case schema.SourceOCI:
 		res, err = publish.OCI(ctx, f, l, files, opts...)
 	default:
-		return problem.Invalid(fmt.Errorf("publish: spec.source.kind %q: want git or oci", f.Spec.Source.Kind))
+		return nil, problem.Invalid(fmt.Errorf("publish: spec.source.kind %q: want git or oci", f.Spec.Source.Kind))
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	log.Info("published", "kind", f.Spec.Source.Kind, "ref", f.Spec.Source.Ref, "revision", res.Revision,
 		"changed", res.Changed, "files", res.Files, "elapsed", time.Since(start).Round(time.Millisecond))
-	return nil
+	return &PublishResult{Result: res, DryRun: dry.String()}, nil
 }
 
 // maxReported bounds how many unrendered files Publish names.

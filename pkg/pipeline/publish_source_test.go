@@ -41,7 +41,7 @@ func commits(t *testing.T, bare string) string {
 // says so in the message; a clean tree's commit message names HEAD.
 func TestPublishRefusesDirty(t *testing.T) {
 	t.Parallel()
-	cfg, bare, _ := pubSetup(t, false)
+	cfg, o, bare, _ := pubSetup(t, false)
 	root := filepath.Dir(cfg.File)
 	head := gitCommitAll(t, root, "fleet")
 
@@ -62,7 +62,7 @@ func TestPublishRefusesDirty(t *testing.T) {
 	}
 	for _, name := range []string{"fleet.yaml modified", "lock modified", "untracked file in a layer folder", "layer file staged"} {
 		dirty[name]()
-		err := Publish(context.Background(), cfg)
+		_, err := Publish(context.Background(), cfg, o)
 		if err == nil || !problem.IsInvalid(err) || !strings.Contains(err.Error(), "uncommitted changes") {
 			t.Errorf("%s: publish = %v, want an input error about uncommitted changes", name, err)
 		}
@@ -75,7 +75,7 @@ func TestPublishRefusesDirty(t *testing.T) {
 
 	// A file outside fleet.yaml, the lock and the layer folders does not count.
 	pubWrite(t, root, map[string]string{"README.md": "notes\n"})
-	if err := Publish(context.Background(), cfg); err != nil {
+	if _, err := Publish(context.Background(), cfg, o); err != nil {
 		t.Fatal(err)
 	}
 	if msg := testenv.Git(t, bare, "log", "-1", "--format=%B", "main"); !strings.Contains(msg, "fleet repository: "+head) || strings.Contains(msg, "(dirty)") {
@@ -85,9 +85,9 @@ func TestPublishRefusesDirty(t *testing.T) {
 	// --allow-dirty publishes the uncommitted change of a tracked file and
 	// marks the commit (an untracked file is never published).
 	pubWrite(t, root, map[string]string{"infrastructure/prod/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: dirty\n  namespace: default\n"})
-	dcfg := cfg
-	dcfg.AllowDirty = true
-	if err := Publish(context.Background(), dcfg); err != nil {
+	do := o
+	do.AllowDirty = true
+	if _, err := Publish(context.Background(), cfg, do); err != nil {
 		t.Fatal(err)
 	}
 	if msg := testenv.Git(t, bare, "log", "-1", "--format=%B", "main"); !strings.Contains(msg, "fleet repository: "+head+" (dirty)") {
@@ -99,13 +99,14 @@ func TestPublishRefusesDirty(t *testing.T) {
 // commit would add, change and remove.
 func TestPublishDryRun(t *testing.T) {
 	t.Parallel()
-	cfg, bare, _ := pubSetup(t, false)
-	var out bytes.Buffer
-	dcfg := cfg
-	dcfg.DryRun = &out
-	if err := Publish(context.Background(), dcfg); err != nil {
+	cfg, o, bare, _ := pubSetup(t, false)
+	do := o
+	do.DryRun = true
+	res, err := Publish(context.Background(), cfg, do)
+	if err != nil {
 		t.Fatal(err)
 	}
+	out := bytes.NewBufferString(res.DryRun)
 	if n := commits(t, bare); n != "0" {
 		t.Fatalf("dry run pushed %s commits", n)
 	}
@@ -115,15 +116,15 @@ func TestPublishDryRun(t *testing.T) {
 		}
 	}
 	// After a real publish, a changed layer file reads M, a removed one D.
-	if err := Publish(context.Background(), cfg); err != nil {
+	if _, err := Publish(context.Background(), cfg, o); err != nil {
 		t.Fatal(err)
 	}
 	root := filepath.Dir(cfg.File)
 	pubWrite(t, root, map[string]string{"infrastructure/prod/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: z\n  namespace: default\n"})
-	out.Reset()
-	if err := Publish(context.Background(), dcfg); err != nil {
+	if res, err = Publish(context.Background(), cfg, do); err != nil {
 		t.Fatal(err)
 	}
+	out = bytes.NewBufferString(res.DryRun)
 	if !strings.Contains(out.String(), "M infrastructure/prod/cm.yaml\n") || !strings.Contains(out.String(), "changing 1 files") {
 		t.Errorf("dry run output:\n%s", out.String())
 	}

@@ -46,8 +46,9 @@ spec:
 // pubSetup makes a source root whose lock names one image pushed to an
 // in-process registry (and, with missing, a second one the registry lacks),
 // renders it (or, while render is a skeleton, writes a hand-made tree) and
-// returns the config and a bare repository to push to.
-func pubSetup(t *testing.T, missing bool) (Config, string, string) {
+// returns the config, the options that publish it to a bare repository, the
+// repository and the registry's host.
+func pubSetup(t *testing.T, missing bool) (Config, PublishOptions, string, string) {
 	t.Helper()
 	srv := httptest.NewServer(registry.New())
 	t.Cleanup(srv.Close)
@@ -79,16 +80,15 @@ func pubSetup(t *testing.T, missing bool) (Config, string, string) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "out")
-	cfg := Config{File: filepath.Join(root, "fleet.yaml"), OutDir: out}
-	if err := Render(context.Background(), cfg); err != nil {
+	cfg := Config{File: filepath.Join(root, "fleet.yaml")}
+	if err := Render(context.Background(), cfg, RenderOptions{OutDir: out}); err != nil {
 		t.Fatal(err)
 	}
 	if entries, _ := os.ReadDir(out); len(entries) == 0 {
 		t.Fatal("render wrote nothing")
 	}
 	bare := testenv.BareRepo(t, "fleet.git")
-	cfg.PushURL = bare
-	return cfg, bare, host
+	return cfg, PublishOptions{OutDir: out, PushURL: bare}, bare, host
 }
 
 func pubWrite(t *testing.T, dir string, files map[string]string) {
@@ -105,8 +105,8 @@ func pubWrite(t *testing.T, dir string, files map[string]string) {
 }
 
 func TestPublishGit(t *testing.T) {
-	cfg, bare, _ := pubSetup(t, false)
-	if err := Publish(context.Background(), cfg); err != nil {
+	cfg, o, bare, _ := pubSetup(t, false)
+	if _, err := Publish(context.Background(), cfg, o); err != nil {
 		t.Fatal(err)
 	}
 	if n := testenv.Git(t, bare, "rev-list", "--count", "main"); n != "1" {
@@ -118,7 +118,7 @@ func TestPublishGit(t *testing.T) {
 			t.Errorf("published tree lacks %s:\n%s", want, files)
 		}
 	}
-	if err := Publish(context.Background(), cfg); err != nil {
+	if _, err := Publish(context.Background(), cfg, o); err != nil {
 		t.Fatal(err)
 	}
 	if n := testenv.Git(t, bare, "rev-list", "--count", "main"); n != "1" {
@@ -127,7 +127,7 @@ func TestPublishGit(t *testing.T) {
 }
 
 func TestPublishOCI(t *testing.T) {
-	cfg, bare, host := pubSetup(t, false)
+	cfg, o, bare, host := pubSetup(t, false)
 	fleet, err := os.ReadFile(cfg.File)
 	if err != nil {
 		t.Fatal(err)
@@ -138,11 +138,11 @@ func TestPublishOCI(t *testing.T) {
 		t.Fatal("fixture did not change")
 	}
 	pubWrite(t, filepath.Dir(cfg.File), map[string]string{"fleet.yaml": oci})
-	cfg.PushURL = ""
-	if err := Render(context.Background(), cfg); err != nil {
+	o.PushURL = ""
+	if err := Render(context.Background(), cfg, RenderOptions{OutDir: o.OutDir}); err != nil {
 		t.Fatal(err)
 	}
-	if err := Publish(context.Background(), cfg); err != nil {
+	if _, err := Publish(context.Background(), cfg, o); err != nil {
 		t.Fatal(err)
 	}
 	ref, _ := name.NewTag(host+"/contoso/manifests:latest", name.Insecure)
@@ -195,12 +195,12 @@ func TestPublishRefuses(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, bare, host := pubSetup(t, tc.missing)
+			cfg, o, bare, host := pubSetup(t, tc.missing)
 			if tc.extra != nil {
-				pubWrite(t, cfg.OutDir, map[string]string{"manager/extra.yaml": tc.extra(host)})
+				pubWrite(t, o.OutDir, map[string]string{"manager/extra.yaml": tc.extra(host)})
 			}
 			if tc.edit {
-				p := filepath.Join(cfg.OutDir, "manager", "kustomization.yaml")
+				p := filepath.Join(o.OutDir, "manager", "kustomization.yaml")
 				b, err := os.ReadFile(p)
 				if err != nil {
 					t.Fatal(err)
@@ -209,7 +209,7 @@ func TestPublishRefuses(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			err := Publish(context.Background(), cfg)
+			_, err := Publish(context.Background(), cfg, o)
 			if err == nil {
 				t.Fatal("published")
 			}
@@ -258,16 +258,16 @@ func TestCheckReferences(t *testing.T) {
 // plaintext Secret among them, pass the drift check (they are not fleetgen's)
 // but are never pushed; Publish names them in its log, without content.
 func TestPublishPushesOnlyTheRender(t *testing.T) {
-	cfg, bare, _ := pubSetup(t, false)
+	cfg, o, bare, _ := pubSetup(t, false)
 	const marker = "c2VjcmV0LW1hcmtlcg=="
-	pubWrite(t, cfg.OutDir, map[string]string{
+	pubWrite(t, o.OutDir, map[string]string{
 		"clusters/prod-1/stolen.yaml":        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: stolen\ndata:\n  value: " + marker + "\n",
 		"clusters/prod-1/.fleetgen-tmp-1-ks": "a leftover of a killed run\n",
 		"notes.txt":                          "hello\n",
 	})
 	var logs strings.Builder
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	if err := Publish(context.Background(), cfg); err != nil {
+	if _, err := Publish(context.Background(), cfg, o); err != nil {
 		t.Fatal(err)
 	}
 	files := testenv.Git(t, bare, "ls-tree", "-r", "--name-only", "main")
@@ -294,14 +294,14 @@ func TestPublishPushesOnlyTheRender(t *testing.T) {
 // pushed): the input checks scan every file publish copies (SPEC §5), and so
 // does validate, before any merge.
 func TestPublishRefusesPlaintextInLayer(t *testing.T) {
-	cfg, bare, _ := pubSetup(t, false)
+	cfg, o, bare, _ := pubSetup(t, false)
 	pubWrite(t, filepath.Dir(cfg.File), map[string]string{
 		"infrastructure/kubeconfig.yaml": "apiVersion: v1\nkind: Secret\nmetadata:\n  name: kubeconfig\ndata:\n  value: eA==\n",
 	})
-	if err := Validate(context.Background(), cfg); !problem.IsInvalid(err) || !strings.Contains(err.Error(), "infrastructure/kubeconfig.yaml: Secret kubeconfig holds unencrypted data") {
+	if _, err := Validate(context.Background(), cfg); !problem.IsInvalid(err) || !strings.Contains(err.Error(), "infrastructure/kubeconfig.yaml: Secret kubeconfig holds unencrypted data") {
 		t.Errorf("validate = %v, want an input error naming the file", err)
 	}
-	err := Publish(context.Background(), cfg)
+	_, err := Publish(context.Background(), cfg, o)
 	if !problem.IsInvalid(err) {
 		t.Fatalf("err = %v, want an input error (exit 2)", err)
 	}
@@ -316,7 +316,7 @@ func TestPublishRefusesPlaintextInLayer(t *testing.T) {
 // TestPublishRefusesStaleLock: spec.registry.host changed after the mirror;
 // publish refuses, pushes nothing and never logs that it verified images.
 func TestPublishRefusesStaleLock(t *testing.T) {
-	cfg, bare, host := pubSetup(t, false)
+	cfg, o, bare, host := pubSetup(t, false)
 	fleet, err := os.ReadFile(cfg.File)
 	if err != nil {
 		t.Fatal(err)
@@ -325,7 +325,7 @@ func TestPublishRefusesStaleLock(t *testing.T) {
 	pubWrite(t, filepath.Dir(cfg.File), map[string]string{"fleet.yaml": moved})
 	var logs strings.Builder
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	err = Publish(context.Background(), cfg)
+	_, err = Publish(context.Background(), cfg, o)
 	if err == nil {
 		t.Fatal("published with a lock made for another registry")
 	}
@@ -347,7 +347,7 @@ func TestPublishRefusesStaleLock(t *testing.T) {
 // cluster from fleet.yaml: Flux's files and the README stay byte for byte, the
 // removed cluster's fleetgen files go.
 func TestPublishKeepsBootstrap(t *testing.T) {
-	cfg, bare, _ := pubSetup(t, false)
+	cfg, o, bare, _ := pubSetup(t, false)
 	root := filepath.Dir(cfg.File)
 	one, err := os.ReadFile(cfg.File)
 	if err != nil {
@@ -358,7 +358,7 @@ func TestPublishKeepsBootstrap(t *testing.T) {
 		"fleet.yaml":                            two,
 		"infrastructure/dev/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [../prod]\n",
 	})
-	if err := Render(context.Background(), cfg); err != nil {
+	if err := Render(context.Background(), cfg, RenderOptions{OutDir: o.OutDir}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -377,17 +377,17 @@ func TestPublishKeepsBootstrap(t *testing.T) {
 	kept := []string{"ls-tree", "-r", "main", "--", "README.md", "clusters/prod-1/flux-system", "clusters/dev-1/flux-system"}
 	before := testenv.Git(t, bare, kept...)
 
-	if err := Publish(context.Background(), cfg); err != nil {
+	if _, err := Publish(context.Background(), cfg, o); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(testenv.Git(t, bare, "ls-tree", "-r", "--name-only", "main"), "manager/fleet/dev-1/") {
 		t.Fatal("dev-1 was not published")
 	}
 	pubWrite(t, root, map[string]string{"fleet.yaml": string(one)})
-	if err := Render(context.Background(), cfg); err != nil {
+	if err := Render(context.Background(), cfg, RenderOptions{OutDir: o.OutDir}); err != nil {
 		t.Fatal(err)
 	}
-	if err := Publish(context.Background(), cfg); err != nil {
+	if _, err := Publish(context.Background(), cfg, o); err != nil {
 		t.Fatal(err)
 	}
 	if after := testenv.Git(t, bare, kept...); after != before {

@@ -2,7 +2,6 @@ package pipeline_test
 
 import (
 	"context"
-	"io"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -47,7 +46,7 @@ func sealedFleet(t *testing.T, src, dst string, oci bool) string {
 			"    kind: git\n    url: https://github.com/contoso/aks-baseline-gitops.git\n    ref: main\n",
 			"    kind: oci\n    url: oci://"+dst+"/fleet-gitops\n    ref: latest\n    insecure: true\n")
 	}
-	if err := pipeline.Mirror(context.Background(), pipeline.Config{File: file, LookupEnv: noEnv}, io.Discard, false); err != nil {
+	if _, err := pipeline.Mirror(context.Background(), pipeline.Config{File: file, LookupEnv: noEnv}, pipeline.MirrorOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	commitAll(t, repo, "fleet")
@@ -62,9 +61,9 @@ func mergeJob(t *testing.T, repo, pushURL, ageKey string) {
 	t.Helper()
 	clone := filepath.Join(t.TempDir(), "clone")
 	testenv.Git(t, "", "clone", "--quiet", repo, clone)
-	cfg := pipeline.Config{File: filepath.Join(clone, "fleet.yaml"), OutDir: filepath.Join(t.TempDir(), "out"),
-		PushURL: pushURL, Locked: true, LookupEnv: noEnv, AgeKeyFile: ageKey}
-	if err := pipeline.Build(context.Background(), cfg, true); err != nil {
+	cfg := pipeline.Config{File: filepath.Join(clone, "fleet.yaml"), Locked: true, LookupEnv: noEnv, AgeKeyFile: ageKey}
+	o := pipeline.BuildOptions{Publish: pipeline.PublishOptions{OutDir: filepath.Join(t.TempDir(), "out"), PushURL: pushURL}, Push: true}
+	if err := pipeline.Build(context.Background(), cfg, o); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -57,7 +57,7 @@ type pinned struct{ name, ref string }
 // It also returns the tags the old images were pinned from, by mirror
 // reference pinned by digest (review.Options.Tags), read from what DIR's
 // layers wrote: the lock no longer holds an image a change replaced.
-func receivedChanges(cfg Config, ld *Loaded, had map[string][]byte) (map[string][]review.Object, map[string]string, error) {
+func receivedChanges(cfg RenderOptions, ld *Loaded, had map[string][]byte) (map[string][]review.Object, map[string]string, error) {
 	f := ld.Fleet
 	src := schema.CleanPath(f.Spec.Source.Path)
 	var units []layers.Unit

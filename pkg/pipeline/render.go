@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -29,55 +28,54 @@ const DefaultFile = "fleet.yaml"
 // Validate loads fleet.yaml, its lock and its layers, and runs every check a
 // later step would apply to them (schema.Validate, then Loaded.check); it
 // writes nothing. Nothing that passes Validate fails later for a reason found
-// in the input.
-func Validate(ctx context.Context, cfg Config) error {
+// in the input. The problems are the error (problem.Errors); a valid fleet
+// returns its warnings: what validate accepts but is likely a mistake
+// (schema.Warnings), which never fail a command.
+func Validate(ctx context.Context, cfg Config) (problem.Errors, error) {
 	ld, err := Load(ctx, cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	return validate(cfg, ld, verifyRules)
 }
 
-func validate(cfg Config, ld *Loaded, r rules) error {
+func validate(cfg Config, ld *Loaded, r rules) (problem.Errors, error) {
 	if err := ld.check(r); err != nil {
-		return err
+		return nil, err
 	}
 	f := ld.Fleet
-	cfg.warnings(schema.Warnings(f))
 	cfg.logger().Info("valid", "file", f.File, "clusters", len(f.Spec.Clusters),
 		"layers", len(f.Spec.Layers), "groups", len(f.Spec.Groups), "images", len(ld.Images.Images),
 		"lockedImages", len(ld.Lock.Images))
-	return nil
+	return schema.Warnings(f), nil
 }
+
+// RenderOptions are the options of Render, Check and Diff: OutDir is the
+// output folder (required), which Render writes and Check and Diff compare with.
+type RenderOptions struct{ OutDir string }
 
 // Render loads fleet.yaml and its lock, adds client IDs the lock lacks (the only
 // lock change a render makes), finds each layer's images, renders, seals
-// secrets, scans the result and writes it to OutDir. Nothing is written when any
+// secrets, scans the result and writes it to o.OutDir. Nothing is written when any
 // step fails.
 //
 // The input is loaded and checked before OutDir is touched: a bad fleet.yaml
 // never takes the folder's lock (tree.WriteWith locks, recovers and reads the
 // folder when the render is done).
-func Render(ctx context.Context, cfg Config) error {
-	if cfg.OutDir == "" {
-		return problem.Invalid(errors.New("render: no output folder (-o DIR)"))
-	}
-	if err := checkOutDir(cfg); err != nil {
-		return err
-	}
-	ld, err := Load(ctx, cfg)
+func Render(ctx context.Context, cfg Config, o RenderOptions) error {
+	ld, err := loadFor(ctx, cfg, "render", o.OutDir)
 	if err != nil {
 		return err
 	}
 	if err := ld.check(allRules); err != nil {
 		return err
 	}
-	return renderLoaded(ctx, cfg, ld)
+	return renderLoaded(ctx, cfg, ld, o.OutDir)
 }
 
-// renderLoaded renders ld into cfg.OutDir.
-func renderLoaded(ctx context.Context, cfg Config, ld *Loaded) error {
-	r, err := render(ctx, cfg, ld, false)
+// renderLoaded renders ld into dir.
+func renderLoaded(ctx context.Context, cfg Config, ld *Loaded, dir string) error {
+	r, err := render(ctx, cfg, ld, dir, false)
 	if err != nil {
 		return err
 	}
@@ -88,8 +86,8 @@ func renderLoaded(ctx context.Context, cfg Config, ld *Loaded) error {
 	if r.lockChanged {
 		lk.New = r.lock.Marshal()
 	}
-	opt := tree.Options{Lock: lk, Waiting: cfg.waiting}
-	st, err := tree.WriteWith(cfg.OutDir, r.files, opt)
+	opt := tree.Options{Lock: lk, Waiting: cfg.waiting(dir)}
+	st, err := tree.WriteWith(dir, r.files, opt)
 	if err != nil {
 		return err
 	}
@@ -100,9 +98,21 @@ func renderLoaded(ctx context.Context, cfg Config, ld *Loaded) error {
 	if len(r.forged) > 0 {
 		cfg.logger().Warn("re-sealed Secrets whose ciphertext did not decrypt to the render", "files", r.forged)
 	}
-	cfg.logger().Info("wrote", "dir", cfg.OutDir, "written", st.Written,
+	cfg.logger().Info("wrote", "dir", dir, "written", st.Written,
 		"unchanged", st.Unchanged, "removed", st.Removed, "duration", time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+// loadFor is Load for command cmd, which writes or reads the output folder
+// dir: dir is required, and checked (checkOutDir) before anything is read.
+func loadFor(ctx context.Context, cfg Config, cmd, dir string) (*Loaded, error) {
+	if dir == "" {
+		return nil, problem.Invalid(fmt.Errorf("%s: no output folder (-o DIR)", cmd))
+	}
+	if err := checkOutDir(cfg, dir); err != nil {
+		return nil, err
+	}
+	return Load(ctx, cfg)
 }
 
 // checkOutDir refuses an output folder that is the fleet's folder or holds
@@ -110,14 +120,14 @@ func renderLoaded(ctx context.Context, cfg Config, ld *Loaded) error {
 // or is reached through, a symlink below the current folder or the fleet's
 // (a checkout can plant one: the tree would be written, or read, wherever it
 // points). It writes nothing.
-func checkOutDir(cfg Config) error {
+func checkOutDir(cfg Config, dir string) error {
 	file := cfg.file()
 	// Compare real paths where they exist, so that a symlink cannot hide it.
 	fleetDir, err := realAbs(filepath.Dir(file))
 	if err != nil {
 		return err
 	}
-	out, err := realAbs(cfg.OutDir)
+	out, err := realAbs(dir)
 	if err != nil {
 		return err
 	}
@@ -127,36 +137,30 @@ func checkOutDir(cfg Config) error {
 	}
 	if inside {
 		return problem.Invalid(fmt.Errorf("-o %s: the output folder may not be the folder of %s or hold it; choose a folder of its own (e.g. %s)",
-			cfg.OutDir, filepath.Base(file), filepath.Join(filepath.Dir(file), "out")))
+			dir, filepath.Base(file), filepath.Join(filepath.Dir(file), "out")))
 	}
-	if link, err := symlinkOnTheWay(cfg.OutDir, filepath.Dir(file)); err != nil {
+	if link, err := symlinkOnTheWay(dir, filepath.Dir(file)); err != nil {
 		return err
 	} else if link != "" {
 		return problem.Invalid(fmt.Errorf("-o %s: %s is a symlink; the output folder must be reached through real folders (name the folder it points to instead)",
-			cfg.OutDir, link))
+			dir, link))
 	}
 	return nil
 }
 
-// Check renders in memory and returns the diff from OutDir ("" when none).
+// Check renders in memory and returns the diff from o.OutDir ("" when none).
 // It writes nothing, not even the lock.
 //
 // A lock that lacks a client ID a render would add is drift too, but Check
 // invents no ID: the diff starts with the lock's change, in which each missing
 // client ID reads NewClientIDPlaceholder, and the tree's diff shows the same
 // placeholder where the ID goes. `fleetgen render` mints the real one.
-func Check(ctx context.Context, cfg Config) (string, error) {
-	if cfg.OutDir == "" {
-		return "", problem.Invalid(errors.New("check: no output folder (-o DIR)"))
-	}
-	if err := checkOutDir(cfg); err != nil {
-		return "", err
-	}
-	ld, err := Load(ctx, cfg)
+func Check(ctx context.Context, cfg Config, o RenderOptions) (string, error) {
+	ld, err := loadFor(ctx, cfg, "check", o.OutDir)
 	if err != nil {
 		return "", err
 	}
-	_, d, err := checkLoaded(ctx, cfg, ld)
+	_, d, err := checkLoaded(ctx, cfg, ld, o.OutDir)
 	return d, err
 }
 
@@ -165,17 +169,17 @@ func Check(ctx context.Context, cfg Config) (string, error) {
 const NewClientIDPlaceholder = "(generated by fleetgen render)"
 
 // checkLoaded is Check on loaded input; it also returns the render it
-// compared, which publish pushes, with what OutDir held (r.had), which diff
+// compared, which publish pushes, with what dir held (r.had), which diff
 // reviews.
-func checkLoaded(ctx context.Context, cfg Config, ld *Loaded) (*rendered, string, error) {
-	r, err := render(ctx, cfg, ld, true)
+func checkLoaded(ctx context.Context, cfg Config, ld *Loaded, dir string) (*rendered, string, error) {
+	r, err := render(ctx, cfg, ld, dir, true)
 	if err != nil {
 		return nil, "", err
 	}
-	if r.had, err = tree.Read(cfg.OutDir, tree.Options{Lock: &tree.Lock{Path: r.lockPath}, Waiting: cfg.waiting}); err != nil {
+	if r.had, err = tree.Read(dir, tree.Options{Lock: &tree.Lock{Path: r.lockPath}, Waiting: cfg.waiting(dir)}); err != nil {
 		return nil, "", err
 	}
-	d, err := tree.Compare(cfg.OutDir, r.had, r.files)
+	d, err := tree.Compare(dir, r.had, r.files)
 	if err != nil {
 		return nil, "", err
 	}
@@ -194,48 +198,56 @@ func checkLoaded(ctx context.Context, cfg Config, ld *Loaded) (*rendered, string
 		}
 		d = note.String() + d
 	}
-	cfg.logger().Info("checked", "dir", cfg.OutDir, "files", len(r.files), "drift", d != "")
+	cfg.logger().Info("checked", "dir", dir, "files", len(r.files), "drift", d != "")
 	return r, d, nil
 }
 
-// Build runs validate, mirror, render and, with publish, publish, stopping at
-// the first failure. It loads fleet.yaml, the lock and the layers once; the
-// lock mirror writes is the one render and publish read.
-func Build(ctx context.Context, cfg Config, publish bool) error {
-	if cfg.OutDir == "" {
-		return problem.Invalid(errors.New("build: no output folder (-o DIR)"))
-	}
-	if err := checkOutDir(cfg); err != nil {
-		return err
-	}
-	log := cfg.logger()
-	start := time.Now()
-	ld, err := Load(ctx, cfg)
+// BuildOptions are Build's: the options of its mirror and publish steps.
+type BuildOptions struct {
+	// Mirror is the mirror step's (DryRun is ignored).
+	Mirror MirrorOptions
+	// Publish is the render and publish steps': OutDir is the output folder
+	// (required); the others count only with Push.
+	Publish PublishOptions
+	// Push publishes after render.
+	Push bool
+}
+
+// Build runs validate, mirror, render and, with o.Push, publish, stopping at
+// the first failure; it logs the warnings validate returns. It loads
+// fleet.yaml, the lock and the layers once; the lock mirror writes is the one
+// render and publish read.
+func Build(ctx context.Context, cfg Config, o BuildOptions) error {
+	dir, log, start := o.Publish.OutDir, cfg.logger(), time.Now()
+	ld, err := loadFor(ctx, cfg, "build", dir)
 	if err != nil {
 		return err
 	}
 	log.Info("step done", "step", "load", "duration", time.Since(start).Round(time.Millisecond))
-	steps := []struct {
+	type step struct {
 		name string
 		run  func() error
-	}{
+	}
+	steps := []step{
 		// The lock's rules wait for render: mirror is what brings the lock
 		// up to date, unless --locked forbids that, when an incomplete lock
 		// is refused before anything is copied.
 		{"validate", func() error {
+			r := outputRules
 			if cfg.Locked {
-				return validate(cfg, ld, allRules)
+				r = allRules
 			}
-			return validate(cfg, ld, outputRules)
+			ws, err := validate(cfg, ld, r)
+			for _, w := range ws {
+				log.Warn(w.Msg, "file", w.File, "line", w.Line, "column", w.Column, "field", w.Path, "code", w.ErrorCode())
+			}
+			return err
 		}},
-		{"mirror", func() error { return mirrorLoaded(ctx, cfg, ld, io.Discard, false) }},
-		{"render", func() error { return renderLoaded(ctx, cfg, ld) }},
+		{"mirror", func() error { o.Mirror.DryRun = false; _, err := mirrorLoaded(ctx, cfg, ld, o.Mirror); return err }},
+		{"render", func() error { return renderLoaded(ctx, cfg, ld, dir) }},
 	}
-	if publish {
-		steps = append(steps, struct {
-			name string
-			run  func() error
-		}{"publish", func() error { return publishLoaded(ctx, cfg, ld) }})
+	if o.Push {
+		steps = append(steps, step{"publish", func() error { _, err := publishLoaded(ctx, cfg, ld, o.Publish); return err }})
 	}
 	for _, s := range steps {
 		if err := ctx.Err(); err != nil {
@@ -262,20 +274,21 @@ type rendered struct {
 	// plain is the render before its Secrets were sealed, for publish to
 	// keep the published ciphertext (keepPublished).
 	plain []layout.File
-	// forged are the sealed Secrets of OutDir whose annotation matched the
+	// forged are the sealed Secrets of dir whose annotation matched the
 	// render but whose ciphertext, decrypted with cfg's age key, did not.
 	forged []string
-	// had is what OutDir held (tree.Read), set by checkLoaded.
+	// had is what dir held (tree.Read), set by checkLoaded.
 	had map[string][]byte
 	// generated are the clusters whose client ID the lock lacked, which
 	// Check's render holds as NewClientIDPlaceholder (review.Options).
 	generated []string
 }
 
-// render runs every step of a render except writing, on a copy of ld's lock.
-// With placeholders (Check), a client ID the lock lacks becomes
+// render runs every step of a render except writing, on a copy of ld's lock;
+// Secrets keep the ciphertext dir holds where it still seals them. With
+// placeholders (Check), a client ID the lock lacks becomes
 // NewClientIDPlaceholder rather than a random one.
-func render(ctx context.Context, cfg Config, ld *Loaded, placeholders bool) (*rendered, error) {
+func render(ctx context.Context, cfg Config, ld *Loaded, dir string, placeholders bool) (*rendered, error) {
 	log := cfg.logger()
 	start := time.Now()
 	if err := ld.check(allRules); err != nil {
@@ -327,7 +340,7 @@ func render(ctx context.Context, cfg Config, ld *Loaded, placeholders bool) (*re
 		return nil, err
 	}
 	r.plain = files
-	files, err = secrets.Seal(files, enc, previous(cfg.OutDir),
+	files, err = secrets.Seal(files, enc, previous(dir),
 		secrets.Verify(ids, func(p string) { r.forged = append(r.forged, p) }))
 	if err != nil {
 		return nil, err
@@ -411,7 +424,7 @@ func (cfg Config) file() string {
 	return cfg.File
 }
 
-// waiting logs that another render holds the output folder.
-func (cfg Config) waiting() {
-	cfg.logger().Info("waiting for another render of the output folder", "dir", cfg.OutDir)
+// waiting logs that another render holds the output folder dir.
+func (cfg Config) waiting(dir string) func() {
+	return func() { cfg.logger().Info("waiting for another render of the output folder", "dir", dir) }
 }

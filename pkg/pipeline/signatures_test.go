@@ -93,7 +93,7 @@ func signedSetup(t *testing.T, key *testenv.Key, images ...string) (pipeline.Con
 		"apps/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  namespace: default\n",
 	})
 	noEnv := func(string) (string, bool) { return "", false }
-	return pipeline.Config{File: filepath.Join(root, "fleet.yaml"), OutDir: filepath.Join(t.TempDir(), "out"), LookupEnv: noEnv}, src, dst
+	return pipeline.Config{File: filepath.Join(root, "fleet.yaml"), LookupEnv: noEnv}, src, dst
 }
 
 // TestMirrorPublishVerified: a fleet with spec.verify mirrors its signed
@@ -103,7 +103,7 @@ func TestMirrorPublishVerified(t *testing.T) {
 	ctx := context.Background()
 	key := testenv.NewKey(t)
 	cfg, src, dst := signedSetup(t, key, "%SRC%/contoso/app:1.0")
-	if err := pipeline.Mirror(ctx, cfg, io.Discard, false); err != nil {
+	if _, err := pipeline.Mirror(ctx, cfg, pipeline.MirrorOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	l, err := lock.Load(filepath.Join(filepath.Dir(cfg.File), lock.FileName))
@@ -114,15 +114,15 @@ func TestMirrorPublishVerified(t *testing.T) {
 	if !ok || img.Verified == nil || img.Verified.Policy != "spec.verify[0]" {
 		t.Fatalf("lock entry %+v, want it verified under spec.verify[0]", img)
 	}
-	if err := pipeline.Validate(ctx, cfg); err != nil {
+	if _, err := pipeline.Validate(ctx, cfg); err != nil {
 		t.Fatalf("validate after mirror: %v", err)
 	}
-	if err := pipeline.Render(ctx, cfg); err != nil {
+	out := filepath.Join(t.TempDir(), "out")
+	if err := pipeline.Render(ctx, cfg, pipeline.RenderOptions{OutDir: out}); err != nil {
 		t.Fatal(err)
 	}
 	bare := testenv.BareRepo(t, "fleet.git")
-	cfg.PushURL = bare
-	if err := pipeline.Publish(ctx, cfg); err != nil {
+	if _, err := pipeline.Publish(ctx, cfg, pipeline.PublishOptions{OutDir: out, PushURL: bare}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -132,8 +132,7 @@ func TestMirrorPublishVerified(t *testing.T) {
 		t.Fatal(err)
 	}
 	bare2 := testenv.BareRepo(t, "fleet2.git")
-	cfg.PushURL = bare2
-	err = pipeline.Publish(ctx, cfg)
+	_, err = pipeline.Publish(ctx, cfg, pipeline.PublishOptions{OutDir: out, PushURL: bare2})
 	if err == nil || !strings.Contains(err.Error(), "nothing pushed") || problem.IsInvalid(err) {
 		t.Fatalf("publish without the signature at the mirror: %v, want a refusal (exit 1)", err)
 	}
@@ -154,7 +153,7 @@ func TestMirrorRefusesUnsigned(t *testing.T) {
 	if err := os.WriteFile(lockPath, before, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	err := pipeline.Mirror(ctx, cfg, io.Discard, false)
+	_, err := pipeline.Mirror(ctx, cfg, pipeline.MirrorOptions{})
 	var ve *verify.Error
 	if !errors.As(err, &ve) || problem.IsInvalid(err) {
 		t.Fatalf("err = %v, want a signature refusal (exit 1)", err)
@@ -176,7 +175,7 @@ func TestValidateVerifyPolicies(t *testing.T) {
 	ctx := context.Background()
 	key := testenv.NewKey(t)
 	cfg, _, _ := signedSetup(t, key, "%SRC%/contoso/app:1.0")
-	if err := pipeline.Mirror(ctx, cfg, io.Discard, false); err != nil {
+	if _, err := pipeline.Mirror(ctx, cfg, pipeline.MirrorOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	dir := filepath.Dir(cfg.File)
@@ -190,7 +189,7 @@ func TestValidateVerifyPolicies(t *testing.T) {
         trustedRoot: {file: keys/root.json}
     - images: ["`)
 	testenv.WriteTree(t, dir, map[string]string{"keys/root.json": `{"mediaType": "MARKER"}`})
-	err = pipeline.Validate(ctx, cfg)
+	_, err = pipeline.Validate(ctx, cfg)
 	if !problem.IsInvalid(err) {
 		t.Fatalf("err = %v, want input errors", err)
 	}
@@ -209,14 +208,14 @@ func TestValidateVerifyPolicies(t *testing.T) {
 	// The policy changes (a second key) after the lock was written.
 	testenv.WriteTree(t, dir, map[string]string{"fleet.yaml": strings.Replace(string(good), "keys: [{file: keys/cosign.pub}]", "keys: [{file: keys/cosign.pub}, {file: keys/other.pub}]", 1),
 		"keys/other.pub": string(testenv.NewKey(t).PublicPEM)})
-	err = pipeline.Validate(ctx, cfg)
+	_, err = pipeline.Validate(ctx, cfg)
 	if !problem.IsInvalid(err) || !strings.Contains(err.Error(), "spec.verify[0]: 1 image(s) this policy covers are locked without a signature verified under it (the policy is new or changed): run `fleetgen mirror`") {
 		t.Errorf("validate with a changed policy: %v", err)
 	}
-	if err := pipeline.Mirror(ctx, cfg, io.Discard, false); err != nil {
+	if _, err := pipeline.Mirror(ctx, cfg, pipeline.MirrorOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := pipeline.Validate(ctx, cfg); err != nil {
+	if _, err := pipeline.Validate(ctx, cfg); err != nil {
 		t.Errorf("validate after mirror: %v", err)
 	}
 }
@@ -276,13 +275,14 @@ func TestDiffShowsPolicyChange(t *testing.T) {
 	ctx := context.Background()
 	key := testenv.NewKey(t)
 	cfg, src, _ := signedSetup(t, key, "%SRC%/contoso/app:1.0")
-	if err := pipeline.Mirror(ctx, cfg, io.Discard, false); err != nil {
+	if _, err := pipeline.Mirror(ctx, cfg, pipeline.MirrorOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := pipeline.Render(ctx, cfg); err != nil {
+	ro := pipeline.RenderOptions{OutDir: filepath.Join(t.TempDir(), "out")}
+	if err := pipeline.Render(ctx, cfg, ro); err != nil {
 		t.Fatal(err)
 	}
-	rep, _, err := pipeline.Diff(ctx, cfg)
+	rep, _, err := pipeline.Diff(ctx, cfg, ro)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +291,7 @@ func TestDiffShowsPolicyChange(t *testing.T) {
 	}
 	testenv.ReplaceIn(t, cfg.File, "keys: [{file: keys/cosign.pub}]", "keys: [{file: keys/cosign.pub}, {file: keys/other.pub}]")
 	testenv.WriteTree(t, filepath.Dir(cfg.File), map[string]string{"keys/other.pub": string(testenv.NewKey(t).PublicPEM)})
-	rep, _, err = pipeline.Diff(ctx, cfg)
+	rep, _, err = pipeline.Diff(ctx, cfg, ro)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,7 @@ func RenderStream(ctx context.Context, cfg Config, w io.Writer) error {
 		return err
 	}
 	cfg.Locked = true
-	r, err := render(ctx, cfg, ld, false)
+	r, err := render(ctx, cfg, ld, "", false)
 	if err != nil {
 		return err
 	}

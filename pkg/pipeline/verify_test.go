@@ -101,8 +101,8 @@ func TestForgedSealedSecret(t *testing.T) {
 	root := copyExample(t)
 	out := filepath.Join(t.TempDir(), "out")
 	noEnv := func(string) (string, bool) { return "", false }
-	cfg := Config{File: filepath.Join(root, "fleet.yaml"), OutDir: out, LookupEnv: noEnv}
-	if err := Render(ctx, cfg); err != nil {
+	cfg, ro := Config{File: filepath.Join(root, "fleet.yaml"), LookupEnv: noEnv}, RenderOptions{OutDir: out}
+	if err := Render(ctx, cfg, ro); err != nil {
 		t.Fatal(err)
 	}
 	target := filepath.Join(out, filepath.FromSlash(sealedPath))
@@ -118,7 +118,7 @@ func TestForgedSealedSecret(t *testing.T) {
 	// The key is verified against a genuine tree first: no drift.
 	withKey := cfg
 	withKey.AgeKeyFile = exampleKey
-	if d, err := Check(ctx, withKey); err != nil || d != "" {
+	if d, err := Check(ctx, withKey, ro); err != nil || d != "" {
 		t.Fatalf("check of the genuine tree with the key: %q, %v", d, err)
 	}
 
@@ -128,7 +128,7 @@ func TestForgedSealedSecret(t *testing.T) {
 	}
 
 	// Without a key, the annotation is all fleetgen can check.
-	if d, err := Check(ctx, cfg); err != nil || d != "" {
+	if d, err := Check(ctx, cfg, ro); err != nil || d != "" {
 		t.Fatalf("without a key: drift %q, %v (docs/secrets.md says a forgery passes)", d, err)
 	}
 
@@ -141,7 +141,7 @@ func TestForgedSealedSecret(t *testing.T) {
 	}
 	for name, c := range map[string]Config{"flag": withKey, "environment": envKey} {
 		t.Run(name, func(t *testing.T) {
-			d, err := Check(ctx, c)
+			d, err := Check(ctx, c, ro)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -153,14 +153,14 @@ func TestForgedSealedSecret(t *testing.T) {
 					t.Errorf("the diff shows plaintext")
 				}
 			}
-			err = Publish(ctx, c)
+			_, err = Publish(ctx, c, PublishOptions{OutDir: out})
 			if err == nil || !strings.Contains(err.Error(), "nothing pushed") || !strings.Contains(err.Error(), sealedPath) {
 				t.Errorf("publish: %v, want a refusal naming %s", err, sealedPath)
 			}
 		})
 	}
 
-	if err := Render(ctx, withKey); err != nil {
+	if err := Render(ctx, withKey, ro); err != nil {
 		t.Fatal(err)
 	}
 	after, err := os.ReadFile(target)
@@ -179,15 +179,14 @@ func TestForgedSealedSecret(t *testing.T) {
 	if strings.Contains(string(plain), base64.StdEncoding.EncodeToString([]byte("token: "+attackerMarker+"\n"))) {
 		t.Error("the re-sealed Secret holds the forged content")
 	}
-	if d, err := Check(ctx, withKey); err != nil || d != "" {
+	if d, err := Check(ctx, withKey, ro); err != nil || d != "" {
 		t.Fatalf("check after render: %q, %v", d, err)
 	}
 }
 
 func TestAgeKeyFileErrors(t *testing.T) {
 	root := copyExample(t)
-	cfg := Config{File: filepath.Join(root, "fleet.yaml"), OutDir: filepath.Join(t.TempDir(), "out"),
-		LookupEnv: func(string) (string, bool) { return "", false }}
+	cfg := Config{File: filepath.Join(root, "fleet.yaml"), LookupEnv: func(string) (string, bool) { return "", false }}
 	bad := filepath.Join(t.TempDir(), "bad.agekey")
 	if err := os.WriteFile(bad, []byte("AGE-SECRET-KEY-1NOTAKEYMARKER\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -197,7 +196,7 @@ func TestAgeKeyFileErrors(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c := cfg
 			c.AgeKeyFile = path
-			_, err := Check(context.Background(), c)
+			_, err := Check(context.Background(), c, RenderOptions{OutDir: filepath.Join(t.TempDir(), "out")})
 			var inv *problem.InvalidError
 			if !errors.As(err, &inv) {
 				t.Fatalf("err = %v, want an input error (exit 2)", err)

@@ -57,14 +57,14 @@ func TestGolden(t *testing.T) {
 			dir := testenv.CopyTree(t, filepath.Join("..", "..", "examples", tc.example), ".fleetgen")
 			out := filepath.Join(t.TempDir(), "out")
 			env := func(string) (string, bool) { return "", false }
-			cfg := pipeline.Config{File: filepath.Join(dir, "fleet.yaml"), OutDir: out, LookupEnv: env, AllowPlaintextSecrets: true}
-			if err := pipeline.Render(context.Background(), cfg); err != nil {
+			cfg := pipeline.Config{File: filepath.Join(dir, "fleet.yaml"), LookupEnv: env, AllowPlaintextSecrets: true}
+			if err := pipeline.Render(context.Background(), cfg, pipeline.RenderOptions{OutDir: out}); err != nil {
 				t.Fatal(err)
 			}
 			if tc.change != nil {
 				tc.change(t, dir)
 			}
-			rep, diff, err := pipeline.Diff(context.Background(), cfg)
+			rep, diff, err := pipeline.Diff(context.Background(), cfg, pipeline.RenderOptions{OutDir: out})
 			if err != nil {
 				t.Fatal(err)
 			}

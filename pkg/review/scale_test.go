@@ -27,9 +27,9 @@ func TestImageBumpAt400(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "out")
-	cfg := pipeline.Config{File: filepath.Join(dir, "fleet.yaml"), OutDir: out, AllowPlaintextSecrets: true,
+	cfg := pipeline.Config{File: filepath.Join(dir, "fleet.yaml"), AllowPlaintextSecrets: true,
 		LookupEnv: func(string) (string, bool) { return "", false }}
-	if err := pipeline.Render(context.Background(), cfg); err != nil {
+	if err := pipeline.Render(context.Background(), cfg, pipeline.RenderOptions{OutDir: out}); err != nil {
 		t.Fatal(err)
 	}
 	for _, env := range []string{"prod", "staging", "dev"} {
@@ -38,7 +38,7 @@ func TestImageBumpAt400(t *testing.T) {
 	testenv.ReplaceIn(t, filepath.Join(dir, "fleet.lock.yaml"),
 		"kured:1.12.0", "kured:1.12.1",
 		"sha256:"+strings.Repeat("1", 64), "sha256:"+strings.Repeat("c", 64))
-	rep, _, err := pipeline.Diff(context.Background(), cfg)
+	rep, _, err := pipeline.Diff(context.Background(), cfg, pipeline.RenderOptions{OutDir: out})
 	if err != nil {
 		t.Fatal(err)
 	}

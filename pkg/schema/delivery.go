@@ -231,6 +231,8 @@ type ClusterReach struct {
 	// Mode is the cluster's registration mode; deliveries reach only
 	// clusters of modes registered with Fleet (agent, manager, capi).
 	Mode string `json:"-"`
+	// Fleet is whether Mode registers the cluster with Fleet.
+	Fleet bool `json:"-"`
 	// LayerWhy says, per layer, which selector selected it.
 	LayerWhy []string `json:"-"`
 }
@@ -277,7 +279,7 @@ func (f *Fleet) Reach() *Reach {
 	}
 	for ci := range f.Spec.Clusters {
 		c := &f.Spec.Clusters[ci]
-		cr := ClusterReach{Name: c.Name, Mode: c.Registration.Mode, Layers: []string{}, Deliveries: []DeliveryReach{}}
+		cr := ClusterReach{Name: c.Name, Mode: c.Registration.Mode, Fleet: c.ModeOf() != nil && c.ModeOf().Fleet, Layers: []string{}, Deliveries: []DeliveryReach{}}
 		for i, l := range f.Spec.Layers {
 			if Selects(l.Selector, c.Labels) {
 				cr.Layers = append(cr.Layers, l.Name)

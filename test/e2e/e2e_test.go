@@ -52,6 +52,7 @@ type example struct {
 	gitUser  string
 	gitPass  string
 	cfg      pipeline.Config
+	build    pipeline.BuildOptions // build --publish
 	ageKey   []byte
 }
 
@@ -91,7 +92,7 @@ func TestReconcile(t *testing.T) {
 
 	ex := quickstart(t, mgr, imported)
 	addSubstitutionLayer(t, ex)
-	if err := pipeline.Build(ctx, ex.cfg, true); err != nil {
+	if err := pipeline.Build(ctx, ex.cfg, ex.build); err != nil {
 		t.Fatalf("fleetgen build --publish: %v", err)
 	}
 	boot := map[string][]byte{}
@@ -262,10 +263,9 @@ func quickstart(t *testing.T, mgr, imported *cluster) *example {
 	}
 	ex.cfg = pipeline.Config{
 		File:      filepath.Join(ex.dir, "fleet.yaml"),
-		OutDir:    ex.out,
-		PushURL:   "file://" + ex.repo,
 		LookupEnv: func(string) (string, bool) { return "", false },
 	}
+	ex.build = pipeline.BuildOptions{Publish: pipeline.PublishOptions{OutDir: ex.out, PushURL: "file://" + ex.repo}, Push: true}
 	return ex
 }
 

@@ -325,7 +325,7 @@ func deregister(t *testing.T, ctx context.Context, s *summary, mgr *cluster, ex 
 	}
 
 	testenv.ReplaceIn(t, ex.cfg.File, "    - name: "+removedName+"\n      labels: {env: dev, region: us}\n      registration: {mode: agent, tokenTTL: 24h}\n", "")
-	if err := pipeline.Build(ctx, ex.cfg, true); err != nil {
+	if err := pipeline.Build(ctx, ex.cfg, ex.build); err != nil {
 		t.Fatalf("fleetgen build --publish without %s: %v", removedName, err)
 	}
 	head := testenv.Git(t, ex.repo, "rev-parse", "main")
