@@ -186,3 +186,28 @@ func TestMemo(t *testing.T) {
 		t.Errorf("a cancelled render was kept: %v", err)
 	}
 }
+
+// BenchmarkRender is one render of the test chart (every cluster whose
+// input differs pays it); BenchmarkMemoHit what a cluster that shares an
+// input pays.
+func BenchmarkRender(b *testing.B) {
+	c := webChart(b)
+	rel := release(b, webRelease)
+	for b.Loop() {
+		if _, err := Render(context.Background(), c, Input{Release: rel}, DefaultLimits()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkMemoHit(b *testing.B) {
+	c := webChart(b)
+	rel := release(b, webRelease)
+	memo := NewMemo()
+	in := Input{Release: rel, Values: map[string]any{"replicas": 3, "image": map[string]any{"tag": "2.0"}}}
+	for b.Loop() {
+		if _, err := memo.Render(context.Background(), c, in, DefaultLimits()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
 )
 
 // serveRepo serves an HTTP chart repository: index.yaml (index, with
@@ -132,5 +134,66 @@ func TestResolveURL(t *testing.T) {
 		if got, err := resolveURL(tc.base, tc.ref); err != nil || got != tc.want {
 			t.Errorf("resolveURL(%q, %q) = %q, %v: want %q", tc.base, tc.ref, got, err, tc.want)
 		}
+	}
+}
+
+// TestHTTPChartToMirror is mirror's path for a chart of an HTTP repository,
+// then render's: index, exact version, archive checked against the index,
+// republished in the mirror as helm push would, fetched back by digest into
+// an empty cache on another "machine", rendered, pinned.
+func TestHTTPChartToMirror(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo, _ := serveRepo(t, index)
+	host := startRegistry(t, nil)
+
+	ix, err := FetchIndex(ctx, http.DefaultClient, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cv, err := ix.Find("web", "1.2.3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tgz, err := FetchArchive(ctx, http.DefaultClient, repo, cv, DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(repo+" web 1.2.3", tgz, DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := Republish(c, tgz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tag, _ := name.NewTag(host + "/charts/web:" + c.Version)
+	if err := PushOCI(a, tag); err != nil {
+		t.Fatal(err)
+	}
+	locked := tag.Context().Digest(a.Digest) // what the lock records
+
+	fresh := NewCache(t.TempDir())
+	got, err := fresh.Fetch(locked, DefaultLimits(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mirrored, err := Load(locked.String(), got.Archive, DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mirrored.Digest != c.Digest {
+		t.Fatalf("the mirrored archive is not the repository's")
+	}
+	res, err := Render(ctx, mirrored, Input{Release: release(t, webRelease)}, DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refs []string
+	for _, u := range res.Images() {
+		refs = append(refs, u.Ref)
+	}
+	if _, err := PinImages(refs, mirror, lockPins); err != nil {
+		t.Fatal(err)
 	}
 }
