@@ -3,6 +3,8 @@ package schema
 import (
 	"reflect"
 	"strings"
+
+	"fleetgen.dev/fleetgen/pkg/layout"
 )
 
 // The JSON Schema's documentation of spec.deliveries, spec.argocd and
@@ -113,7 +115,7 @@ var managerDocs = map[string]fieldDoc{
 	"spec.clusters[].apiServer":                                         {desc: "How managers other than Fleet (Argo CD) reach the cluster; not for mode manager, whose kubeconfig says it."},
 	"spec.clusters[].apiServer.url":                                     {desc: "The cluster's API server, https://HOST[:PORT].", required: true, pattern: `^https://`},
 	"spec.clusters[].apiServer.ca":                                      {desc: "The API server's CA (PEM), {file: PATH} or {value: PEM}; none means a well-known CA.", forms: formFile | formValue},
-	"spec.clusters[].agent":                                             {desc: "fleet-agent scheduling (modes agent, manager, capi), set on the Cluster (agentTolerations, agentAffinity, agentResources, hostNetwork, agentSchedulingCustomization) and, for mode agent, what the chart takes in agents/<cluster>/values.yaml."},
+	"spec.clusters[].agent":                                             {desc: "fleet-agent scheduling (modes agent, manager, capi), set on the Cluster (agentTolerations, agentAffinity, agentResources, hostNetwork, agentSchedulingCustomization) and, for mode agent, what the chart takes in " + string(layout.AgentValues) + "."},
 	"spec.clusters[].agent.tolerations":                                 {desc: "Tolerations of the agent's Pod (core/v1 Toleration)."},
 	"spec.clusters[].agent.affinity":                                    {desc: "The agent's affinity (core/v1 Affinity); replaces Fleet's default."},
 	"spec.clusters[].agent.resources":                                   {desc: "The agent's resources (limits, requests)."},
