@@ -240,7 +240,7 @@ func newPublish(g *globals, stdout io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "publish [PATH] -o DIR",
 		Short: "Push the rendered tree to spec.source (Git or OCI)",
-		Long: `Publish verifies that every locked image is in the registry at its digest and
+		Long: `Publish checks that every locked image is in the registry at its digest and
 that DIR matches a fresh render, then commits DIR to spec.source: for git it
 commits and pushes (never forced), for oci it pushes a Flux artifact tagged
 with spec.source.ref. An unchanged tree makes no commit.
