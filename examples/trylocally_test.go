@@ -17,13 +17,8 @@ func TestTryLocally(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds fleetgen and starts a registry")
 	}
-	for _, tool := range []string{testenv.RegistryBinary, "git", "curl", "go"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("CI") != "" {
-				t.Fatalf("%s not found", tool)
-			}
-			t.Skipf("%s not found", tool)
-		}
+	for _, tool := range []string{"docker-registry", "git", "curl", "go"} {
+		testenv.Tool(t, tool)
 	}
 	t.Parallel()
 	work := t.TempDir()

@@ -16,6 +16,7 @@ import (
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/pkg/workload"
 )
 
 // Use is one image (or oci:// chart) the fleet needs.
@@ -101,7 +102,7 @@ func Discover(f *schema.Fleet, m *layers.Model) (*Result, error) {
 	for i, ref := range f.Spec.Images {
 		p := fmt.Sprintf("spec.images[%d]", i)
 		if !add(ref, p, i, p) {
-			errs = append(errs, f.Errorf(p, "invalid image reference: want [HOST[:PORT]/]PATH[:TAG][@sha256:DIGEST]"))
+			errs = append(errs, f.At(problem.InvalidValue(p, "invalid image reference: want [HOST[:PORT]/]PATH[:TAG][@sha256:DIGEST]")))
 		}
 	}
 	layerIdx := make(map[string]int, len(f.Spec.Layers))
@@ -139,7 +140,7 @@ func Discover(f *schema.Fleet, m *layers.Model) (*Result, error) {
 		for _, o := range bad {
 			if msg := fmt.Sprintf("layer %s: folder %s: %s", strings.Join(names, ", "), s.Path, o); !reported[msg] {
 				reported[msg] = true
-				errs = append(errs, f.Errorf(at, "layer %s: folder %s%s: %s", strings.Join(names, ", "), s.Path, expanded, o))
+				errs = append(errs, f.At(problem.Other(at, "layer %s: folder %s%s: %s", strings.Join(names, ", "), s.Path, expanded, o)))
 			}
 		}
 		for _, img := range found {
@@ -150,7 +151,7 @@ func Discover(f *schema.Fleet, m *layers.Model) (*Result, error) {
 			if !ok {
 				if msg := fmt.Sprintf("layer %s: folder %s: %s: invalid", strings.Join(names, ", "), s.Path, img.who); !reported[msg] {
 					reported[msg] = true
-					errs = append(errs, f.Errorf(at, "layer %s: folder %s%s: %s: invalid image reference: want [HOST[:PORT]/]PATH[:TAG][@sha256:DIGEST]", strings.Join(names, ", "), s.Path, expanded, img.who))
+					errs = append(errs, f.At(problem.Other(at, "layer %s: folder %s%s: %s: invalid image reference: want [HOST[:PORT]/]PATH[:TAG][@sha256:DIGEST]", strings.Join(names, ", "), s.Path, expanded, img.who)))
 				}
 				continue
 			}
@@ -229,7 +230,7 @@ type found struct {
 	file, field string
 }
 
-// collect returns the images and charts objs refer to, in no particular
+// collect returns the images (workload.Containers) and charts objs refer to, in no particular
 // order, and the objects whose references cannot be mirrored (each named, its
 // values never quoted).
 func collect(objs []*layers.Object) (out []found, bad []string) {
@@ -244,22 +245,8 @@ func collect(objs []*layers.Object) (out []found, bad []string) {
 		if o == nil {
 			continue
 		}
-		for _, ps := range podSpecs(o) {
-			for _, field := range []string{"initContainers", "containers", "ephemeralContainers"} {
-				list, _ := ps.spec[field].([]any)
-				for j, c := range list {
-					cm, _ := c.(map[string]any)
-					if img, _ := cm["image"].(string); img != "" {
-						cname, _ := cm["name"].(string)
-						item := fmt.Sprintf("[%d]", j)
-						if cname != "" {
-							item = "[name=" + cname + "]"
-						}
-						out = append(out, found{ref: img, who: fmt.Sprintf("%s %s %s", objs[i].Describe(), field, cname),
-							file: objs[i].Origin, field: ps.path + "." + field + item + ".image"})
-					}
-				}
-			}
+		for _, c := range workload.Containers(o) {
+			out = append(out, found{ref: c.Image, who: fmt.Sprintf("%s %s %s", objs[i].Describe(), c.Field, c.Name), file: objs[i].Origin, field: c.Path})
 		}
 		if str(o, "kind") == "HelmRelease" && strings.HasPrefix(str(o, "apiVersion"), "helm.toolkit.fluxcd.io/") {
 			ref, err := chartRef(o, byKey)
@@ -274,32 +261,6 @@ func collect(objs []*layers.Object) (out []found, bad []string) {
 	}
 	sort.Strings(bad)
 	return out, bad
-}
-
-// podSpecs returns the pod specs in o: a Pod's spec, spec.template.spec of every
-// workload (Deployment, StatefulSet, DaemonSet, ReplicaSet, Job,
-// ReplicationController, and any custom kind shaped like them) and CronJob's
-// spec.jobTemplate.spec.template.spec.
-func podSpecs(o map[string]any) []podSpec {
-	var out []podSpec
-	if str(o, "kind") == "Pod" {
-		if s := obj(o, "spec"); s != nil {
-			out = append(out, podSpec{"spec", s})
-		}
-	}
-	if s := obj(o, "spec", "template", "spec"); s != nil {
-		out = append(out, podSpec{"spec.template.spec", s})
-	}
-	if s := obj(o, "spec", "jobTemplate", "spec", "template", "spec"); s != nil {
-		out = append(out, podSpec{"spec.jobTemplate.spec.template.spec", s})
-	}
-	return out
-}
-
-// podSpec is a pod spec of an object and its path there.
-type podSpec struct {
-	path string
-	spec map[string]any
 }
 
 // chartRef returns the oci:// reference of a HelmRelease's chart, or "" when

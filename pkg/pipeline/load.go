@@ -361,8 +361,8 @@ func (ld *Loaded) collisions() problem.Errors {
 		for _, s := range names {
 			u := bySource[s]
 			if quote {
-				errs = append(errs, ld.Fleet.Errorf(u.Fields[0], "image %s would be mirrored to %s, as would %s: want spec.registry.layout %s, or images from distinct repositories",
-					u.Ref, repo, strings.Join(others(names, s), " and "), schema.LayoutPreserveHost))
+				errs = append(errs, ld.Fleet.At(problem.Other(u.Fields[0], "image %s would be mirrored to %s, as would %s: want spec.registry.layout %s, or images from distinct repositories",
+					u.Ref, repo, strings.Join(others(names, s), " and "), schema.LayoutPreserveHost)))
 				continue
 			}
 			// A layer's image: named by who uses it, not quoted.
@@ -370,8 +370,8 @@ func (ld *Loaded) collisions() problem.Errors {
 			for _, o := range others(names, s) {
 				who = append(who, "the one "+whoUses(bySource[o])+" uses")
 			}
-			errs = append(errs, ld.Fleet.Errorf(u.Fields[0], "%s uses an image that would be mirrored to the same repository as %s: want spec.registry.layout %s, or images from distinct repositories",
-				whoUses(u), strings.Join(who, " and "), schema.LayoutPreserveHost))
+			errs = append(errs, ld.Fleet.At(problem.Other(u.Fields[0], "%s uses an image that would be mirrored to the same repository as %s: want spec.registry.layout %s, or images from distinct repositories",
+				whoUses(u), strings.Join(who, " and "), schema.LayoutPreserveHost)))
 		}
 	}
 	return errs
@@ -425,8 +425,8 @@ func (ld *Loaded) lockErrors() problem.Errors {
 		if r.Prefix != "" {
 			at += "/" + r.Prefix
 		}
-		errs = append(errs, f.Errorf("spec.registry", "%s was made for another registry: %d image(s) are locked at targets off %s (layout %s), e.g. image %s, which %s uses: run `fleetgen mirror`",
-			lock.FileName, len(stale), at, r.Layout, inert.Quote(stale[0].Ref), whoUses(stale[0])))
+		errs = append(errs, f.At(problem.Other("spec.registry", "%s was made for another registry: %d image(s) are locked at targets off %s (layout %s), e.g. image %s, which %s uses: run `fleetgen mirror`",
+			lock.FileName, len(stale), at, r.Layout, inert.Quote(stale[0].Ref), whoUses(stale[0]))))
 	}
 	return errs
 }
@@ -441,14 +441,14 @@ func (ld *Loaded) imageProblem(u images.Use, what string) *problem.FieldError {
 	ref := inert.Quote(u.Ref)
 	if fromFleet(u) || len(u.Sources) == 0 || u.Sources[0].File == "" {
 		if len(u.Why) == 1 && u.Why[0] == u.Fields[0] {
-			return f.Errorf(u.Fields[0], "image %s %s", ref, what)
+			return f.At(problem.Other(u.Fields[0], "image %s %s", ref, what))
 		}
-		return f.Errorf(u.Fields[0], "image %s, which %s uses, %s", ref, whoUses(u), what)
+		return f.At(problem.Other(u.Fields[0], "image %s, which %s uses, %s", ref, whoUses(u), what))
 	}
 	src := u.Sources[0]
 	line, col := imageAt(f.Dir, src)
-	return &problem.FieldError{File: filepath.Join(f.Dir, filepath.FromSlash(src.File)), Line: line, Column: col, Path: src.Field,
-		Msg: fmt.Sprintf("%s: %s uses image %s, which %s", whoUses(u), src.Object, ref, what)}
+	return problem.Other(src.Field, "%s: %s uses image %s, which %s", whoUses(u), src.Object, ref, what).
+		At(filepath.Join(f.Dir, filepath.FromSlash(src.File)), line, col)
 }
 
 // whoUses names who asks for an image: "layer web (web/prod)",

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 
+	"fleetgen.dev/fleetgen/internal/strictyaml"
 	"fleetgen.dev/fleetgen/pkg/layout"
 )
 
@@ -147,11 +148,11 @@ func schemaFor(path string, t reflect.Type) map[string]any {
 	case t.Kind() == reflect.Struct:
 		props := map[string]any{}
 		var required []string
-		for _, f := range fields(t) {
-			p := join(path, f.name)
-			props[f.name] = schemaFor(p, t.Field(f.index).Type)
+		for _, f := range strictyaml.Fields(t) {
+			p := strictyaml.Join(path, f.Name)
+			props[f.Name] = schemaFor(p, t.Field(f.Index).Type)
 			if fieldDocs[p].required {
-				required = append(required, f.name)
+				required = append(required, f.Name)
 			}
 		}
 		s = map[string]any{"type": "object", "properties": props, "additionalProperties": false}

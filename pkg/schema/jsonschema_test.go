@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"fleetgen.dev/fleetgen/internal/strictyaml"
 	"github.com/google/go-cmp/cmp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"sigs.k8s.io/yaml"
@@ -154,7 +155,7 @@ func TestJSONSchemaDescribesEveryField(t *testing.T) {
 		}
 		if props, ok := s["properties"].(map[string]any); ok {
 			for k, v := range props {
-				walk(join(path, k), v.(map[string]any))
+				walk(strictyaml.Join(path, k), v.(map[string]any))
 			}
 		}
 		if items, ok := s["items"].(map[string]any); ok {

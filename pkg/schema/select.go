@@ -39,7 +39,7 @@ func (f *Fleet) SelectClusters(names []string) (map[string]bool, bool, error) {
 				listed, more = listed[:maxListedClusters], fmt.Sprintf(" and %d more", len(all)-maxListedClusters)
 			}
 			return nil, false, problem.Invalid(fmt.Errorf("--cluster %q: no cluster of that name in %s%s: want the name of one of spec.clusters or the manager (%s%s)",
-				n, f.File, didYouMean(n, all), strings.Join(listed, ", "), more))
+				n, f.File, problem.DidYouMean(n, all), strings.Join(listed, ", "), more))
 		}
 		keep[n] = true
 		manager = manager || n == mgr

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"fleetgen.dev/fleetgen/pkg/problem"
 )
 
 // UnmatchedLayer is a layer whose selector selects no cluster of the fleet:
@@ -75,7 +77,7 @@ func LabelHint(sel map[string]string, clusters []*Cluster) string {
 				more = fmt.Sprintf(" and %d more", len(values)-maxHintValues)
 				values = values[:maxHintValues]
 			}
-			parts = append(parts, fmt.Sprintf("no cluster has %s=%s: %s is %s%s", k, sel[k], k, orList(values), more))
+			parts = append(parts, fmt.Sprintf("no cluster has %s=%s: %s is %s%s", k, sel[k], k, problem.OrList(values), more))
 		}
 	}
 	if len(parts) == 0 {
