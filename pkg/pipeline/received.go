@@ -182,19 +182,7 @@ func compareSets(old, new *layers.Set) []review.Object {
 			out = append(out, objectChange(o, review.Removed))
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if a.Kind != b.Kind {
-			return a.Kind < b.Kind
-		}
-		if a.Namespace != b.Namespace {
-			return a.Namespace < b.Namespace
-		}
-		if a.Name != b.Name {
-			return a.Name < b.Name
-		}
-		return a.APIVersion < b.APIVersion
-	})
+	review.SortObjects(out)
 	return out
 }
 

@@ -1,10 +1,11 @@
 package review
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -252,28 +253,25 @@ func equalScalar(a, b any) bool {
 	return as == bs && scalar(a) == scalar(b)
 }
 
-// addObjects appends objs to c.Objects, keeping at most MaxObjects sorted by
-// layer, kind, namespace and name, and counting the rest in c.MoreObjects.
+// addObjects appends objs to c.Objects, keeping at most MaxObjects in
+// SortObjects' order, and counting the rest in c.MoreObjects.
 func (c *Cluster) addObjects(objs []Object) {
 	all := append(c.Objects, objs...)
-	sort.SliceStable(all, func(a, b int) bool {
-		x, y := all[a], all[b]
-		if x.Layer != y.Layer {
-			return x.Layer < y.Layer
-		}
-		if x.Kind != y.Kind {
-			return x.Kind < y.Kind
-		}
-		if x.Namespace != y.Namespace {
-			return x.Namespace < y.Namespace
-		}
-		return x.Name < y.Name
-	})
+	SortObjects(all)
 	if len(all) > MaxObjects {
 		c.MoreObjects += len(all) - MaxObjects
 		all = all[:MaxObjects:MaxObjects]
 	}
 	c.Objects = all
+}
+
+// SortObjects sorts objs as a report lists them: by layer, kind, namespace,
+// name and apiVersion.
+func SortObjects(objs []Object) {
+	slices.SortStableFunc(objs, func(x, y Object) int {
+		return cmp.Or(strings.Compare(x.Layer, y.Layer), strings.Compare(x.Kind, y.Kind), strings.Compare(x.Namespace, y.Namespace),
+			strings.Compare(x.Name, y.Name), strings.Compare(x.APIVersion, y.APIVersion))
+	})
 }
 
 // changesText joins a list of changes for a one-line summary (a GitHub
