@@ -41,12 +41,16 @@ const DefaultFile = "fleet.yaml"
 func Validate(ctx context.Context, cfg Config) (problem.Errors, error) {
 	ld, ws, err := validateAll(ctx, cfg)
 	if ld != nil && err == nil {
-		f := ld.Fleet
-		cfg.logger().Info("valid", "file", f.File, "clusters", len(f.Spec.Clusters),
-			"layers", len(f.Spec.Layers), "groups", len(f.Spec.Groups), "images", len(ld.Images.Images),
-			"lockedImages", len(ld.Lock.Images))
+		logValid(cfg, ld)
 	}
 	return ws, err
+}
+
+func logValid(cfg Config, ld *Loaded) {
+	f := ld.Fleet
+	cfg.logger().Info("valid", "file", f.File, "clusters", len(f.Spec.Clusters),
+		"layers", len(f.Spec.Layers), "groups", len(f.Spec.Groups), "images", len(ld.Images.Images),
+		"lockedImages", len(ld.Lock.Images))
 }
 
 // validateAll is Validate's work: what loadAll loaded (nil when fleet.yaml
@@ -84,11 +88,8 @@ func validate(cfg Config, ld *Loaded, r rules) (problem.Errors, error) {
 	if err := ld.check(r); err != nil {
 		return nil, err
 	}
-	f := ld.Fleet
-	cfg.logger().Info("valid", "file", f.File, "clusters", len(f.Spec.Clusters),
-		"layers", len(f.Spec.Layers), "groups", len(f.Spec.Groups), "images", len(ld.Images.Images),
-		"lockedImages", len(ld.Lock.Images))
-	return schema.Warnings(f), nil
+	logValid(cfg, ld)
+	return schema.Warnings(ld.Fleet), nil
 }
 
 // RenderOptions are the options of Render, Check, Diff and RenderStream.
