@@ -26,10 +26,13 @@ func newValidate(g *globals) *cobra.Command {
 		Short: "Check fleet.yaml and every file it refers to",
 		Long: `Validate loads fleet.yaml strictly, applies defaults and checks everything:
 names, labels, modes, durations, URLs, layer dependencies, referenced files and
-environment variables. It prints every problem (file:line:col, field path,
-what would be valid) and writes nothing. Exit code 2 when the input is invalid.
-Warnings (a ClusterGroup that holds no cluster, a delivery target that reaches
-no cluster) are printed too and never change the exit code.`,
+environment variables, then every layer build, image and lock entry. It
+prints every problem of every phase in one run (file:line:col, field path,
+what would be valid): a misspelled field or a missing file never hides a
+layer that does not build or an image the lock lacks. It writes nothing.
+Exit code 2 when the input is invalid. Warnings (a ClusterGroup that holds no
+cluster, a delivery target or layer selector that reaches no cluster) are
+printed beside the problems and never change the exit code.`,
 		Example: example(
 			"fleetgen validate",
 			"fleetgen validate clusters/prod          # clusters/prod/fleet.yaml",
@@ -41,7 +44,7 @@ no cluster) are printed too and never change the exit code.`,
 			if err != nil {
 				return err
 			}
-			ws, err := pipeline.Validate(cmd.Context(), cfg) // no warning with an error
+			ws, err := pipeline.Validate(cmd.Context(), cfg) // warnings beside errors
 			writeWarnings(cmd.OutOrStdout(), cmd.ErrOrStderr(), g.errFormat, ws)
 			return wrap(err)
 		},
@@ -147,9 +150,10 @@ FLEETGEN_REGISTRY_PASSWORD.`,
 func newRender(g *globals, stdout io.Writer) *cobra.Command {
 	in := new(input)
 	var o struct {
-		out    string
-		check  bool
-		format string
+		out      string
+		check    bool
+		format   string
+		clusters []string
 	}
 	cmd := &cobra.Command{
 		Use:   "render [PATH] -o DIR",
@@ -173,12 +177,16 @@ cluster (see 'fleetgen diff').
 With -o -, render writes no folder: every rendered document goes to stdout as
 one YAML stream, files in path order, each after "---" and "# Source: <path>".
 It never changes the lock: a new agent cluster's client ID is refused (exit 2)
-until 'fleetgen render -o DIR' has minted it.`,
+until 'fleetgen render -o DIR' has minted it. --cluster NAME (repeatable)
+streams only what concerns those clusters, as helm template shows one
+release: their Flux entry folder, agent values and registration objects on
+the manager (naming the manager adds its shared files).`,
 		Example: example(
 			"fleetgen render -o out",
 			"fleetgen render -f fleet.yaml -o out --check   # in CI: fail on drift",
 			"fleetgen render -o out --check --locked --output github",
 			"fleetgen render -o - | kubeconform -strict -",
+			"fleetgen render -o - --cluster edge-1   # what edge-1 gets",
 		),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutFlag(cmd, o.out, true); err != nil {
@@ -194,12 +202,15 @@ until 'fleetgen render -o DIR' has minted it.`,
 			if err != nil {
 				return err
 			}
-			ro := pipeline.RenderOptions{OutDir: o.out}
+			if len(o.clusters) > 0 && o.out != "-" {
+				return usagef("%s: --cluster limits the stream of -o -: give -o -, or use 'fleetgen diff --cluster' to compare with DIR", cmd.CommandPath())
+			}
+			ro := pipeline.RenderOptions{OutDir: o.out, Clusters: o.clusters}
 			if o.out == "-" {
 				if o.check {
 					return usagef("%s: --check compares with a folder: give -o DIR, not -o -", cmd.CommandPath())
 				}
-				return wrap(pipeline.RenderStream(cmd.Context(), cfg, stdout))
+				return wrap(pipeline.RenderStream(cmd.Context(), cfg, ro, stdout))
 			}
 			if !o.check {
 				return wrap(pipeline.Render(cmd.Context(), cfg, ro))
@@ -231,6 +242,7 @@ until 'fleetgen render -o DIR' has minted it.`,
 	cmd.Flags().BoolVar(&o.check, "check", false, "write nothing; print a diff and exit 3 when DIR differs")
 	cmd.Flags().StringVar(&o.format, "output", formatText, "with --check: text (the diff) or github (workflow commands, then the diff)")
 	_ = cmd.RegisterFlagCompletionFunc("output", completeValues(formatText, formatGitHub))
+	addClusters(cmd, &o.clusters, "with -o -: stream only what concerns this cluster (repeatable)")
 	return cmd
 }
 

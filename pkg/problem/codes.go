@@ -39,7 +39,7 @@ const (
 	// Warnings (Warnings): valid input that is likely a mistake.
 	CodeEmptyGroup      = "empty-group"      // a ClusterGroup that holds no Fleet cluster
 	CodeUnmatchedTarget = "unmatched-target" // a delivery target that reaches no cluster
-	CodeEmptySelection  = "empty-selection"  // spec.argocd selects no cluster
+	CodeEmptySelection  = "empty-selection"  // spec.argocd or a layer selector selects no cluster
 )
 
 // Constructors, one per code, after apimachinery's field.Required: each
@@ -166,7 +166,7 @@ func UnmatchedTarget(path, format string, args ...any) *FieldError {
 	return newf(CodeUnmatchedTarget, path, fmt.Sprintf(format, args...))
 }
 
-// EmptySelection is the warning for a spec.argocd that selects no cluster (CodeEmptySelection).
+// EmptySelection is the warning for a spec.argocd or a layer selector that selects no cluster (CodeEmptySelection).
 func EmptySelection(path, format string, args ...any) *FieldError {
 	return newf(CodeEmptySelection, path, fmt.Sprintf(format, args...))
 }

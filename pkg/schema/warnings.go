@@ -9,11 +9,13 @@ import (
 
 // Warnings returns what Validate accepts but is likely a mistake, sorted in
 // document order: a ClusterGroup that holds no cluster registered with
-// Fleet, a delivery target that reaches no cluster (with the reason), and a
-// spec.argocd that selects no cluster. Each is a *FieldError with its Code
+// Fleet, a delivery target that reaches no cluster (with the reason), a
+// layer whose selector selects no cluster (with the label values that
+// exist), and a spec.argocd that selects no cluster. Each is a *FieldError with its Code
 // (CodeEmptyGroup, CodeUnmatchedTarget, CodeEmptySelection). A warning never
 // makes input invalid: `fleetgen validate` prints them and exits as it
-// would without them. f is defaulted and valid; Warnings reads nothing.
+// would without them. f is defaulted (LoadPartial's Fleet will do: validate
+// prints warnings beside errors); Warnings reads nothing.
 func Warnings(f *Fleet) problem.Errors {
 	var ws problem.Errors
 	warn := func(e *problem.FieldError) { ws = append(ws, f.At(e)) }
@@ -32,6 +34,9 @@ func Warnings(f *Fleet) problem.Errors {
 	}
 	for _, u := range f.unmatched(f.reach()) {
 		warn(problem.UnmatchedTarget(u.Path, "target %q of delivery %q reaches no cluster: %s", u.Target, u.Delivery, u.Why))
+	}
+	for _, u := range f.unmatchedLayers() {
+		warn(problem.EmptySelection(u.Path, "layer %q selects no cluster: %s; its Flux Kustomization is rendered for none", u.Layer, u.Why))
 	}
 	if f.Spec.ArgoCD != nil && len(f.Spec.Clusters) > 0 && len(f.ArgoCDClusters()) == 0 {
 		warn(problem.EmptySelection("spec.argocd.selector", "spec.argocd selects no cluster: no Argo CD cluster Secret is rendered"))
