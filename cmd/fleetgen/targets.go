@@ -28,8 +28,8 @@ delivery target that reaches no cluster, and why. It reads fleet.yaml only
 and writes nothing.`,
 		Example: example(
 			"fleetgen targets",
-			"fleetgen targets -o json | jq -r '.clusters[] | select(.deliveries == []) | .name'",
-			"fleetgen targets -o json | jq '.unmatched'",
+			"fleetgen targets --output json | jq -r '.clusters[] | select(.deliveries == []) | .name'",
+			"fleetgen targets --output json | jq '.unmatched'",
 		),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(cmd, format, formatText, formatJSON); err != nil {
@@ -47,8 +47,8 @@ and writes nothing.`,
 		},
 	}
 	in.add(g, cmd, 0)
-	cmd.Flags().StringVarP(&format, "output", "o", formatText, "text (a table) or json ({clusters, unmatched})")
-	_ = cmd.RegisterFlagCompletionFunc("output", completeValues(formatText, formatJSON))
+	addFormat(cmd, &format, "text (a table) or json ({clusters, unmatched})", formatText, formatJSON)
+	aliasShortFormat(cmd, &format)
 	return cmd
 }
 
