@@ -168,6 +168,7 @@ Exit codes: 0 ok, 1 runtime failure, 2 invalid input or usage, 3 drift (render -
 		newCompletion(stdout),
 		newSchema(stdout),
 		newExplain(stdout),
+		newInit(stdout, stderr),
 	)
 	return root
 }
