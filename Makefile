@@ -9,7 +9,7 @@ DIST        ?= dist
 PLATFORMS   ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 LDFLAGS     := -X main.version=$(VERSION)
 
-.PHONY: all build install release cross test fuzz bench bench-mirror lint size cold-build e2e e2e-tools
+.PHONY: all build install release cross test fuzz oracles bench bench-mirror lint size cold-build e2e e2e-tools
 
 all: build
 
@@ -69,6 +69,20 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzGitHub$$' -fuzztime=$(FUZZTIME) ./pkg/review
 	$(GO) test -run='^$$' -fuzz='^FuzzMarkdown$$' -fuzztime=$(FUZZTIME) ./pkg/review
 	$(GO) test -run='^$$' -fuzz='^FuzzJSON$$' -fuzztime=$(FUZZTIME) ./pkg/review
+
+## oracles: exactly the tests that run upstream's own code beside a port of
+## its behaviour and require the same answer (docs/upstream.md): Flux's
+## substitution and generator (fluxcd/pkg/kustomize, behind the fluxequal tag:
+## it links controller-runtime), kustomize's remote rule, SOPS's format and
+## kustomize-controller's decryption, the YAML encoder against sigs.k8s.io/yaml
+## and yaml.v3, Sigstore's verdicts against sigstore-go and the cosign CLI
+## (FLEETGEN_COSIGN; skipped without it). Fleet's matcher and the real
+## kustomize-controller are held by `make e2e`.
+oracles:
+	$(GO) test -count=1 -tags fluxequal -run '^(TestFluxSubstitutionEqual|TestFluxGeneratorEqual|TestRemoteCoversKustomize)$$' ./pkg/layers
+	$(GO) test -count=1 -run '^(TestSOPSVersion|TestEncryptedBytesAsSOPS|TestTreeAsSOPS|TestEncryptCommentsDecryptWithSOPS|TestSealDecryptWithMAC|TestSealRoundTripFlux)$$' ./pkg/secrets
+	$(GO) test -count=1 -run '^(TestEncodeMatchesSigsYAML|TestObjectsDecodeStrictly)$$' ./pkg/generate
+	$(GO) test -count=1 -run '^(TestSigstorePublicGood|TestSigstoreAgreesOnBundles|TestSigstoreUsernameIdentity|TestImage|TestSignatureAtMirror|TestVerifySCT|TestCosignInterop)$$' ./pkg/verify
 
 ## bench: render generated fleets of 1,000 and 10,000 clusters to disk
 bench: build

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"fleetgen.dev/fleetgen/internal/inert"
+	"fleetgen.dev/fleetgen/pkg/layout"
 	"fleetgen.dev/fleetgen/pkg/pipeline"
 )
 
@@ -153,9 +154,9 @@ func newRender(g *globals, stdout io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "render [PATH] -o DIR",
 		Short: "Write the Fleet, Verrazzano and Flux manifests to DIR",
-		Long: `Render compiles fleet.yaml and fleet.lock.yaml into DIR: manager/ for the
-management cluster, clusters/<name>/ as each cluster's Flux entry point and
-agents/<name>/values.yaml for fleet-agent installs.
+		Long: `Render compiles fleet.yaml and fleet.lock.yaml into DIR: ` + layout.ManagerDir + `/ for the
+management cluster, ` + layout.ClusterDir("<name>") + `/ as each cluster's Flux entry point and
+` + layout.AgentValues.Path("<name>") + ` for fleet-agent installs.
 
 Files are written atomically; files an earlier render wrote and this one does
 not are removed; files fleetgen did not write are never touched. A render that
@@ -238,7 +239,7 @@ func newPublish(g *globals, stdout io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "publish [PATH] -o DIR",
 		Short: "Push the rendered tree to spec.source (Git or OCI)",
-		Long: `Publish verifies that every locked image is in the registry at its digest and
+		Long: `Publish checks that every locked image is in the registry at its digest and
 that DIR matches a fresh render, then commits DIR to spec.source: for git it
 commits and pushes (never forced), for oci it pushes a Flux artifact tagged
 with spec.source.ref. An unchanged tree makes no commit.

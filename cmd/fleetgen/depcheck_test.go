@@ -81,6 +81,7 @@ var allowedImports = map[string]string{
 	"fleetgen.dev/fleetgen/internal/inert": "untrusted text written to a terminal or a CI log",
 	"fleetgen.dev/fleetgen/pkg/problem":    "input problems, printed as text, json or github by report",
 	"fleetgen.dev/fleetgen/pkg/review":     "diff's report and its writers (text, markdown, json, github)",
+	"fleetgen.dev/fleetgen/pkg/layout":     "the output tree's paths, which render's help names",
 }
 
 // TestCmdImports fails when cmd/fleetgen imports a fleetgen package other

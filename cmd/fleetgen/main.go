@@ -106,7 +106,7 @@ type globals struct {
 	verbose   bool
 	quiet     bool
 	errFormat string // text, json or github: how input problems are printed
-	// ageKeyFile verifies sealed Secrets by decrypting them (pipeline.Config.AgeKeyFile).
+	// ageKeyFile checks sealed Secrets by decrypting them (pipeline.Config.AgeKeyFile).
 	ageKeyFile string
 	logger     *slog.Logger
 	progress   io.Writer
@@ -153,7 +153,7 @@ Exit codes: 0 ok, 1 runtime failure, 2 invalid input or usage, 3 drift (render -
 	pf.BoolVarP(&g.quiet, "quiet", "q", false, "log only errors")
 	pf.StringVar(&g.envPrefix, "kubeconfig-env-prefix", "", "also let {env: VAR} read variables whose names start with this (always: FLEETGEN_KUBECONFIG_)")
 	_ = root.RegisterFlagCompletionFunc("log-format", completeValues("text", "json"))
-	pf.StringVar(&g.ageKeyFile, "age-key-file", "", "age identities with which render, check and publish decrypt and verify the sealed Secrets of the output folder (default $SOPS_AGE_KEY_FILE)")
+	pf.StringVar(&g.ageKeyFile, "age-key-file", "", "age identities with which render, check and publish decrypt and check the sealed Secrets of the output folder (default $SOPS_AGE_KEY_FILE)")
 
 	root.AddCommand(
 		newValidate(g),

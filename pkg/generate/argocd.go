@@ -85,7 +85,7 @@ func (r *renderer) argoCD() []layout.File {
 		}
 		labels[schema.ArgoCDSecretTypeLabel] = "cluster"
 		b64 := base64.StdEncoding.EncodeToString
-		files = append(files, r.file("manager/argocd/"+c.Name+".yaml", &secret{
+		files = append(files, r.file(layout.ArgoCDCluster.Path(c.Name), &secret{
 			APIVersion: "v1", Kind: "Secret",
 			Metadata: objectMeta{Name: argoCDSecretPrefix + c.Name, Namespace: a.Namespace, Labels: labels},
 			Type:     "Opaque",

@@ -116,7 +116,7 @@ func (r *renderer) deliveries() []layout.File {
 		if c := d.CorrectDrift; c != nil {
 			spec.CorrectDrift = &correctDrift{Enabled: c.Enabled, Force: c.Force, KeepFailHistory: c.KeepFailHistory}
 		}
-		files = append(files, r.file("manager/fleet/gitrepos/"+d.Name+".yaml", &fleetGitRepo{
+		files = append(files, r.file(layout.FleetGitRepo.Path(d.Name), &fleetGitRepo{
 			APIVersion: fleetAPIVersion, Kind: "GitRepo",
 			Metadata: objectMeta{Name: d.Name, Namespace: ns},
 			Spec:     spec,
@@ -138,7 +138,7 @@ func (r *renderer) deliveries() []layout.File {
 		AllowedServiceAccounts: sortedSet(sas),
 		GitRepo:                &gitRepoPolicy{AllowedRepoPatterns: sortedSet(repos), AllowedClientSecretNames: sortedSet(secrets)},
 	}
-	return append(files, r.file("manager/fleet/policy.yaml", policy, false))
+	return append(files, r.file(layout.FleetPolicy.Path(), policy, false))
 }
 
 func sortedSet(m map[string]bool) []string {

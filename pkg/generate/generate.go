@@ -44,18 +44,7 @@ func DefaultOptions() Options { return Options{} }
 // already have a client ID in l (lock.AssignClientIDs). Input problems (an image
 // a layer uses that l lacks, …) are problem.Errors or *problem.InvalidError.
 //
-// The tree (SPEC §3):
-//
-//	manager/kustomization.yaml, manager/namespace.yaml
-//	manager/fleet/<cluster>/{cluster,kubeconfig,token}.yaml
-//	manager/fleet/groups/<group>.yaml
-//	manager/fleet/gitrepos/<delivery>.yaml, manager/fleet/policy.yaml
-//	manager/argocd/<cluster>.yaml
-//	manager/verrazzano/<cluster>/{vmc,ca-secret}.yaml, manager/verrazzano/admin-cluster.yaml
-//	clusters/<cluster>/<layer>.yaml
-//	clusters/<manager>/manager.yaml
-//	clusters/<cluster or manager>/{kustomization,source}.yaml (bootstrap none only)
-//	agents/<cluster>/values.yaml
+// The tree is SPEC §3's; every path is built by package layout.
 func Render(f *schema.Fleet, l *lock.Lock, opts Options) ([]layout.File, error) {
 	if l == nil {
 		l = lock.New()
@@ -163,11 +152,11 @@ func (r *renderer) render() ([]layout.File, error) {
 
 	files = append(files, r.managerFiles()...)
 	for _, fl := range files {
-		if strings.HasPrefix(fl.Path, "manager/") {
-			managerRes = append(managerRes, strings.TrimPrefix(fl.Path, "manager/"))
+		if rel, ok := strings.CutPrefix(fl.Path, layout.ManagerDir+"/"); ok {
+			managerRes = append(managerRes, rel)
 		}
 	}
-	files = append(files, r.file("manager/kustomization.yaml", r.kustomizeFile(managerRes), false))
+	files = append(files, r.file(layout.ManagerKustomization.Path(), r.kustomizeFile(managerRes), false))
 	if r.encodeErr != nil {
 		return nil, r.encodeErr
 	}
@@ -213,11 +202,11 @@ func (r *renderer) cluster(i int) clusterResult {
 	}
 
 	// The cluster's own Flux entry point.
-	dir := "clusters/" + c.Name + "/"
 	var resources []string
 	if r.ownSource() {
-		resources = append(resources, "source.yaml")
-		res.files = append(res.files, layout.File{Path: dir + "source.yaml", Data: r.sourceDoc})
+		src := layout.ClusterSource.Path(c.Name)
+		resources = append(resources, path.Base(src))
+		res.files = append(res.files, layout.File{Path: src, Data: r.sourceDoc})
 	}
 	for _, ly := range f.SelectedLayers(c) {
 		li := r.layerIndex[ly.Name]
@@ -230,11 +219,12 @@ func (r *renderer) cluster(i int) clusterResult {
 				res.uses = append(res.uses, layerUse{layer: li, path: key})
 			}
 		}
-		res.files = append(res.files, r.file(dir+ly.Name+".yaml", k, false))
-		resources = append(resources, ly.Name+".yaml")
+		p := layout.Layer.Path(c.Name, ly.Name)
+		res.files = append(res.files, r.file(p, k, false))
+		resources = append(resources, path.Base(p))
 	}
 	if r.ownSource() {
-		res.files = append(res.files, r.file(dir+"kustomization.yaml", r.kustomizeFile(resources), false))
+		res.files = append(res.files, r.file(layout.ClusterKustomization.Path(c.Name), r.kustomizeFile(resources), false))
 	}
 	return res
 }
@@ -323,10 +313,10 @@ func (r *renderer) managerFiles() []layout.File {
 			Metadata: objectMeta{Name: name, Annotations: map[string]string{pruneAnnotation: pruneDisabled}},
 		})
 	}
-	files = append(files, layout.File{Path: "manager/namespace.yaml", Data: ns})
+	files = append(files, layout.File{Path: layout.Namespaces.Path(), Data: ns})
 
 	for _, g := range f.Spec.Groups {
-		files = append(files, r.file("manager/fleet/groups/"+g.Name+".yaml", &clusterGroup{
+		files = append(files, r.file(layout.FleetGroup.Path(g.Name), &clusterGroup{
 			APIVersion: fleetAPIVersion, Kind: "ClusterGroup",
 			Metadata: objectMeta{Name: g.Name, Namespace: f.Spec.Manager.Namespace},
 			Spec:     clusterGroupSpec{Selector: labelSelector{MatchLabels: g.Selector}},
@@ -336,14 +326,14 @@ func (r *renderer) managerFiles() []layout.File {
 	files = append(files, r.deliveries()...)
 	files = append(files, r.argoCD()...)
 
-	dir := "clusters/" + f.Spec.Manager.Name + "/"
+	entry, src := layout.ManagerEntry.Path(f.Spec.Manager.Name), layout.ClusterSource.Path(f.Spec.Manager.Name)
 	files = append(files,
-		r.file(dir+"manager.yaml", &kustomization{
+		r.file(entry, &kustomization{
 			APIVersion: kustomizeAPIVersion, Kind: "Kustomization",
 			Metadata: objectMeta{Name: managerEntryName, Namespace: fluxNamespace},
 			Spec: kustomizationSpec{
 				Interval:   "10m",
-				Path:       "./" + schema.CleanPath(path.Join(f.Spec.Source.Path, "manager")),
+				Path:       "./" + schema.CleanPath(path.Join(f.Spec.Source.Path, layout.ManagerDir)),
 				Prune:      true,
 				SourceRef:  r.sourceRef,
 				Decryption: r.decrypt,
@@ -352,8 +342,8 @@ func (r *renderer) managerFiles() []layout.File {
 	)
 	if r.ownSource() {
 		files = append(files,
-			layout.File{Path: dir + "source.yaml", Data: r.sourceDoc},
-			r.file(dir+"kustomization.yaml", r.kustomizeFile([]string{"manager.yaml", "source.yaml"}), false),
+			layout.File{Path: src, Data: r.sourceDoc},
+			r.file(layout.ClusterKustomization.Path(f.Spec.Manager.Name), r.kustomizeFile([]string{path.Base(entry), path.Base(src)}), false),
 		)
 	}
 	return files

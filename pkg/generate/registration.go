@@ -28,8 +28,6 @@ var modes = map[string]mode{
 	schema.ModeVerrazzano: {render: (*renderer).verrazzano, shared: (*renderer).verrazzanoAdmin},
 }
 
-func fleetDir(c *schema.Cluster) string { return "manager/fleet/" + c.Name + "/" }
-
 // agent: a ClusterRegistrationToken, a Cluster with the client ID and the
 // labels, and the fleet-agent chart values.
 func (r *renderer) agent(i int, c *schema.Cluster) ([]layout.File, *problem.FieldError) {
@@ -45,12 +43,12 @@ func (r *renderer) agent(i int, c *schema.Cluster) ([]layout.File, *problem.Fiel
 		clientID = id
 	}
 	files := []layout.File{
-		r.file(fleetDir(c)+"token.yaml", &registrationToken{
+		r.file(layout.FleetToken.Path(c.Name), &registrationToken{
 			APIVersion: fleetAPIVersion, Kind: "ClusterRegistrationToken",
 			Metadata: objectMeta{Name: c.Name + "-token", Namespace: ns},
 			Spec:     registrationTokenSpec{TTL: c.Registration.TokenTTL},
 		}, false),
-		r.file(fleetDir(c)+"cluster.yaml", &fleetCluster{
+		r.file(layout.FleetCluster.Path(c.Name), &fleetCluster{
 			APIVersion: fleetAPIVersion, Kind: "Cluster",
 			Metadata: objectMeta{Name: c.Name, Namespace: ns, Labels: c.Labels},
 			Spec:     withAgent(fleetClusterSpec{ClientID: clientID}, c),
@@ -73,7 +71,7 @@ func (r *renderer) agent(i int, c *schema.Cluster) ([]layout.File, *problem.Fiel
 	if ca := f.Spec.Manager.APIServerCA; ca != nil {
 		values.APIServerCA = string(ca.Data)
 	}
-	return append(files, r.file("agents/"+c.Name+"/values.yaml", values, false)), nil
+	return append(files, r.file(layout.AgentValues.Path(c.Name), values, false)), nil
 }
 
 // manager: the kubeconfig Secret in cluster-api format and a Cluster that
@@ -86,13 +84,13 @@ func (r *renderer) manager(_ int, c *schema.Cluster) ([]layout.File, *problem.Fi
 		kubeconfig = c.Registration.Kubeconfig.Data
 	}
 	return []layout.File{
-		r.file(fleetDir(c)+"kubeconfig.yaml", &secret{
+		r.file(layout.FleetKubeconfig.Path(c.Name), &secret{
 			APIVersion: "v1", Kind: "Secret",
 			Metadata: objectMeta{Name: secretName, Namespace: ns, Labels: map[string]string{capiClusterName: c.Name}},
 			Type:     capiSecretType,
 			Data:     map[string]string{"value": base64.StdEncoding.EncodeToString(kubeconfig)},
 		}, true),
-		r.file(fleetDir(c)+"cluster.yaml", &fleetCluster{
+		r.file(layout.FleetCluster.Path(c.Name), &fleetCluster{
 			APIVersion: fleetAPIVersion, Kind: "Cluster",
 			Metadata: objectMeta{Name: c.Name, Namespace: ns, Labels: c.Labels},
 			Spec:     withAgent(fleetClusterSpec{KubeConfigSecret: secretName}, c),
@@ -102,7 +100,7 @@ func (r *renderer) manager(_ int, c *schema.Cluster) ([]layout.File, *problem.Fi
 
 // capi: a Cluster naming the kubeconfig Secret cluster-api already made.
 func (r *renderer) capi(_ int, c *schema.Cluster) ([]layout.File, *problem.FieldError) {
-	return []layout.File{r.file(fleetDir(c)+"cluster.yaml", &fleetCluster{
+	return []layout.File{r.file(layout.FleetCluster.Path(c.Name), &fleetCluster{
 		APIVersion: fleetAPIVersion, Kind: "Cluster",
 		Metadata: objectMeta{Name: c.Name, Namespace: r.f.Spec.Manager.Namespace, Labels: c.Labels},
 		Spec:     withAgent(fleetClusterSpec{KubeConfigSecret: c.Name + "-kubeconfig"}, c),
@@ -111,20 +109,19 @@ func (r *renderer) capi(_ int, c *schema.Cluster) ([]layout.File, *problem.Field
 
 // verrazzano: a VerrazzanoManagedCluster and its CA Secret.
 func (r *renderer) verrazzano(_ int, c *schema.Cluster) ([]layout.File, *problem.FieldError) {
-	dir := "manager/verrazzano/" + c.Name + "/"
 	caName := "ca-secret-" + c.Name
 	var ca []byte
 	if c.Registration.CACert != nil {
 		ca = c.Registration.CACert.Data
 	}
 	return []layout.File{
-		r.file(dir+"vmc.yaml", &managedCluster{
+		r.file(layout.VerrazzanoCluster.Path(c.Name), &managedCluster{
 			APIVersion: verrazzanoAPIVersion, Kind: "VerrazzanoManagedCluster",
 			Metadata: objectMeta{Name: c.Name, Namespace: schema.VerrazzanoNamespace},
 			Spec:     managedClusterSpec{CASecret: caName},
 		}, false),
 		// A CA certificate is public: this Secret is not a credential.
-		r.file(dir+"ca-secret.yaml", &secret{
+		r.file(layout.VerrazzanoCA.Path(c.Name), &secret{
 			APIVersion: "v1", Kind: "Secret",
 			Metadata: objectMeta{Name: caName, Namespace: schema.VerrazzanoNamespace},
 			Data:     map[string]string{"cacrt": base64.StdEncoding.EncodeToString(ca)},
@@ -135,7 +132,7 @@ func (r *renderer) verrazzano(_ int, c *schema.Cluster) ([]layout.File, *problem
 // verrazzanoAdmin is the ConfigMap every managed cluster's registration
 // reads the admin cluster's API server from.
 func (r *renderer) verrazzanoAdmin() []layout.File {
-	return []layout.File{r.file("manager/verrazzano/admin-cluster.yaml", &configMap{
+	return []layout.File{r.file(layout.VerrazzanoAdmin.Path(), &configMap{
 		APIVersion: "v1", Kind: "ConfigMap",
 		Metadata: objectMeta{Name: adminConfigMapName, Namespace: schema.VerrazzanoNamespace},
 		Data:     map[string]string{"server": r.f.Spec.Manager.APIServerURL},

@@ -1,7 +1,8 @@
-// Package layout is the shape of the output tree: the files fleetgen writes
-// and the header that marks them as its own. It imports nothing of fleetgen,
-// so the renderer, the model, the writer and the readers of a rendered tree
-// share one vocabulary without depending on each other.
+// Package layout is the shape of the output tree: the paths fleetgen writes
+// (Kind.Path builds them, Parse reads them), the names that would collide with
+// them and the header that marks its files. It imports nothing of fleetgen, so
+// the renderer, the model, the writer and the readers of a rendered tree share
+// one vocabulary without depending on each other.
 package layout
 
 // Header starts every file fleetgen writes; pkg/tree treats a file that starts

@@ -7,7 +7,6 @@ import (
 	"fleetgen.dev/fleetgen/pkg/layout"
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/review"
-	"fleetgen.dev/fleetgen/pkg/tree"
 )
 
 // Diff renders in memory, as `render --check` does (no client ID invented:
@@ -80,7 +79,7 @@ func filesMap(files []layout.File) map[string][]byte {
 func owned(had map[string][]byte) map[string][]byte {
 	out := map[string][]byte{}
 	for p, b := range had {
-		if bytes.HasPrefix(b, []byte(layout.Header)) && !tree.FluxSystem(p) {
+		if bytes.HasPrefix(b, []byte(layout.Header)) && !layout.FluxSystem(p) {
 			out[p] = b
 		}
 	}

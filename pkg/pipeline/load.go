@@ -7,7 +7,6 @@ import (
 	"sort"
 	"strings"
 
-	"fleetgen.dev/fleetgen/internal/inert"
 	"fleetgen.dev/fleetgen/pkg/generate"
 	"fleetgen.dev/fleetgen/pkg/images"
 	"fleetgen.dev/fleetgen/pkg/layers"
@@ -162,34 +161,12 @@ func (ld *Loaded) layerFileProblems() (problem.Errors, error) {
 		if err != nil {
 			return nil, err
 		}
-		for _, p := range found {
-			if reported(ld.input, p) {
-				continue
-			}
-			ld.files = append(ld.files, ld.Fleet.Errorf("spec.layers", "%s, in a file publish copies from a layer folder: encrypt it with SOPS (docs/secrets.md) or remove it; fleetgen publishes no plaintext credential", p))
+		for _, p := range secrets.Unreported(found, ld.Model.Plaintext(ld.Fleet)) {
+			ld.files = append(ld.files, p.FieldError(ld.Fleet))
 		}
 		ld.filesDone = true
 	}
 	return ld.files, nil
-}
-
-// reported reports whether a finding "file: Secret ns/name …" of the file
-// scan names a file and object an error of errs (Model.Check's, which quotes
-// them with inert.Quote) already names.
-func reported(errs problem.Errors, finding string) bool {
-	file, rest, ok := strings.Cut(finding, ": ")
-	if !ok {
-		return false
-	}
-	obj, _, _ := strings.Cut(rest, " holds")
-	kind, name, _ := strings.Cut(obj, " ")
-	want := " " + inert.Quote(file) + ": " + inert.Quote(kind) + " " + inert.Quote(name) + " "
-	for _, e := range errs {
-		if strings.Contains(e.Error(), want) {
-			return true
-		}
-	}
-	return false
 }
 
 // targets returns each image's mirror target per spec.registry.

@@ -3,40 +3,17 @@ package pipeline
 import (
 	"errors"
 	"os"
-	"path"
 	"path/filepath"
 	"sort"
 	"strings"
 
-	"sigs.k8s.io/yaml"
-
 	"fleetgen.dev/fleetgen/pkg/images"
 	"fleetgen.dev/fleetgen/pkg/layers"
+	"fleetgen.dev/fleetgen/pkg/layout"
 	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/pkg/review"
 	"fleetgen.dev/fleetgen/pkg/schema"
 )
-
-// oldKustomization is what diff reads of a Flux Kustomization an earlier
-// render wrote in DIR: which folder it builds and with which variables.
-type oldKustomization struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Metadata   struct {
-		Name string `json:"name"`
-	} `json:"metadata"`
-	Spec struct {
-		Path      string `json:"path"`
-		PostBuild *struct {
-			Substitute map[string]string `json:"substitute"`
-		} `json:"postBuild"`
-		Images []struct {
-			Name    string `json:"name"`
-			NewName string `json:"newName"`
-			Digest  string `json:"digest"`
-		} `json:"images"`
-	} `json:"spec"`
-}
 
 // pinned is one spec.images rewrite of an old Kustomization: the name the
 // layer writes and the mirror reference pinned by digest it became.
@@ -63,31 +40,20 @@ func receivedChanges(cfg RenderOptions, ld *Loaded, had map[string][]byte) (map[
 	var units []layers.Unit
 	rewrites := map[[2]string][]pinned{}
 	for p, data := range had {
-		dir, file := path.Split(p)
-		parts := strings.Split(strings.TrimSuffix(dir, "/"), "/")
-		if len(parts) != 2 || parts[0] != "clusters" || !strings.HasSuffix(file, ".yaml") {
-			continue
+		lp := layout.Parse(p)
+		k, ok := review.ReadLayer(lp, data)
+		if !ok || lp.Cluster == f.Spec.Manager.Name {
+			continue // not a layer of fleetgen's
 		}
-		var k oldKustomization
-		if yaml.Unmarshal(data, &k) != nil || k.Kind != "Kustomization" || !strings.HasPrefix(k.APIVersion, "kustomize.toolkit.fluxcd.io/") {
-			continue
-		}
-		if k.Metadata.Name != strings.TrimSuffix(file, ".yaml") || parts[1] == f.Spec.Manager.Name {
-			continue // the manager's entry point, or not a layer of fleetgen's
-		}
-		rel := schema.CleanPath(k.Spec.Path)
+		rel := schema.CleanPath(k.Path)
 		if src != "." {
-			var ok bool
 			if rel, ok = strings.CutPrefix(rel, src+"/"); !ok {
 				continue // outside the folder DIR is a checkout of
 			}
 		}
-		u := layers.Unit{Cluster: parts[1], Layer: k.Metadata.Name, Path: rel}
-		if k.Spec.PostBuild != nil {
-			u.Vars = k.Spec.PostBuild.Substitute
-		}
+		u := layers.Unit{Cluster: lp.Cluster, Layer: lp.Name, Path: rel, Vars: k.Substitute}
 		units = append(units, u)
-		for _, img := range k.Spec.Images {
+		for _, img := range k.Images {
 			if img.Name != "" && img.NewName != "" && img.Digest != "" {
 				rewrites[[2]string{u.Cluster, u.Layer}] = append(rewrites[[2]string{u.Cluster, u.Layer}], pinned{img.Name, img.NewName + "@" + img.Digest})
 			}

@@ -341,7 +341,7 @@ func render(ctx context.Context, cfg Config, ld *Loaded, dir string, placeholder
 	}
 	r.plain = files
 	files, err = secrets.Seal(files, enc, previous(dir),
-		secrets.Verify(ids, func(p string) { r.forged = append(r.forged, p) }))
+		secrets.WithDecryptCheck(ids, func(p string) { r.forged = append(r.forged, p) }))
 	if err != nil {
 		return nil, err
 	}

@@ -12,7 +12,7 @@ import (
 
 // Signature policies (spec.verify, SPEC §4): compiled once per load, their
 // input rules run with the others (validate reports them), mirror verifies
-// at the source and publish at the mirror.
+// at the source (mirror.WithVerify) and publish at the mirror (mirror.Verify).
 
 // Policies returns spec.verify compiled: the trusted roots read, the keys
 // parsed. Its error is an input error located in fleet.yaml.
@@ -100,23 +100,6 @@ func (ld *Loaded) verifyLock() problem.Errors {
 		errs = append(errs, ld.Fleet.Errorf(name, "%d image(s) this policy covers are locked without a signature verified under it (the policy is new or changed): run `fleetgen mirror`", count[name]))
 	}
 	return errs
-}
-
-// signedImages returns the lock's images each policy covers now, with the
-// policy, for publish to verify at the mirror.
-func (ld *Loaded) signedImages(l *lock.Lock) (map[string]*verify.Policy, error) {
-	ps, err := ld.Policies()
-	if err != nil || len(ps) == 0 {
-		return nil, err
-	}
-	out := map[string]*verify.Policy{}
-	for _, img := range l.Images {
-		repo, _ := lock.SplitRef(img.Source)
-		if p := ps.For(repo); p != nil {
-			out[img.Source] = p
-		}
-	}
-	return out, nil
 }
 
 // verificationChanges says, per locked image, where the policy that covers

@@ -402,11 +402,11 @@ func buildTree(st storer.EncodedObjectStorer, head, baseTree plumbing.Hash, c *c
 	}
 
 	// Files of the rendered area this render lacks: removed when fleetgen
-	// wrote them.
+	// wrote them, never in a cluster's flux-system/ (below spec.source.path).
 	var remove []string
 	for _, scope := range c.rendered {
 		err := root.walk(st, scope, func(p string, e *dirEntry) error {
-			if _, ok := c.files[p]; ok || !isFile(e.mode) || c.fluxSystem(p) {
+			if _, ok := c.files[p]; ok || !isFile(e.mode) || layout.FluxSystem(strings.TrimPrefix(p, c.base+"/")) {
 				return nil
 			}
 			ours, err := hasHeader(st, e.hash)

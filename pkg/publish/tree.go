@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -18,12 +19,6 @@ import (
 	"fleetgen.dev/fleetgen/pkg/secrets"
 	"fleetgen.dev/fleetgen/pkg/tree"
 )
-
-// renderedTopLevel are the entries a render writes at the top of its output
-// (SPEC §3). With spec.source.path "" they are where the header rule applies
-// (a fleetgen file there that this render lacks is removed), and nowhere else
-// at the repository root.
-var renderedTopLevel = []string{".sops.yaml", "agents", "clusters", "manager"}
 
 // file is one published file.
 type file struct {
@@ -39,8 +34,8 @@ type file struct {
 type content struct {
 	files map[string]file
 	// rendered are the folders (or files) where a file carrying
-	// layout.Header that this render lacks is removed: spec.source.path, or
-	// with path "" the entries of renderedTopLevel. Sorted.
+	// layout.Header that this render lacks is removed, sorted: spec.source.path,
+	// or with path "" only what a render writes at the top (layout.Top, .sops.yaml).
 	rendered []string
 	// layers are the layer paths' top-level folders, where a file the source
 	// root lacks is removed when a publish of this fleet put it there. Sorted.
@@ -48,19 +43,6 @@ type content struct {
 	// base is spec.source.path, cleaned ("" for the root): where the
 	// rendered tree sits.
 	base string
-}
-
-// fluxSystem reports whether the target path p lies in a cluster folder's
-// flux-system/ of the rendered tree, which publish never touches
-// (tree.FluxSystem).
-func (c *content) fluxSystem(p string) bool {
-	if c.base != "" {
-		var ok bool
-		if p, ok = strings.CutPrefix(p, c.base+"/"); !ok {
-			return false
-		}
-	}
-	return tree.FluxSystem(p)
 }
 
 // paths returns the file paths, sorted.
@@ -86,24 +68,14 @@ func (c *content) generateFiles() []layout.File {
 // PlaintextError refuses a publish whose content holds a Secret with
 // plaintext data, in the render or in a layer folder.
 type PlaintextError struct {
-	// Found names each file and Secret ("path: Secret ns/name holds
-	// unencrypted data"), never content.
-	Found []string
+	// Found names each file and Secret, never content.
+	Found []secrets.Finding
 }
 
 func (e *PlaintextError) Error() string {
-	list := e.Found
-	more := ""
-	if len(list) > maxListed {
-		more = fmt.Sprintf("\n  … and %d more", len(list)-maxListed)
-		list = list[:maxListed]
-	}
 	return fmt.Sprintf("nothing pushed: %d Secret(s) with plaintext data would be published (encrypt them with SOPS, see docs/secrets.md; "+
-		"publish never pushes plaintext credentials):\n  %s%s", len(e.Found), strings.Join(list, "\n  "), more)
+		"publish never pushes plaintext credentials):%s", len(e.Found), secrets.List(e.Found))
 }
-
-// maxListed bounds how many findings one error lists.
-const maxListed = 20
 
 // collect builds what a publish pushes: the rendered files (placed at
 // spec.source.path) and every file of the top-level folder of every layer
@@ -135,7 +107,7 @@ func collect(f *schema.Fleet, rendered []layout.File, o *options) (*content, err
 		c.files[path.Join(base, rel)] = file{data: r.Data, secret: r.Secret}
 	}
 	if base == "" {
-		c.rendered = append(c.rendered, renderedTopLevel...)
+		c.rendered = slices.Sorted(slices.Values(append([]string{layout.SOPSConfig.Path()}, layout.Top...)))
 	} else {
 		c.rendered = []string{base}
 	}

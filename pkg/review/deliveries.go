@@ -2,11 +2,9 @@ package review
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
-	"strings"
-
-	"sigs.k8s.io/yaml"
 
 	"fleetgen.dev/fleetgen/pkg/fleetmatch"
 )
@@ -15,30 +13,6 @@ import (
 // delivery reaches a cluster: "deliveries.<delivery>", from the old target
 // to the new one, "" where the delivery does not reach the cluster.
 const DeliveriesField = "deliveries."
-
-// Small local shapes of Fleet's GitRepo and ClusterGroup, the fields the
-// matcher reads.
-type gitRepoTargets struct {
-	Kind string `json:"kind"`
-	Spec struct {
-		Targets []struct {
-			Name                 string           `json:"name"`
-			ClusterName          string           `json:"clusterName"`
-			ClusterGroup         string           `json:"clusterGroup"`
-			ClusterSelector      *matchLabelsOnly `json:"clusterSelector"`
-			ClusterGroupSelector *matchLabelsOnly `json:"clusterGroupSelector"`
-		} `json:"targets"`
-	} `json:"spec"`
-}
-
-type groupSelector struct {
-	Metadata struct {
-		Labels map[string]string `json:"labels"`
-	} `json:"metadata"`
-	Spec struct {
-		Selector *matchLabelsOnly `json:"selector"`
-	} `json:"spec"`
-}
 
 type matchLabelsOnly struct {
 	MatchLabels map[string]string `json:"matchLabels"`
@@ -55,55 +29,24 @@ func (s *matchLabelsOnly) labels() map[string]string {
 	return s.MatchLabels
 }
 
-// reach reads which target of each GitRepo reaches each Fleet Cluster of a
-// rendered tree, with Fleet's matcher (package fleetmatch): cluster ->
-// delivery -> target.
-func reach(files map[string][]byte) map[string]map[string]string {
-	var clusters []fleetmatch.Cluster
-	var groups []fleetmatch.Group
-	repos := map[string][]fleetmatch.Target{}
-	for _, p := range sortedKeys(files) {
-		parts := strings.Split(p, "/")
-		if len(parts) != 4 || parts[0] != "manager" || parts[1] != "fleet" {
+// reach says which target of each GitRepo of t reaches each of its Fleet
+// Clusters, with Fleet's matcher (package fleetmatch): cluster -> delivery
+// -> target.
+func (t tree) reach() map[string]map[string]string {
+	out := map[string]map[string]string{}
+	groups := slices.Collect(maps.Values(t.manager.groups))
+	for name, c := range t.clusters {
+		if !c.fleet {
 			continue
 		}
-		name := strings.TrimSuffix(parts[3], ".yaml")
-		switch {
-		case parts[2] == "gitrepos":
-			var g gitRepoTargets
-			if yaml.Unmarshal(files[p], &g) != nil || g.Kind != "GitRepo" {
-				continue
-			}
-			ts := []fleetmatch.Target{}
-			for _, t := range g.Spec.Targets {
-				ts = append(ts, fleetmatch.Target{Name: t.Name, ClusterName: t.ClusterName, ClusterGroup: t.ClusterGroup,
-					ClusterSelector: t.ClusterSelector.labels(), ClusterGroupSelector: t.ClusterGroupSelector.labels()})
-			}
-			repos[name] = ts
-		case parts[2] == "groups":
-			var g groupSelector
-			if yaml.Unmarshal(files[p], &g) == nil {
-				groups = append(groups, fleetmatch.Group{Name: name, Selector: g.Spec.Selector.labels(), Labels: g.Metadata.Labels})
-			}
-		case parts[3] == "cluster.yaml":
-			var o object
-			if yaml.Unmarshal(files[p], &o) == nil && o.Kind == "Cluster" {
-				clusters = append(clusters, fleetmatch.Cluster{Name: parts[2], Labels: o.Metadata.Labels})
-			}
-		}
-	}
-	out := map[string]map[string]string{}
-	if len(repos) == 0 {
-		return out
-	}
-	for _, c := range clusters {
-		in := fleetmatch.GroupsOf(c, groups)
-		for d, ts := range repos {
-			if i := fleetmatch.First(ts, c, in); i >= 0 {
-				if out[c.Name] == nil {
-					out[c.Name] = map[string]string{}
+		fc := fleetmatch.Cluster{Name: name, Labels: c.labels}
+		in := fleetmatch.GroupsOf(fc, groups)
+		for d, ts := range t.manager.repos {
+			if i := fleetmatch.First(ts, fc, in); i >= 0 {
+				if out[name] == nil {
+					out[name] = map[string]string{}
 				}
-				out[c.Name][d] = ts[i].Name
+				out[name][d] = ts[i].Name
 			}
 		}
 	}
@@ -115,8 +58,8 @@ func reach(files map[string][]byte) map[string]map[string]string {
 // DeliveriesField changes, with a warning where a delivery stops: Fleet
 // then removes what its bundles deployed there. A cluster the report does
 // not list yet is added as changed.
-func (r *Report) addDeliveries(old, new map[string][]byte) {
-	o, n := reach(old), reach(new)
+func (r *Report) addDeliveries(old, new tree) {
+	o, n := old.reach(), new.reach()
 	for _, name := range sortedKeys(o, n) {
 		var ch []Change
 		var warn []string

@@ -17,6 +17,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"fleetgen.dev/fleetgen/pkg/layout"
 )
 
 // Markers: fleetgen's words where a report shows no value. A Change that
@@ -216,7 +218,7 @@ func Compare(old, new map[string][]byte, opts Options) Report {
 	for _, c := range opts.GeneratedClientIDs {
 		generated[c] = true
 	}
-	ot, nt := parseTree(old, opts, nil), parseTree(new, opts, generated)
+	ot, nt := readTree(old, opts, nil), readTree(new, opts, generated)
 	om, nm := ot.members(), nt.members()
 	for _, name := range sortedKeys(ot.clusters, nt.clusters) {
 		oc, inOld := ot.clusters[name]
@@ -246,7 +248,7 @@ func Compare(old, new map[string][]byte, opts Options) Report {
 		}
 		r.Clusters = append(r.Clusters, c)
 	}
-	r.addDeliveries(old, new) // deliveries.go
+	r.addDeliveries(ot, nt) // deliveries.go
 	r.Manager.Changes = compareManager(ot.manager, nt.manager, om, nm)
 	return r
 }
@@ -278,25 +280,25 @@ func compareCluster(o, n *cluster) []Change {
 		f := "layers." + name
 		switch {
 		case !inOld:
-			ch.addValues(f, "", nl.path)
+			ch.addValues(f, "", nl.Path)
 		case !inNew:
-			ch.addValues(f, ol.path, "")
+			ch.addValues(f, ol.Path, "")
 		default:
-			ch.addValues(f+".path", ol.path, nl.path)
+			ch.addValues(f+".path", ol.Path, nl.Path)
 		}
-		ch.addValues(f+".dependsOn", strings.Join(ol.dependsOn, ", "), strings.Join(nl.dependsOn, ", "))
-		for _, k := range sortedKeys(ol.substitute, nl.substitute) {
+		ch.addValues(f+".dependsOn", strings.Join(ol.DependsOn, ", "), strings.Join(nl.DependsOn, ", "))
+		for _, k := range sortedKeys(ol.Substitute, nl.Substitute) {
 			if _, isLabel := n.labels[k]; isLabel || k == "cluster" {
 				continue // a label's change shows once, under labels
 			}
 			if _, isLabel := o.labels[k]; isLabel {
 				continue
 			}
-			ch.addValues(f+".substitute."+k, ol.substitute[k], nl.substitute[k])
+			ch.addValues(f+".substitute."+k, ol.Substitute[k], nl.Substitute[k])
 		}
 	}
 	// Images, once per cluster: the same image in several layers moves once.
-	oi, ni := clusterImages(o), clusterImages(n)
+	oi, ni := o.images, n.images
 	for _, k := range sortedKeys(oi, ni) {
 		ch.addValues("images["+k+"]", oi[k], ni[k])
 	}
@@ -347,23 +349,13 @@ func agentImage(v agentValues) string {
 	return v.Image.Repository + ":" + v.Image.Tag
 }
 
-func clusterImages(c *cluster) map[string]string {
-	m := map[string]string{}
-	for _, l := range c.layers {
-		for k, v := range l.images {
-			m[k] = v
-		}
-	}
-	return m
-}
-
 func clusterWarnings(name string, o, n *cluster) []string {
 	w := []string{}
 	if o.mode != n.mode {
 		w = append(w, fmt.Sprintf("%s: registration mode changed from %s to %s: the cluster registers anew; remove what the old mode installed (a fleet-agent, a kubeconfig Secret)", name, o.mode, n.mode))
 	}
 	if o.clientID.s != "" && o.clientID != n.clientID && n.mode == "agent" {
-		w = append(w, fmt.Sprintf("%s: clientID changed: the agent installed with the old values no longer matches its Cluster; reinstall fleet-agent with agents/%s/values.yaml", name, name))
+		w = append(w, fmt.Sprintf("%s: clientID changed: the agent installed with the old values no longer matches its Cluster; reinstall fleet-agent with %s", name, layout.AgentValues.Path(name)))
 	}
 	if len(o.kubeconfig) > 0 && len(n.kubeconfig) > 0 && !bytes.Equal(o.kubeconfig, n.kubeconfig) {
 		w = append(w, fmt.Sprintf("%s: kubeconfig changed (new credentials, or sealed for other age recipients): Fleet connects with the new Secret; check that it reaches the cluster before merging", name))
@@ -392,11 +384,11 @@ func compareManager(o, n manager, om, nm map[string]map[string]bool) []Change {
 		ng, inNew := n.groups[g]
 		switch {
 		case !inOld:
-			ch.addValues("groups."+g, "", "selector "+ng.selector)
+			ch.addValues("groups."+g, "", "selector "+labelString(ng.Selector))
 		case !inNew:
-			ch.addValues("groups."+g, "selector "+og.selector, "")
+			ch.addValues("groups."+g, "selector "+labelString(og.Selector), "")
 		default:
-			ch.addValues("groups."+g+".selector", og.selector, ng.selector)
+			ch.addValues("groups."+g+".selector", labelString(og.Selector), labelString(ng.Selector))
 		}
 	}
 	for _, g := range sortedKeys(om, nm) {
@@ -445,12 +437,6 @@ func labelString(m map[string]string) string {
 		parts = append(parts, k+"="+m[k])
 	}
 	return strings.Join(parts, ",")
-}
-
-func maps(dst, src map[string]string) {
-	for k, v := range src {
-		dst[k] = v
-	}
 }
 
 func sortedKeys[V any](ms ...map[string]V) []string {

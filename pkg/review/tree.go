@@ -4,6 +4,9 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"fleetgen.dev/fleetgen/pkg/fleetmatch"
+	"fleetgen.dev/fleetgen/pkg/layout"
 )
 
 // What a rendered tree says, read with small local shapes of the upstream
@@ -19,23 +22,15 @@ type cluster struct {
 	kubeconfig []byte // the Secret file; compared, never shown
 	ca         []byte // the Verrazzano CA Secret file; compared, never shown
 	agent      *agentValues
-	layers     map[string]layer
+	layers     map[string]Kustomization
+	images     map[string]string // image name -> newName@digest (or newTag), of every layer
 	files      []string
-}
-
-type layer struct {
-	path       string
-	dependsOn  []string
-	substitute map[string]string
-	images     map[string]string // image name -> newName@digest (or newTag)
 }
 
 type agentValues struct {
 	APIServerURL     string `json:"apiServerURL"`
 	APIServerCA      string `json:"apiServerCA"`
-	ClientID         string `json:"clientID"`
 	ClusterNamespace string `json:"clusterNamespace"`
-	TokenName        string `json:"tokenName"`
 	Image            struct {
 		Repository string `json:"repository"`
 		Tag        string `json:"tag"`
@@ -44,31 +39,10 @@ type agentValues struct {
 
 // manager is what a tree says about the management cluster's shared objects.
 type manager struct {
-	groups      map[string]fleetGroup
+	groups      map[string]fleetmatch.Group    // ClusterGroups; a nil Selector selects nothing
+	repos       map[string][]fleetmatch.Target // each GitRepo's targets, by delivery
 	adminServer string
-	hasAdmin    bool
-	other       map[string][]byte // every other manager file, by path
-}
-
-// fleetGroup is a ClusterGroup: its selector, as read and as shown.
-type fleetGroup struct {
-	selector string            // matchLabels as k=v,…
-	match    map[string]string // nil: no selector, which selects nothing
-}
-
-// selects reports whether g selects c, as Fleet does: a Cluster whose labels
-// hold every matchLabels pair (an empty selector selects every Cluster, a
-// missing one none).
-func (g fleetGroup) selects(c *cluster) bool {
-	if !c.fleet || g.match == nil {
-		return false
-	}
-	for k, v := range g.match {
-		if l, ok := c.labels[k]; !ok || l != v {
-			return false
-		}
-	}
-	return true
+	other       map[string][]byte // every other file (the manager's, Foreign ones), by path
 }
 
 type tree struct {
@@ -76,12 +50,12 @@ type tree struct {
 	manager  manager
 }
 
-// members returns, per group, the set of clusters it selects.
+// members returns, per group, the set of Fleet Clusters it selects.
 func (t tree) members() map[string]map[string]bool {
 	m := map[string]map[string]bool{}
 	for g, gr := range t.manager.groups {
 		for name, c := range t.clusters {
-			if gr.selects(c) {
+			if c.fleet && gr.Selector != nil && fleetmatch.Selects(gr.Selector, c.labels) {
 				if m[g] == nil {
 					m[g] = map[string]bool{}
 				}
@@ -92,153 +66,125 @@ func (t tree) members() map[string]map[string]bool {
 	return m
 }
 
-// Small local shapes of the upstream objects (only the fields compared).
+// object is a small local shape of the upstream objects read (Fleet Cluster,
+// ClusterRegistrationToken, ClusterGroup, GitRepo, ConfigMap): fields compared.
 type object struct {
 	Kind     string `json:"kind"`
 	Metadata struct {
-		Name   string            `json:"name"`
 		Labels map[string]string `json:"labels"`
 	} `json:"metadata"`
-}
-
-type fleetCluster struct {
 	Spec struct {
-		ClientID         string `json:"clientID"`
-		KubeConfigSecret string `json:"kubeConfigSecret"`
+		ClientID string           `json:"clientID"`
+		TTL      string           `json:"ttl"`
+		Selector *matchLabelsOnly `json:"selector"`
+		Targets  []struct {
+			Name                 string           `json:"name"`
+			ClusterName          string           `json:"clusterName"`
+			ClusterGroup         string           `json:"clusterGroup"`
+			ClusterSelector      *matchLabelsOnly `json:"clusterSelector"`
+			ClusterGroupSelector *matchLabelsOnly `json:"clusterGroupSelector"`
+		} `json:"targets"`
 	} `json:"spec"`
-}
-
-type registrationToken struct {
-	Spec struct {
-		TTL string `json:"ttl"`
-	} `json:"spec"`
-}
-
-type clusterGroup struct {
-	Spec struct {
-		Selector *struct {
-			MatchLabels map[string]string `json:"matchLabels"`
-		} `json:"selector"`
-	} `json:"spec"`
-}
-
-type configMap struct {
 	Data map[string]string `json:"data"`
 }
 
-type kustomization struct {
-	Spec struct {
-		Path      string `json:"path"`
-		DependsOn []struct {
-			Name string `json:"name"`
-		} `json:"dependsOn"`
-		PostBuild struct {
-			Substitute map[string]string `json:"substitute"`
-		} `json:"postBuild"`
-		Images []struct {
-			Name    string `json:"name"`
-			NewName string `json:"newName"`
-			NewTag  string `json:"newTag"`
-			Digest  string `json:"digest"`
-		} `json:"images"`
-	} `json:"spec"`
-}
-
-// parseTree reads a tree; generated names the clusters whose client ID is a
+// readTree reads a tree; generated names the clusters whose client ID is a
 // placeholder for one a render would generate (only ever for the new tree).
-func parseTree(files map[string][]byte, opts Options, generated map[string]bool) tree {
-	t := tree{clusters: map[string]*cluster{}, manager: manager{groups: map[string]fleetGroup{}, other: map[string][]byte{}}}
-	get := func(name string) *cluster {
-		c := t.clusters[name]
-		if c == nil {
-			c = &cluster{labels: map[string]string{}, layers: map[string]layer{}}
-			t.clusters[name] = c
-		}
-		return c
-	}
-	// The manager's entry point: clusters/<manager>/manager.yaml.
-	managerName := ""
+func readTree(files map[string][]byte, opts Options, generated map[string]bool) tree {
+	t := tree{clusters: map[string]*cluster{}, manager: manager{groups: map[string]fleetmatch.Group{}, repos: map[string][]fleetmatch.Target{}, other: map[string][]byte{}}}
+	managerName := "" // the manager's entry point is clusters/<manager>/manager.yaml
 	for p := range files {
-		if parts := strings.Split(p, "/"); len(parts) == 3 && parts[0] == "clusters" && parts[2] == "manager.yaml" {
-			managerName = parts[1]
+		if lp := layout.Parse(p); lp.Kind == layout.ManagerEntry {
+			managerName = lp.Cluster
 		}
 	}
 	for _, p := range sortedKeys(files) {
 		data := files[p]
-		parts := strings.Split(p, "/")
-		switch {
-		case len(parts) == 4 && parts[0] == "manager" && parts[1] == "fleet" && parts[2] == "groups":
-			var g clusterGroup
-			if yaml.Unmarshal(data, &g) == nil {
-				gr := fleetGroup{}
-				if sel := g.Spec.Selector; sel != nil {
-					gr.match = map[string]string{}
-					maps(gr.match, sel.MatchLabels)
-					gr.selector = labelString(sel.MatchLabels)
-				}
-				t.manager.groups[strings.TrimSuffix(parts[3], ".yaml")] = gr
+		lp := layout.Parse(p)
+		var o object   // decoded by the cases that read one
+		var c *cluster // the cluster p belongs to
+		switch lp.Kind {
+		case layout.FleetCluster, layout.FleetToken, layout.FleetKubeconfig, layout.VerrazzanoCluster,
+			layout.VerrazzanoCA, layout.AgentValues:
+			c = t.cluster(lp.Cluster)
+		case layout.Layer, layout.ClusterSource, layout.ClusterKustomization, layout.ManagerEntry:
+			if lp.Cluster != managerName {
+				c = t.cluster(lp.Cluster)
 			}
-		case len(parts) == 4 && parts[0] == "manager" && parts[1] == "fleet" && parts[2] != "gitrepos":
-			c := get(parts[2])
-			c.files = append(c.files, p)
-			switch parts[3] {
-			case "cluster.yaml":
-				var o object
-				var fc fleetCluster
-				if yaml.Unmarshal(data, &o) == nil && yaml.Unmarshal(data, &fc) == nil {
-					c.fleet = true
-					maps(c.labels, o.Metadata.Labels)
-					if fc.Spec.ClientID != "" {
-						c.clientID = value(fc.Spec.ClientID)
-						if generated[parts[2]] {
-							c.clientID = marker(GeneratedClientID)
-						}
-					}
-					if c.mode == "" {
-						c.mode = "capi"
-						if fc.Spec.ClientID != "" {
-							c.mode = "agent"
-						}
-					}
-				}
-			case "token.yaml":
-				var tok registrationToken
-				if yaml.Unmarshal(data, &tok) == nil {
-					c.tokenTTL = tok.Spec.TTL
-				}
-				c.mode = "agent"
-			case "kubeconfig.yaml":
-				c.kubeconfig = data
-				c.mode = "manager"
+		case layout.FleetGroup:
+			if yaml.Unmarshal(data, &o) == nil {
+				t.manager.groups[lp.Name] = fleetmatch.Group{Name: lp.Name, Selector: o.Spec.Selector.labels(), Labels: o.Metadata.Labels}
 			}
-		case len(parts) == 4 && parts[0] == "manager" && parts[1] == "verrazzano":
-			c := get(parts[2])
-			c.files = append(c.files, p)
+			continue
+		case layout.FleetGitRepo: // compared by bytes too, below
+			if yaml.Unmarshal(data, &o) == nil && o.Kind == "GitRepo" {
+				ts := []fleetmatch.Target{}
+				for _, t := range o.Spec.Targets {
+					ts = append(ts, fleetmatch.Target{Name: t.Name, ClusterName: t.ClusterName, ClusterGroup: t.ClusterGroup,
+						ClusterSelector: t.ClusterSelector.labels(), ClusterGroupSelector: t.ClusterGroupSelector.labels()})
+				}
+				t.manager.repos[lp.Name] = ts
+			}
+		case layout.VerrazzanoAdmin:
+			if yaml.Unmarshal(data, &o) == nil {
+				t.manager.adminServer = o.Data["server"]
+			}
+			continue
+		}
+		if c == nil {
+			// The manager's other files (its kustomization, namespaces,
+			// GitRepos, Policy, Argo CD Secrets, entry point), and Foreign
+			// paths, which fleetgen does not write: each a change of its own.
+			t.manager.other[p] = data
+			continue
+		}
+		c.files = append(c.files, p)
+		switch lp.Kind {
+		case layout.FleetCluster:
+			if yaml.Unmarshal(data, &o) == nil && o.Kind == "Cluster" {
+				c.fleet = true
+				c.labels = o.Metadata.Labels
+				if o.Spec.ClientID != "" {
+					c.clientID = value(o.Spec.ClientID)
+					if generated[lp.Cluster] {
+						c.clientID = marker(GeneratedClientID)
+					}
+				}
+				if c.mode == "" {
+					c.mode = "capi"
+					if o.Spec.ClientID != "" {
+						c.mode = "agent"
+					}
+				}
+			}
+		case layout.FleetToken:
+			if yaml.Unmarshal(data, &o) == nil {
+				c.tokenTTL = o.Spec.TTL
+			}
+			c.mode = "agent"
+		case layout.FleetKubeconfig:
+			c.kubeconfig = data
+			c.mode = "manager"
+		case layout.VerrazzanoCluster, layout.VerrazzanoCA:
 			c.mode = "verrazzano"
-			if parts[3] != "vmc.yaml" {
+			if lp.Kind == layout.VerrazzanoCA {
 				c.ca = append(c.ca, data...)
 			}
-		case len(parts) == 3 && parts[0] == "manager" && parts[1] == "verrazzano" && parts[2] == "admin-cluster.yaml":
-			var cm configMap
-			if yaml.Unmarshal(data, &cm) == nil {
-				t.manager.adminServer, t.manager.hasAdmin = cm.Data["server"], true
+		case layout.AgentValues:
+			var v agentValues
+			if yaml.Unmarshal(data, &v) == nil {
+				c.agent = &v
 			}
-		case len(parts) == 3 && parts[0] == "clusters" && parts[1] != managerName:
-			c := get(parts[1])
-			c.files = append(c.files, p)
-			var o object
-			var k kustomization
-			if yaml.Unmarshal(data, &o) != nil || o.Kind != "Kustomization" || yaml.Unmarshal(data, &k) != nil {
+		case layout.Layer:
+			k, ok := ReadLayer(lp, data)
+			if !ok {
 				continue
 			}
-			l := layer{path: k.Spec.Path, substitute: k.Spec.PostBuild.Substitute, images: map[string]string{}}
-			for _, d := range k.Spec.DependsOn {
-				l.dependsOn = append(l.dependsOn, d.Name)
-			}
-			for _, img := range k.Spec.Images {
+			c.layers[lp.Name] = k
+			for _, img := range k.Images { // with the tag it was pinned from, when opts.Tags knows it
 				ref := img.NewName
 				if tag := opts.Tags[img.NewName+"@"+img.Digest]; img.NewTag == "" && img.Digest != "" && tag != "" {
-					ref += ":" + tag
+					img.NewTag = tag
 				}
 				if img.NewTag != "" {
 					ref += ":" + img.NewTag
@@ -246,19 +192,62 @@ func parseTree(files map[string][]byte, opts Options, generated map[string]bool)
 				if img.Digest != "" {
 					ref += "@" + img.Digest
 				}
-				l.images[img.Name] = ref
+				c.images[img.Name] = ref
 			}
-			c.layers[o.Metadata.Name] = l
-		case len(parts) == 3 && parts[0] == "agents" && parts[2] == "values.yaml":
-			c := get(parts[1])
-			c.files = append(c.files, p)
-			var v agentValues
-			if yaml.Unmarshal(data, &v) == nil {
-				c.agent = &v
-			}
-		default:
-			t.manager.other[p] = data
 		}
 	}
 	return t
+}
+
+// cluster returns what t says about the cluster name, adding it.
+func (t tree) cluster(name string) *cluster {
+	c := t.clusters[name]
+	if c == nil {
+		c = &cluster{layers: map[string]Kustomization{}, images: map[string]string{}}
+		t.clusters[name] = c
+	}
+	return c
+}
+
+// Kustomization is what diff reads back of a layer file: the fields of the
+// Flux Kustomization fleetgen renders for one layer of one cluster.
+type Kustomization struct {
+	Path       string            // spec.path: the layer's folder in the source ("./apps/prod")
+	DependsOn  []string          // spec.dependsOn names
+	Substitute map[string]string // spec.postBuild.substitute
+	Images     []Image           // spec.images
+}
+
+// Image is one spec.images entry of a Kustomization.
+type Image struct {
+	Name    string `json:"name"`
+	NewName string `json:"newName"`
+	NewTag  string `json:"newTag"`
+	Digest  string `json:"digest"`
+}
+
+// ReadLayer reads the file data at p: ok only when p is a layout.Layer path
+// and data the Flux Kustomization fleetgen writes there (kind Kustomization of
+// kustomize.toolkit.fluxcd.io, named after the file). data may come from an
+// untrusted tree (DIR): it is decoded, never followed.
+func ReadLayer(p layout.Path, data []byte) (k Kustomization, ok bool) {
+	var doc struct { // keys match field names case-insensitively (encoding/json)
+		APIVersion, Kind string
+		Metadata         struct{ Name string }
+		Spec             struct {
+			Path      string
+			DependsOn []struct{ Name string }
+			PostBuild struct{ Substitute map[string]string }
+			Images    []Image
+		}
+	}
+	if p.Kind != layout.Layer || yaml.Unmarshal(data, &doc) != nil || doc.Kind != "Kustomization" ||
+		!strings.HasPrefix(doc.APIVersion, "kustomize.toolkit.fluxcd.io/") || doc.Metadata.Name != p.Name {
+		return k, false
+	}
+	k = Kustomization{Path: doc.Spec.Path, Substitute: doc.Spec.PostBuild.Substitute, Images: doc.Spec.Images}
+	for _, d := range doc.Spec.DependsOn {
+		k.DependsOn = append(k.DependsOn, d.Name)
+	}
+	return k, true
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+
+	"fleetgen.dev/fleetgen/pkg/layout"
 )
 
 // JSONSchemaID is the $id of the JSON Schema of fleet.yaml.
@@ -78,7 +80,7 @@ var fieldDocs = map[string]fieldDoc{
 	}},
 
 	"spec.manager":              {desc: "The management (\"upstream\") cluster that runs Fleet.", example: map[string]any{"apiServerURL": "https://fleet.contoso.example:6443", "apiServerCA": map[string]any{"file": "certs/manager-ca.pem"}}},
-	"spec.manager.name":         {desc: "The manager's name; its Flux entry point is clusters/<name>/.", def: "manager", pattern: dnsLabelRE.String(), maxLen: 63, example: "manager"},
+	"spec.manager.name":         {desc: "The manager's name; its Flux entry point is " + layout.ClusterDir("<name>") + "/.", def: "manager", pattern: dnsLabelRE.String(), maxLen: 63, example: "manager"},
 	"spec.manager.namespace":    {desc: "The Fleet workspace for Cluster, token and Secret objects.", def: "fleet-default", pattern: dnsLabelRE.String(), maxLen: 63, example: "clusters"},
 	"spec.manager.apiServerURL": {desc: "The manager's API server, https://HOST[:PORT]. Required when any cluster uses mode agent or verrazzano.", pattern: `^https://`, example: "https://fleet.contoso.example:6443"},
 	"spec.manager.apiServerCA":  {desc: "The manager's CA certificate (PEM): {file: PATH} relative to fleet.yaml, or {value: PEM}.", forms: formFile | formValue, example: map[string]any{"file": "certs/manager-ca.pem"}},
@@ -101,7 +103,7 @@ var fieldDocs = map[string]fieldDoc{
 	"spec.source.interval":  durationDoc("How often Flux checks the source.", "1m", "5m"),
 	"spec.source.insecure":  {desc: "oci only: plain HTTP (local registries).", def: false},
 	"spec.source.path":      {desc: "Where the rendered tree sits inside the source; default its root.", def: "", example: "gitops"},
-	"spec.source.bootstrap": {desc: "flux: each cluster's Flux was bootstrapped at clusters/<name>/ and fleetgen's Kustomizations read its source flux-system; none: fleetgen writes each cluster's own source (clusters/<name>/source.yaml).", enum: []string{"flux", "none"}, def: "flux"},
+	"spec.source.bootstrap": {desc: "flux: each cluster's Flux was bootstrapped at " + layout.ClusterDir("<name>") + "/ and fleetgen's Kustomizations read its source flux-system; none: fleetgen writes each cluster's own source (" + layout.ClusterSource.Path("<name>") + ").", enum: []string{"flux", "none"}, def: "flux"},
 
 	"spec.encryption":                      {desc: "How credential Secrets are written: sealed with SOPS for Flux to decrypt.", example: map[string]any{"sops": map[string]any{"ageRecipients": []any{exampleAgeRecipient}}}},
 	"spec.encryption.sops":                 {desc: "SOPS encryption for age recipients, as Flux's kustomize-controller decrypts it.", example: map[string]any{"ageRecipients": []any{exampleAgeRecipient}}},

@@ -3,6 +3,8 @@ package schema
 import (
 	"reflect"
 	"strings"
+
+	"fleetgen.dev/fleetgen/pkg/layout"
 )
 
 // The JSON Schema's documentation of spec.deliveries, spec.argocd and
@@ -136,7 +138,7 @@ var managerDocs = map[string]fieldDoc{
 	"spec.clusters[].apiServer":                                         {desc: "How managers other than Fleet (Argo CD) reach the cluster; not for mode manager, whose kubeconfig says it.", example: map[string]any{"url": "https://capi-1.contoso.example:6443", "ca": map[string]any{"file": "certs/capi-1-ca.pem"}}},
 	"spec.clusters[].apiServer.url":                                     {desc: "The cluster's API server, https://HOST[:PORT].", required: true, pattern: `^https://`, example: "https://capi-1.contoso.example:6443"},
 	"spec.clusters[].apiServer.ca":                                      {desc: "The API server's CA (PEM), {file: PATH} or {value: PEM}; none means a well-known CA.", forms: formFile | formValue, example: map[string]any{"file": "certs/capi-1-ca.pem"}},
-	"spec.clusters[].agent":                                             {desc: "fleet-agent scheduling (modes agent, manager, capi), set on the Cluster (agentTolerations, agentAffinity, agentResources, hostNetwork, agentSchedulingCustomization) and, for mode agent, what the chart takes in agents/<cluster>/values.yaml.", example: map[string]any{"tolerations": []any{map[string]any{"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"}}}},
+	"spec.clusters[].agent":                                             {desc: "fleet-agent scheduling (modes agent, manager, capi), set on the Cluster (agentTolerations, agentAffinity, agentResources, hostNetwork, agentSchedulingCustomization) and, for mode agent, what the chart takes in " + string(layout.AgentValues) + ".", example: map[string]any{"tolerations": []any{map[string]any{"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"}}}},
 	"spec.clusters[].agent.tolerations":                                 {desc: "Tolerations of the agent's Pod (core/v1 Toleration).", example: []any{map[string]any{"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"}}},
 	"spec.clusters[].agent.affinity":                                    {desc: "The agent's affinity (core/v1 Affinity); replaces Fleet's default.", example: map[string]any{"nodeAffinity": map[string]any{"requiredDuringSchedulingIgnoredDuringExecution": map[string]any{"nodeSelectorTerms": []any{map[string]any{"matchExpressions": []any{map[string]any{"key": "kubernetes.io/os", "operator": "In", "values": []any{"linux"}}}}}}}}},
 	"spec.clusters[].agent.resources":                                   {desc: "The agent's resources (limits, requests).", example: map[string]any{"requests": map[string]any{"cpu": "100m", "memory": "128Mi"}, "limits": map[string]any{"memory": "256Mi"}}},

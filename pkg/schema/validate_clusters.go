@@ -1,6 +1,10 @@
 package schema
 
-import "fmt"
+import (
+	"fmt"
+
+	"fleetgen.dev/fleetgen/pkg/layout"
+)
 
 func (v *validator) groups() {
 	seen := map[string]int{}
@@ -37,9 +41,12 @@ func (v *validator) clusters() {
 			case dup:
 				v.add(p+".name", "duplicate cluster name %q (also spec.clusters[%d]): want unique names", c.Name, j)
 			case c.Name == f.Spec.Manager.Name:
-				v.add(p+".name", "cluster name %q is the manager's name (spec.manager.name), whose entry point is clusters/%s/: want another name", c.Name, c.Name)
+				v.add(p+".name", "cluster name %q is the manager's name (spec.manager.name), whose entry point is %s/: want another name", c.Name, layout.ClusterDir(c.Name))
 			default:
 				names[c.Name] = i
+			}
+			if why := layout.ReservedCluster(c.Name); why != "" { // a folder of the output tree
+				v.add(p+".name", "cluster name %q is reserved: %s; want another name", c.Name, why)
 			}
 		}
 		// Labels merged in from defaults.labels were checked there.

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"fleetgen.dev/fleetgen/pkg/fleetmatch"
+	"fleetgen.dev/fleetgen/pkg/layout"
 )
 
 // deliveries checks spec.deliveries (SPEC §1): names, repository, ref, what
@@ -20,7 +21,6 @@ import (
 // (Fleet would deploy the manager's objects to the clusters).
 func (v *validator) deliveries() {
 	f := v.f
-	v.fleetFolders()
 	ds := f.Spec.Deliveries
 	if len(ds) == 0 {
 		return
@@ -179,7 +179,7 @@ func (v *validator) ownSource(p string, d *Delivery) {
 		file = filepath.Base(f.File)
 	}
 	rendered := []string{}
-	for _, dir := range []string{"manager", "clusters", "agents"} {
+	for _, dir := range layout.Top {
 		rendered = append(rendered, CleanPath(path.Join(f.Spec.Source.Path, dir)))
 	}
 	check := func(at, scan string) {
@@ -283,15 +283,4 @@ func repoKey(s string) string {
 	}
 	s = strings.TrimSuffix(s, "/")
 	return strings.TrimSuffix(s, ".git")
-}
-
-// fleetFolders refuses the cluster names of the folders beside the
-// clusters' own in manager/fleet/: a cluster named so would mix its files
-// with the ClusterGroups or GitRepos there.
-func (v *validator) fleetFolders() {
-	for i, c := range v.f.Spec.Clusters {
-		if c.Name == "groups" || c.Name == "gitrepos" {
-			v.add(fmt.Sprintf("spec.clusters[%d].name", i), "cluster name %q is reserved: manager/fleet/%s/ holds the fleet's %s; want another name", c.Name, c.Name, map[string]string{"groups": "ClusterGroups", "gitrepos": "GitRepos"}[c.Name])
-		}
-	}
 }

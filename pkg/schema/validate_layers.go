@@ -4,18 +4,9 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-)
 
-// reservedLayerNames are the layer names that would collide with what
-// fleetgen or Flux puts beside a layer: a layer is rendered as
-// clusters/<cluster>/<name>.yaml holding the Flux Kustomization
-// flux-system/<name>.
-var reservedLayerNames = map[string]string{
-	"kustomization": "clusters/<cluster>/kustomization.yaml is the folder's kustomize entry point",
-	"source":        "clusters/<cluster>/source.yaml is fleetgen's Flux source",
-	"flux-system":   "the Kustomization flux-system/flux-system and the folder clusters/<cluster>/flux-system/ are Flux's own (flux bootstrap)",
-	"manager":       "the Kustomization flux-system/manager and clusters/<manager>/manager.yaml are the manager's entry point",
-}
+	"fleetgen.dev/fleetgen/pkg/layout"
+)
 
 func (v *validator) layers() {
 	ls := v.f.Spec.Layers
@@ -24,7 +15,7 @@ func (v *validator) layers() {
 		l := &ls[i]
 		p := fmt.Sprintf("spec.layers[%d]", i)
 		if v.name(p+".name", "layer name", l.Name) {
-			if why, ok := reservedLayerNames[l.Name]; ok {
+			if why := layout.ReservedLayer(l.Name); why != "" {
 				v.add(p+".name", "layer name %q is reserved: %s: want another name", l.Name, why)
 			} else if j, dup := index[l.Name]; dup {
 				v.add(p+".name", "duplicate layer name %q (also spec.layers[%d]): want unique names", l.Name, j)

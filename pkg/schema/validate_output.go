@@ -1,6 +1,10 @@
 package schema
 
-import "fmt"
+import (
+	"fmt"
+
+	"fleetgen.dev/fleetgen/pkg/layout"
+)
 
 // output checks the fields that shape the output tree beyond single values:
 // how each cluster's Flux was bootstrapped, the names that bootstrap owns, and
@@ -13,7 +17,7 @@ func (v *validator) output() {
 	switch s.Bootstrap {
 	case BootstrapFlux, BootstrapNone:
 	default:
-		v.add("spec.source.bootstrap", "unsupported value %q: want flux (clusters bootstrapped with `flux bootstrap --path clusters/<name>`) or none (fleetgen writes each cluster's source)", s.Bootstrap)
+		v.add("spec.source.bootstrap", "unsupported value %q: want flux (clusters bootstrapped with `flux bootstrap --path %s`) or none (fleetgen writes each cluster's source)", s.Bootstrap, layout.ClusterDir("<name>"))
 	}
 }
 
@@ -49,5 +53,5 @@ func (v *validator) agentImage() {
 	if len(agents) > 1 {
 		who = fmt.Sprintf("clusters %s and %d more register", agents[0], len(agents)-1)
 	}
-	v.add("spec.images", "%s in mode agent but spec.images lists no fleet-agent image: add %s, which agents/<cluster>/values.yaml pins to the mirror", who, FleetAgentImage)
+	v.add("spec.images", "%s in mode agent but spec.images lists no fleet-agent image: add %s, which %s pins to the mirror", who, FleetAgentImage, layout.AgentValues)
 }

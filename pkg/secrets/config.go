@@ -10,12 +10,6 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// SecretPathRegex matches the kubeconfig Secret files of SPEC §3
-// (manager/fleet/<cluster>/kubeconfig.yaml) wherever the output folder sits:
-// sops compares path_regex with the path as given, made relative to the
-// folder of .sops.yaml only when it is inside it.
-const SecretPathRegex = `(^|/)manager/fleet/[^/]+/kubeconfig\.yaml$`
-
 // sopsConfig is the part of SOPS's .sops.yaml that fleetgen writes, in the
 // field order sops documents.
 type sopsConfig struct {
@@ -35,7 +29,9 @@ type creationRule struct {
 }
 
 // creationRules returns the .sops.yaml file: a rule for the kubeconfig
-// Secrets (and one per sealed file outside that layout, should there be any),
+// Secrets wherever the output folder sits (sops compares path_regex with the
+// path as given, made relative to the folder of .sops.yaml only when it is
+// inside it), and one per sealed file outside that layout, should there be any,
 // with the same encrypted_regex and recipients Seal uses, and the YAML
 // indentation of fleetgen's output so that a hand edit makes a small diff.
 func creationRules(recipients, sealedPaths []string) ([]byte, error) {
@@ -43,13 +39,14 @@ func creationRules(recipients, sealedPaths []string) ([]byte, error) {
 	rule := func(re string) creationRule {
 		return creationRule{PathRegex: re, EncryptedRegex: EncryptedRegex, Age: strings.Join(recipients, ",")}
 	}
-	shape := regexp.MustCompile(SecretPathRegex)
+	kubeconfigs := layout.FleetKubeconfig.Regexp()
+	shape := regexp.MustCompile(kubeconfigs)
 	for _, p := range sealedPaths {
 		if !shape.MatchString(p) {
 			c.CreationRules = append(c.CreationRules, rule("(^|/)"+regexp.QuoteMeta(p)+"$"))
 		}
 	}
-	c.CreationRules = append(c.CreationRules, rule(SecretPathRegex))
+	c.CreationRules = append(c.CreationRules, rule(kubeconfigs))
 	c.Stores.YAML.Indent = yamlIndent
 	var b bytes.Buffer
 	b.WriteString(layout.Header)

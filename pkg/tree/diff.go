@@ -47,7 +47,7 @@ func Compare(dir string, have map[string][]byte, files []layout.File) (string, e
 		}
 	}
 	for p, old := range have {
-		if !want[p] && bytes.HasPrefix(old, []byte(layout.Header)) && !FluxSystem(p) {
+		if !want[p] && bytes.HasPrefix(old, []byte(layout.Header)) && !layout.FluxSystem(p) {
 			out = append(out, entry{p, fileDiff("a/"+inert.Text(p), old, "/dev/null", nil, false)})
 		}
 	}

@@ -137,7 +137,7 @@ func isCut(data []byte) bool {
 // ownedFile reports whether rel, reached through real folders only, is a
 // regular file fleetgen wrote, or cut (isCut): all that replay may touch.
 func (t *tree) ownedFile(rel string) bool {
-	if FluxSystem(rel) || !t.realDir(path.Dir(rel)) {
+	if layout.FluxSystem(rel) || !t.realDir(path.Dir(rel)) {
 		return false
 	}
 	b, err := readRegular(t.root, rel, maxFile)

@@ -281,7 +281,7 @@ func (t *tree) plan(files []layout.File, existing listing) (*journal, []string, 
 		}
 	}
 	for q, old := range existing.files {
-		if !want[q] && bytes.HasPrefix(old, []byte(layout.Header)) && !FluxSystem(q) {
+		if !want[q] && bytes.HasPrefix(old, []byte(layout.Header)) && !layout.FluxSystem(q) {
 			j.Dels = append(j.Dels, q)
 		}
 	}
@@ -464,20 +464,10 @@ func pathProblem(p string) string {
 		return fmt.Sprintf("%q: want a clean path inside the output folder", p)
 	case IsInternal(p):
 		return fmt.Sprintf("%q: a name fleetgen keeps for itself", p)
-	case FluxSystem(p):
+	case layout.FluxSystem(p):
 		return fmt.Sprintf("%q: in a cluster's flux-system/ folder, which flux bootstrap owns", p)
 	}
 	return ""
-}
-
-// FluxSystem reports whether the slash path p, relative to the output tree,
-// is a cluster folder's flux-system/ (clusters/<name>/flux-system) or inside
-// it: what `flux bootstrap` wrote there is Flux's, so fleetgen never writes,
-// replaces or removes anything there, not even a file that carries
-// layout.Header (SPEC §3).
-func FluxSystem(p string) bool {
-	parts := strings.SplitN(p, "/", 4)
-	return len(parts) >= 3 && parts[0] == "clusters" && parts[2] == "flux-system"
 }
 
 // checkPaths rejects bad paths (pathProblem), duplicates, and a path that is

@@ -20,7 +20,6 @@
 package verify
 
 import (
-	"bytes"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
@@ -508,11 +507,4 @@ func parsePublicKey(data []byte) (crypto.PublicKey, error) {
 		return k, nil
 	}
 	return nil, errors.New("unsupported key type")
-}
-
-// keysEqual compares two public keys by their DER encoding.
-func keysEqual(a, b crypto.PublicKey) bool {
-	da, err1 := x509.MarshalPKIXPublicKey(a)
-	db, err2 := x509.MarshalPKIXPublicKey(b)
-	return err1 == nil && err2 == nil && bytes.Equal(da, db)
 }

@@ -78,15 +78,15 @@ type sealOptions struct {
 	forged func(path string)
 }
 
-// Verify makes Seal decrypt every previous sealed file with ids before it
-// keeps its ciphertext: the file is kept only when it decrypts (with a valid
-// MAC, every data key stanza ids can open agreeing) to exactly the Secret
-// being sealed. Otherwise it is sealed afresh, and forged is called with its
-// path (in path order, after sealing). Without Verify, Seal trusts the
+// WithDecryptCheck makes Seal decrypt every previous sealed file with ids
+// before it keeps its ciphertext: the file is kept only when it decrypts (with
+// a valid MAC, every data key stanza ids can open agreeing) to exactly the
+// Secret being sealed. Otherwise it is sealed afresh, and forged is called with
+// its path (in path order, after sealing). Without it, Seal trusts the
 // plaintext-hash annotation, which anyone can copy (docs/secrets.md). ids nil
-// verifies nothing. Seal fails (an input error) when no identity in ids
-// belongs to one of the recipients: nothing could be verified.
-func Verify(ids *Identities, forged func(path string)) Option {
+// checks nothing. Seal fails (an input error) when no identity in ids belongs
+// to one of the recipients: nothing could be checked.
+func WithDecryptCheck(ids *Identities, forged func(path string)) Option {
 	return func(o *sealOptions) {
 		o.ids = ids
 		o.forged = forged
@@ -100,7 +100,7 @@ func (ids *Identities) check(recipients []string) error {
 			return nil
 		}
 	}
-	return errors.New("the age key file holds no identity for any of spec.encryption.sops.ageRecipients: sealed Secrets cannot be verified (give the key of one recipient, or none)")
+	return errors.New("the age key file holds no identity for any of spec.encryption.sops.ageRecipients: sealed Secrets cannot be checked (give the key of one recipient, or none)")
 }
 
 // decryptsTo reports whether prev, a sealed file, decrypts with ids to

@@ -45,7 +45,7 @@ func forge(t testing.TB, genuine []byte, plain []byte, recipients ...string) []b
 	return out
 }
 
-func TestVerifyCatchesForgedSecret(t *testing.T) {
+func TestDecryptCheckCatchesForgedSecret(t *testing.T) {
 	const target = "manager/fleet/prod-0/kubeconfig.yaml"
 	enc := testSOPS(exampleRecipient, otherRecipient)
 	files := fleetFiles(t, 2, kubeconfigFor)
@@ -92,7 +92,7 @@ func TestVerifyCatchesForgedSecret(t *testing.T) {
 			}
 
 			var reported []string
-			out, err := Seal(files, enc, previous, Verify(exampleIdentities(t), func(p string) { reported = append(reported, p) }))
+			out, err := Seal(files, enc, previous, WithDecryptCheck(exampleIdentities(t), func(p string) { reported = append(reported, p) }))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -119,12 +119,12 @@ func TestVerifyCatchesForgedSecret(t *testing.T) {
 	}
 }
 
-func TestVerifyKeepsGenuine(t *testing.T) {
+func TestDecryptCheckKeepsGenuine(t *testing.T) {
 	enc := testSOPS(exampleRecipient, otherRecipient)
 	files := fleetFiles(t, 3, kubeconfigFor)
 	first := mustSeal(t, files, enc, nil)
 	var reported []string
-	second, err := Seal(files, enc, previousOf(first), Verify(exampleIdentities(t), func(p string) { reported = append(reported, p) }))
+	second, err := Seal(files, enc, previousOf(first), WithDecryptCheck(exampleIdentities(t), func(p string) { reported = append(reported, p) }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,12 +138,12 @@ func TestVerifyKeepsGenuine(t *testing.T) {
 	}
 }
 
-func TestVerifyNeedsARecipientsKey(t *testing.T) {
+func TestDecryptCheckNeedsARecipientsKey(t *testing.T) {
 	ids, err := ParseIdentities([]byte(readKey(t, "other.agekey")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = Seal(fleetFiles(t, 1, kubeconfigFor), testSOPS(exampleRecipient), nil, Verify(ids, nil))
+	_, err = Seal(fleetFiles(t, 1, kubeconfigFor), testSOPS(exampleRecipient), nil, WithDecryptCheck(ids, nil))
 	var inv *problem.InvalidError
 	if !errors.As(err, &inv) || !strings.Contains(err.Error(), "no identity for any of spec.encryption.sops.ageRecipients") {
 		t.Fatalf("err = %v, want an input error", err)

@@ -1,0 +1,160 @@
+package layout
+
+import (
+	"regexp"
+	"strings"
+)
+
+// The top-level folders of the output tree (SPEC §3), below spec.source.path
+// in the published source (SPEC §6).
+const (
+	ManagerDir  = "manager"  // what the management cluster's Flux applies
+	ClustersDir = "clusters" // each cluster's Flux entry point, the manager's too
+	AgentsDir   = "agents"   // what installs each cluster's agent
+)
+
+// Top lists the top-level folders in the order SPEC §3 lists them.
+var Top = []string{ManagerDir, ClustersDir, AgentsDir}
+
+// Kind is one kind of file of the output tree, spelled as its path pattern:
+// literal segments and placeholders <cluster>, <layer>, <group>, <delivery>
+// that stand for one name each. A new kind of file (a manager's folder) is a
+// new constant here and its entry in kinds; Parse and Path follow.
+type Kind string
+
+// The files fleetgen writes (SPEC §3). Foreign is every other path.
+const (
+	Foreign              Kind = ""
+	SOPSConfig           Kind = ".sops.yaml" // creation rules, with spec.encryption (pkg/secrets)
+	ManagerKustomization Kind = "manager/kustomization.yaml"
+	Namespaces           Kind = "manager/namespace.yaml"
+	FleetCluster         Kind = "manager/fleet/<cluster>/cluster.yaml"
+	FleetKubeconfig      Kind = "manager/fleet/<cluster>/kubeconfig.yaml" // mode manager: a credential
+	FleetToken           Kind = "manager/fleet/<cluster>/token.yaml"
+	FleetGroup           Kind = "manager/fleet/groups/<group>.yaml"
+	FleetGitRepo         Kind = "manager/fleet/gitrepos/<delivery>.yaml"
+	FleetPolicy          Kind = "manager/fleet/policy.yaml"
+	ArgoCDCluster        Kind = "manager/argocd/<cluster>.yaml"
+	VerrazzanoCluster    Kind = "manager/verrazzano/<cluster>/vmc.yaml"
+	VerrazzanoCA         Kind = "manager/verrazzano/<cluster>/ca-secret.yaml"
+	VerrazzanoAdmin      Kind = "manager/verrazzano/admin-cluster.yaml"
+	Layer                Kind = "clusters/<cluster>/<layer>.yaml"       // a layer's Flux Kustomization
+	ClusterSource        Kind = "clusters/<cluster>/source.yaml"        // bootstrap none
+	ClusterKustomization Kind = "clusters/<cluster>/kustomization.yaml" // bootstrap none
+	ManagerEntry         Kind = "clusters/<cluster>/manager.yaml"       // <cluster> is the manager
+	AgentValues          Kind = "agents/<cluster>/values.yaml"          // fleet-agent Helm values
+)
+
+// kinds are what Parse recognises, in the order it tries them: of two that
+// match one path, the one with a literal where the other has a placeholder
+// (manager/fleet/groups/x.yaml is a group; TestReservedNames).
+var kinds = []Kind{SOPSConfig, ManagerKustomization, Namespaces, FleetGroup, FleetGitRepo, FleetPolicy,
+	FleetCluster, FleetKubeconfig, FleetToken, ArgoCDCluster, VerrazzanoAdmin, VerrazzanoCluster, VerrazzanoCA,
+	ClusterSource, ClusterKustomization, ManagerEntry, Layer, AgentValues}
+
+// Path returns k's path with its placeholders replaced, in order, by names
+// (FleetCluster.Path("edge-7") is manager/fleet/edge-7/cluster.yaml), which
+// it does not check: they come validated, or stand for any name ("<name>").
+func (k Kind) Path(names ...string) string {
+	s, out := string(k), ""
+	for _, n := range names {
+		i, j := strings.IndexByte(s, '<'), strings.IndexByte(s, '>')
+		if i < 0 || j < i {
+			break
+		}
+		out, s = out+s[:i]+n, s[j+1:]
+	}
+	return out + s
+}
+
+var placeholderRE = regexp.MustCompile(`<[a-z]+>`)
+
+// Regexp is a regular expression that matches k's paths wherever the tree
+// sits (after any folder prefix), as SOPS's path_regex matches.
+func (k Kind) Regexp() string {
+	return "(^|/)" + placeholderRE.ReplaceAllString(regexp.QuoteMeta(string(k)), "[^/]+") + "$"
+}
+
+// ClusterDir is a cluster's Flux entry point, clusters/<name>, where
+// `flux bootstrap --path` points its Flux; the manager's too, so a cluster
+// may not share the manager's name (schema checks it).
+func ClusterDir(name string) string { return ClustersDir + "/" + name }
+
+// Path is what Parse says a path is: its Kind, the cluster the file is about
+// (for ManagerEntry the manager) and the layer, group or delivery it names.
+type Path struct {
+	Kind          Kind
+	Cluster, Name string
+}
+
+// Parse says what the slash path p, relative to the output tree, is: a
+// Kind and the names its placeholders hold, or Kind Foreign when p is not a
+// path fleetgen writes. It reads the path only, never a file.
+func Parse(p string) Path {
+	segs := strings.Split(p, "/")
+	for _, k := range kinds {
+		if out, ok := k.match(segs); ok {
+			return out
+		}
+	}
+	return Path{}
+}
+
+func (k Kind) match(segs []string) (Path, bool) {
+	pat, out := string(k), Path{Kind: k}
+	if strings.Count(pat, "/") != len(segs)-1 {
+		return Path{}, false
+	}
+	for _, seg := range segs {
+		var s string
+		s, pat, _ = strings.Cut(pat, "/")
+		lt, gt := strings.IndexByte(s, '<'), strings.IndexByte(s, '>')
+		if lt < 0 {
+			if seg != s {
+				return Path{}, false
+			}
+			continue
+		}
+		v, ok := strings.CutPrefix(seg, s[:lt])
+		if v, ok = strings.CutSuffix(v, s[gt+1:]); !ok || v == "" || v == "." || v == ".." {
+			return Path{}, false
+		}
+		if s[lt+1:gt] == "cluster" {
+			out.Cluster = v
+		} else {
+			out.Name = v
+		}
+	}
+	return out, true
+}
+
+// FluxSystem reports whether the slash path p, relative to the output tree,
+// is in a cluster folder's flux-system/, or is it: what `flux bootstrap` wrote
+// there is Flux's, so fleetgen never writes, replaces or removes anything
+// there, not even a file that carries Header (SPEC §3).
+func FluxSystem(p string) bool {
+	parts := strings.SplitN(p, "/", 4)
+	return len(parts) >= 3 && parts[0] == ClustersDir && parts[2] == "flux-system"
+}
+
+// reservedClusters are the names of the folders beside the clusters' own in
+// manager/fleet/: a cluster named so would mix its files with those there.
+var reservedClusters = map[string]string{
+	"groups":   "manager/fleet/groups/ holds the fleet's ClusterGroups",
+	"gitrepos": "manager/fleet/gitrepos/ holds the fleet's GitRepos",
+}
+
+// reservedLayers are the layer names that would collide with what fleetgen
+// or Flux puts beside a layer's file and Kustomization flux-system/<layer>.
+var reservedLayers = map[string]string{
+	"kustomization": "clusters/<cluster>/kustomization.yaml is the folder's kustomize entry point",
+	"source":        "clusters/<cluster>/source.yaml is fleetgen's Flux source",
+	"flux-system":   "the Kustomization flux-system/flux-system and the folder clusters/<cluster>/flux-system/ are Flux's own (flux bootstrap)",
+	"manager":       "the Kustomization flux-system/manager and clusters/<manager>/manager.yaml are the manager's entry point",
+}
+
+// ReservedCluster says why no cluster may be called name, "" when one may.
+func ReservedCluster(name string) string { return reservedClusters[name] }
+
+// ReservedLayer says why no layer may be called name, "" when one may.
+func ReservedLayer(name string) string { return reservedLayers[name] }
