@@ -135,7 +135,7 @@ func TestCIRecipesRun(t *testing.T) {
 	if !strings.Contains(failed, "annotate") || !strings.Contains(out, "edge-9") {
 		t.Errorf("the pull request job that lacks edge-9's client ID: failed step %q, want annotate naming edge-9:\n%s", failed, out)
 	}
-	if b, err := os.ReadFile(filepath.Join(ws, "diff.md")); err != nil || !strings.Contains(string(b), "(generated at render)") {
+	if b, err := os.ReadFile(filepath.Join(ws, "diff.md")); err != nil || !strings.Contains(string(b), "generated at render") {
 		t.Errorf("the comment does not show (generated at render): %v\n%s", err, b)
 	}
 	if calls := r.ghCalls(t); !slices.Contains(calls, "pr comment 7 --body-file diff.md") {
@@ -145,7 +145,7 @@ func TestCIRecipesRun(t *testing.T) {
 	if err == nil || !strings.Contains(glOut, "edge-9") {
 		t.Errorf("the GitLab review that lacks edge-9's client ID: %v, want a failure naming it:\n%s", err, glOut)
 	}
-	if notes := r.notes(); len(notes) != 1 || !strings.Contains(notes[0], "(generated at render)") {
+	if notes := r.notes(); len(notes) != 1 || !strings.Contains(notes[0], "generated at render") {
 		t.Errorf("the GitLab note does not show (generated at render): %.300q", notes)
 	}
 
