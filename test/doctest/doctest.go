@@ -18,6 +18,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -197,6 +198,9 @@ func (s *Sandbox) Run(ctx context.Context, script string, also io.Writer) (strin
 		w = io.MultiWriter(&out, also)
 	}
 	cmd.Stdout, cmd.Stderr = w, w
+	// A process the script left in the background holds the output open:
+	// Wait gives up on it a second after bash exits.
+	cmd.WaitDelay = time.Second
 	if err := cmd.Start(); err != nil {
 		return "", err
 	}
@@ -211,6 +215,9 @@ func (s *Sandbox) Run(ctx context.Context, script string, also io.Writer) (strin
 		if err == nil {
 			err = ctx.Err()
 		}
+	}
+	if errors.Is(err, exec.ErrWaitDelay) {
+		err = nil // bash succeeded; what it left running is stopped below
 	}
 	// What the script left running in the background (its process group).
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
