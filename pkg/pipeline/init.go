@@ -131,12 +131,12 @@ func checkInit(files []scaffold.File) error {
 // initFlag names the flag (or the folder) a field of the starting fleet
 // comes from.
 func initFlag(field string) string {
-	for prefix, flag := range map[string]string{
-		"metadata.name": "the folder's name", "spec.manager": "--manager", "spec.registry": "--registry",
-		"spec.source": "--source", "spec.encryption": "--age-recipient",
+	for _, f := range []struct{ prefix, flag string }{
+		{"metadata.name", "the folder's name"}, {"spec.manager", "--manager"}, {"spec.registry", "--registry"},
+		{"spec.source.", "--source"}, {"spec.encryption", "--age-recipient"},
 	} {
-		if strings.HasPrefix(field, prefix) {
-			return flag
+		if strings.HasPrefix(field, f.prefix) {
+			return f.flag
 		}
 	}
 	return "fleetgen init"

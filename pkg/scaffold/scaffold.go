@@ -106,13 +106,17 @@ func Files(o Options) ([]File, error) {
 	return out, nil
 }
 
-// plain is a value YAML reads as the same string without quotes.
-var plain = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/@+-]*$`)
+var (
+	// plain is a value YAML reads as the same string without quotes, but
+	// for the words and numbers of special.
+	plain   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/@+-]*$`)
+	special = regexp.MustCompile(`^([0-9.+-]+|true|false|null|yes|no|on|off|~)$`)
+)
 
 // yamlString writes s as a YAML string: plain when it reads back as itself
-// (no ": " or " #", not a number, bool or null), else double-quoted.
+// (no space, not a number, bool or null), else double-quoted.
 func yamlString(s string) string {
-	if plain.MatchString(s) && !strings.Contains(s, ": ") && !regexp.MustCompile(`^([0-9.+-]+|true|false|null|yes|no|on|off|~)$`).MatchString(strings.ToLower(s)) {
+	if plain.MatchString(s) && !special.MatchString(strings.ToLower(s)) {
 		return s
 	}
 	b, _ := json.Marshal(s) // a JSON string is a YAML double-quoted string
