@@ -56,7 +56,8 @@ e2e: e2e-tools
 	FLEETGEN_E2E_TOOLS="$$(test/e2e/tools/build.sh --dir)" $(GO) test -count=1 -v -timeout 30m ./test/e2e/
 ## fuzz: each fuzz target for FUZZTIME executions: the fleet.yaml loader, the
 ## kubeconfig checks and the lock parser, seeded from examples/, and diff's
-## report in each format (no workflow command, ESC or CR from untrusted text)
+## report in each format (no workflow command, ESC or CR from untrusted text),
+## and the chart archive loader
 ## (CI runs it after test). A count, not a duration: Go 1.26's fuzzing
 ## coordinator can fail a duration run at its deadline with "context deadline
 ## exceeded" and no crasher (golang/go#75804, fixed in Go 1.27); CI hit it.
@@ -66,6 +67,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzCheckKubeconfig$$' -fuzztime=$(FUZZTIME) ./pkg/schema
 	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) ./pkg/lock
 	$(GO) test -run='^$$' -fuzz='^FuzzText$$' -fuzztime=$(FUZZTIME) ./pkg/review
+	$(GO) test -run='^$$' -fuzz='^FuzzLoad$$' -fuzztime=$(FUZZTIME) ./pkg/charts
 	$(GO) test -run='^$$' -fuzz='^FuzzGitHub$$' -fuzztime=$(FUZZTIME) ./pkg/review
 	$(GO) test -run='^$$' -fuzz='^FuzzMarkdown$$' -fuzztime=$(FUZZTIME) ./pkg/review
 	$(GO) test -run='^$$' -fuzz='^FuzzJSON$$' -fuzztime=$(FUZZTIME) ./pkg/review
@@ -76,12 +78,14 @@ fuzz:
 ## it links controller-runtime), kustomize's remote rule, SOPS's format and
 ## kustomize-controller's decryption, the YAML encoder against sigs.k8s.io/yaml
 ## and yaml.v3, Sigstore's verdicts against sigstore-go and the cosign CLI
-## (FLEETGEN_COSIGN; skipped without it). Fleet's matcher and the real
+## (FLEETGEN_COSIGN; skipped without it), helm-controller's values
+## composition (fluxcd/pkg/chartutil) and Helm's schema check. Fleet's matcher and the real
 ## kustomize-controller are held by `make e2e`.
 oracles:
 	$(GO) test -count=1 -tags fluxequal -run '^(TestFluxSubstitutionEqual|TestFluxGeneratorEqual|TestRemoteCoversKustomize)$$' ./pkg/layers
 	$(GO) test -count=1 -run '^(TestSOPSVersion|TestEncryptedBytesAsSOPS|TestTreeAsSOPS|TestEncryptCommentsDecryptWithSOPS|TestSealDecryptWithMAC|TestSealRoundTripFlux)$$' ./pkg/secrets
 	$(GO) test -count=1 -run '^(TestEncodeMatchesSigsYAML|TestObjectsDecodeStrictly)$$' ./pkg/generate
+	$(GO) test -count=1 -run '^(TestValuesMatchChartutil|TestSchema|TestReleaseDecodesUpstream|TestSeqMatchesSprig)$$' ./pkg/charts
 	$(GO) test -count=1 -run '^(TestSigstorePublicGood|TestSigstoreAgreesOnBundles|TestSigstoreUsernameIdentity|TestImage|TestSignatureAtMirror|TestVerifySCT|TestCosignInterop)$$' ./pkg/verify
 
 ## bench: render generated fleets of 1,000 and 10,000 clusters to disk

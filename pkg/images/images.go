@@ -16,6 +16,7 @@ import (
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/pkg/workload"
 )
 
 // Use is one image (or oci:// chart) the fleet needs.
@@ -79,7 +80,7 @@ func Discover(f *schema.Fleet, m *layers.Model) (*Result, error) {
 	for i, ref := range f.Spec.Images {
 		p := fmt.Sprintf("spec.images[%d]", i)
 		if !add(ref, p, i, p) {
-			errs = append(errs, f.Errorf(p, "invalid image reference: want [HOST[:PORT]/]PATH[:TAG][@sha256:DIGEST]"))
+			errs = append(errs, f.At(problem.InvalidValue(p, "invalid image reference: want [HOST[:PORT]/]PATH[:TAG][@sha256:DIGEST]")))
 		}
 	}
 	layerIdx := make(map[string]int, len(f.Spec.Layers))
@@ -117,7 +118,7 @@ func Discover(f *schema.Fleet, m *layers.Model) (*Result, error) {
 		for _, o := range bad {
 			if msg := fmt.Sprintf("layer %s: folder %s: %s", strings.Join(names, ", "), s.Path, o); !reported[msg] {
 				reported[msg] = true
-				errs = append(errs, f.Errorf(at, "layer %s: folder %s%s: %s", strings.Join(names, ", "), s.Path, expanded, o))
+				errs = append(errs, f.At(problem.Other(at, "layer %s: folder %s%s: %s", strings.Join(names, ", "), s.Path, expanded, o)))
 			}
 		}
 		for _, img := range found {
@@ -128,7 +129,7 @@ func Discover(f *schema.Fleet, m *layers.Model) (*Result, error) {
 			if !ok {
 				if msg := fmt.Sprintf("layer %s: folder %s: %s: invalid", strings.Join(names, ", "), s.Path, img.who); !reported[msg] {
 					reported[msg] = true
-					errs = append(errs, f.Errorf(at, "layer %s: folder %s%s: %s: invalid image reference: want [HOST[:PORT]/]PATH[:TAG][@sha256:DIGEST]", strings.Join(names, ", "), s.Path, expanded, img.who))
+					errs = append(errs, f.At(problem.Other(at, "layer %s: folder %s%s: %s: invalid image reference: want [HOST[:PORT]/]PATH[:TAG][@sha256:DIGEST]", strings.Join(names, ", "), s.Path, expanded, img.who)))
 				}
 				continue
 			}
@@ -182,7 +183,7 @@ type found struct {
 	who string
 }
 
-// collect returns the images and charts objs refer to, in no particular
+// collect returns the images (workload.Containers) and charts objs refer to, in no particular
 // order, and the objects whose references cannot be mirrored (each named, its
 // values never quoted).
 func collect(objs []*layers.Object) (out []found, bad []string) {
@@ -197,17 +198,8 @@ func collect(objs []*layers.Object) (out []found, bad []string) {
 		if o == nil {
 			continue
 		}
-		for _, spec := range podSpecs(o) {
-			for _, field := range []string{"initContainers", "containers", "ephemeralContainers"} {
-				list, _ := spec[field].([]any)
-				for _, c := range list {
-					cm, _ := c.(map[string]any)
-					if img, _ := cm["image"].(string); img != "" {
-						cname, _ := cm["name"].(string)
-						out = append(out, found{ref: img, who: fmt.Sprintf("%s %s %s", objs[i].Describe(), field, cname)})
-					}
-				}
-			}
+		for _, c := range workload.Containers(o) {
+			out = append(out, found{ref: c.Image, who: fmt.Sprintf("%s %s %s", objs[i].Describe(), c.Field, c.Name)})
 		}
 		if str(o, "kind") == "HelmRelease" && strings.HasPrefix(str(o, "apiVersion"), "helm.toolkit.fluxcd.io/") {
 			ref, err := chartRef(o, byKey)
@@ -222,26 +214,6 @@ func collect(objs []*layers.Object) (out []found, bad []string) {
 	}
 	sort.Strings(bad)
 	return out, bad
-}
-
-// podSpecs returns the pod specs in o: a Pod's spec, spec.template.spec of every
-// workload (Deployment, StatefulSet, DaemonSet, ReplicaSet, Job,
-// ReplicationController, and any custom kind shaped like them) and CronJob's
-// spec.jobTemplate.spec.template.spec.
-func podSpecs(o map[string]any) []map[string]any {
-	var out []map[string]any
-	if str(o, "kind") == "Pod" {
-		if s := obj(o, "spec"); s != nil {
-			out = append(out, s)
-		}
-	}
-	if s := obj(o, "spec", "template", "spec"); s != nil {
-		out = append(out, s)
-	}
-	if s := obj(o, "spec", "jobTemplate", "spec", "template", "spec"); s != nil {
-		out = append(out, s)
-	}
-	return out
 }
 
 // chartRef returns the oci:// reference of a HelmRelease's chart, or "" when

@@ -44,10 +44,10 @@ func Load(f *schema.Fleet) (*Model, error) {
 		}
 		at, names, expanded := whereFleet(f, units, p)
 		if errors.Is(b.Err, errNoFolder) {
-			errs = append(errs, f.Errorf(at+".path", "layer %s: folder %s%s does not exist: want a folder inside the folder of fleet.yaml", names, p, expanded))
+			errs = append(errs, f.At(problem.Other(at+".path", "layer %s: folder %s%s does not exist: want a folder inside the folder of fleet.yaml", names, p, expanded)))
 			continue
 		}
-		errs = append(errs, f.Errorf(at+".path", "layer %s: folder %s%s does not build with kustomize: %v", names, p, expanded, b.Err))
+		errs = append(errs, f.At(problem.Other(at+".path", "layer %s: folder %s%s does not build with kustomize: %v", names, p, expanded, b.Err)))
 	}
 	if len(errs) > 0 {
 		return nil, schema.Sorted(errs)
@@ -118,15 +118,15 @@ func (m *Model) Check(f *schema.Fleet) problem.Errors {
 		file, obj := inert.Quote(k.file), k.quoted()
 		switch k.what {
 		case "missing":
-			errs = append(errs, f.Errorf(at,
+			errs = append(errs, f.At(problem.Other(at,
 				"layer %s: ${%s} in %s (%s) is not defined for %s, and Flux 2.9 substitutes strictly (the reconcile fails): want a label %s on the cluster, spec.layers[%d].substitute.%s, or a default ${%s:=VALUE}",
-				l.Name, k.ok, file, obj, problem.Clusters(found[k], ""), k.ok, k.layer, k.ok, k.ok))
+				l.Name, k.ok, file, obj, problem.Clusters(found[k], ""), k.ok, k.layer, k.ok, k.ok)))
 		case "failed":
-			errs = append(errs, f.Errorf(at, "layer %s: %s, for %s (Flux fails the reconcile)", l.Name, k.ok, problem.Clusters(found[k], "")))
+			errs = append(errs, f.At(problem.Other(at, "layer %s: %s, for %s (Flux fails the reconcile)", l.Name, k.ok, problem.Clusters(found[k], ""))))
 		case "type":
-			errs = append(errs, f.Errorf(at,
+			errs = append(errs, f.At(problem.Other(at,
 				"layer %s: %s (%s): %s is not a string in what %s (the layer's build with post-build substitution), and the API server refuses it: want a string (post-build substitution decodes a value that reads as a number or boolean as one, whatever quotes the manifest had)",
-				l.Name, file, obj, inert.Quote(k.ok), problem.Clusters(found[k], "receive")))
+				l.Name, file, obj, inert.Quote(k.ok), problem.Clusters(found[k], "receive"))))
 		case "plaintext":
 			errs = append(errs, k.finding(f, found[k]).FieldError(f))
 		}

@@ -219,8 +219,8 @@ func (ld *Loaded) collisions() problem.Errors {
 		for _, s := range names {
 			u := bySource[s]
 			if quote {
-				errs = append(errs, ld.Fleet.Errorf(u.Fields[0], "image %s would be mirrored to %s, as would %s: want spec.registry.layout %s, or images from distinct repositories",
-					u.Ref, repo, strings.Join(others(names, s), " and "), schema.LayoutPreserveHost))
+				errs = append(errs, ld.Fleet.At(problem.Other(u.Fields[0], "image %s would be mirrored to %s, as would %s: want spec.registry.layout %s, or images from distinct repositories",
+					u.Ref, repo, strings.Join(others(names, s), " and "), schema.LayoutPreserveHost)))
 				continue
 			}
 			// A layer's image: named by who uses it, not quoted.
@@ -228,8 +228,8 @@ func (ld *Loaded) collisions() problem.Errors {
 			for _, o := range others(names, s) {
 				who = append(who, "the one "+whoUses(bySource[o])+" uses")
 			}
-			errs = append(errs, ld.Fleet.Errorf(u.Fields[0], "%s uses an image that would be mirrored to the same repository as %s: want spec.registry.layout %s, or images from distinct repositories",
-				whoUses(u), strings.Join(who, " and "), schema.LayoutPreserveHost))
+			errs = append(errs, ld.Fleet.At(problem.Other(u.Fields[0], "%s uses an image that would be mirrored to the same repository as %s: want spec.registry.layout %s, or images from distinct repositories",
+				whoUses(u), strings.Join(who, " and "), schema.LayoutPreserveHost)))
 		}
 	}
 	return errs
@@ -288,7 +288,7 @@ func (ld *Loaded) lockErrors() problem.Errors {
 		if n := missing[w]; n > 1 {
 			what = fmt.Sprintf("%d images that are", n)
 		}
-		errs = append(errs, f.Errorf(w.field, "%s uses %s not in %s: run `fleetgen mirror`", w.who, what, lock.FileName))
+		errs = append(errs, f.At(problem.Other(w.field, "%s uses %s not in %s: run `fleetgen mirror`", w.who, what, lock.FileName)))
 	}
 	if len(stale) > 0 {
 		r := f.Spec.Registry
@@ -296,8 +296,8 @@ func (ld *Loaded) lockErrors() problem.Errors {
 		if r.Prefix != "" {
 			at += "/" + r.Prefix
 		}
-		errs = append(errs, f.Errorf("spec.registry", "%s was made for another registry: %d image(s) are locked at targets off %s (layout %s), e.g. the one %s uses: run `fleetgen mirror`",
-			lock.FileName, len(stale), at, r.Layout, whoUses(stale[0])))
+		errs = append(errs, f.At(problem.Other("spec.registry", "%s was made for another registry: %d image(s) are locked at targets off %s (layout %s), e.g. the one %s uses: run `fleetgen mirror`",
+			lock.FileName, len(stale), at, r.Layout, whoUses(stale[0]))))
 	}
 	return errs
 }

@@ -121,7 +121,7 @@ func unknownField(root *node, path string, n *node, seg string) error {
 	if n.path != "" {
 		where = n.path
 	}
-	hint := didYouMean(seg, n.names)
+	hint := problem.DidYouMean(seg, n.names)
 	if hint == "" {
 		var elsewhere []string
 		walkNodes(root, func(c *node) {

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 
+	"fleetgen.dev/fleetgen/internal/strictyaml"
 	"fleetgen.dev/fleetgen/pkg/layout"
 )
 
@@ -172,13 +173,13 @@ func schemaFor(path string, t reflect.Type) *node {
 		props := map[string]any{}
 		n.props = map[string]*node{}
 		var required []string
-		for _, f := range fields(t) {
-			p := join(path, f.name)
-			c := schemaFor(p, t.Field(f.index).Type)
-			props[f.name], n.props[f.name] = c.schema, c
-			n.names = append(n.names, f.name)
+		for _, f := range strictyaml.Fields(t) {
+			p := strictyaml.Join(path, f.Name)
+			c := schemaFor(p, t.Field(f.Index).Type)
+			props[f.Name], n.props[f.Name] = c.schema, c
+			n.names = append(n.names, f.Name)
 			if fieldDocs[p].required {
-				required = append(required, f.name)
+				required = append(required, f.Name)
 			}
 		}
 		s = map[string]any{"type": "object", "properties": props, "additionalProperties": false}
@@ -239,7 +240,7 @@ func fileRefNode(path string, doc fieldDoc) *node {
 	add := func(name string, s map[string]any) {
 		props[name] = s
 		n.names = append(n.names, name)
-		n.props[name] = &node{path: join(path, name), schema: s}
+		n.props[name] = &node{path: strictyaml.Join(path, name), schema: s}
 	}
 	if forms&formFile != 0 {
 		add("file", map[string]any{"type": "string", "minLength": 1, "description": "A file relative to the folder of fleet.yaml.", "examples": ex("file", "certs/ca.pem")})

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strings"
 
+	"fleetgen.dev/fleetgen/internal/strictyaml"
 	"fleetgen.dev/fleetgen/pkg/layout"
 )
 
@@ -26,17 +27,17 @@ func init() {
 		if t.Kind() != reflect.Struct {
 			return
 		}
-		for _, f := range fields(t) {
-			p := join(path, f.name)
+		for _, f := range strictyaml.Fields(t) {
+			p := strictyaml.Join(path, f.Name)
 			if _, ok := fieldDocs[p]; !ok {
-				d := fieldDoc{desc: kubeDocs[f.name], example: kubeExamples[f.name]}
-				if f.name == "limits" || f.name == "requests" {
+				d := fieldDoc{desc: kubeDocs[f.Name], example: kubeExamples[f.Name]}
+				if f.Name == "limits" || f.Name == "requests" {
 					// Quantities: 1 and 0.5 are numbers in YAML, 100m a string.
 					d.extra = map[string]any{"additionalProperties": map[string]any{"type": []string{"string", "number"}}}
 				}
 				fieldDocs[p] = d
 			}
-			walk(p, t.Field(f.index).Type)
+			walk(p, t.Field(f.Index).Type)
 		}
 	}
 	walk("spec.clusters[].agent", reflect.TypeOf(Agent{}))

@@ -3,6 +3,8 @@ package schema
 import (
 	"strconv"
 	"strings"
+
+	"fleetgen.dev/fleetgen/pkg/problem"
 )
 
 // SourceMirror reads one source registry's images from another host (a
@@ -43,23 +45,23 @@ func (v *validator) sourceMirrors() {
 		path := "spec.sourceMirrors[" + strconv.Itoa(i) + "]"
 		switch why := hostPort(m.Host); {
 		case m.Host == "":
-			v.add(path+".host", "host is required: want the source registry as images name it, e.g. docker.io or ghcr.io")
+			v.add(problem.Required(path+".host", "host is required: want the source registry as images name it, e.g. docker.io or ghcr.io"))
 		case why != "":
-			v.add(path+".host", "invalid source registry host %q: %s", m.Host, why)
+			v.add(problem.InvalidValue(path+".host", "invalid source registry host %q: %s", m.Host, why))
 		default:
 			key := CanonicalRegistry(m.Host)
 			if j, dup := seen[key]; dup {
-				v.add(path+".host", "duplicate source registry %q (also spec.sourceMirrors[%d]): want one mirror per source registry", m.Host, j)
+				v.add(problem.Duplicate(path+".host", "duplicate source registry %q (also spec.sourceMirrors[%d]): want one mirror per source registry", m.Host, j))
 			} else {
 				seen[key] = i
 			}
 		}
 		if m.Mirror == "" {
-			v.add(path+".mirror", "mirror is required: want HOST[:PORT][/PREFIX] of the registry to read from, e.g. proxy.contoso.example/dockerhub")
+			v.add(problem.Required(path+".mirror", "mirror is required: want HOST[:PORT][/PREFIX] of the registry to read from, e.g. proxy.contoso.example/dockerhub"))
 			continue
 		}
 		if why := mirrorRef(m.Mirror); why != "" {
-			v.add(path+".mirror", "invalid mirror %q: %s", m.Mirror, why)
+			v.add(problem.InvalidValue(path+".mirror", "invalid mirror %q: %s", m.Mirror, why))
 		}
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"regexp"
 	"regexp/syntax"
 	"strings"
+
+	"fleetgen.dev/fleetgen/pkg/problem"
 )
 
 // VerifyPolicy is one entry of spec.verify (SPEC §4): the signatures the
@@ -103,16 +105,16 @@ func (v *validator) verify() {
 		path := fmt.Sprintf("spec.verify[%d]", i)
 		for j, g := range p.Images {
 			if why := GlobProblem(g); why != "" {
-				v.add(fmt.Sprintf("%s.images[%d]", path, j), "invalid image glob %q: %s", g, why)
+				v.add(problem.InvalidValue(fmt.Sprintf("%s.images[%d]", path, j), "invalid image glob %q: %s", g, why))
 			}
 		}
 		c := p.Cosign
 		if c == nil {
-			v.add(path+".cosign", "cosign is required: want keys, identities or both")
+			v.add(problem.Required(path+".cosign", "cosign is required: want keys, identities or both"))
 			continue
 		}
 		if len(c.Keys) == 0 && len(c.Identities) == 0 {
-			v.add(path+".cosign", "no keys and no identities: want at least one PEM public key ({file: PATH}) or keyless identity (issuer and subject)")
+			v.add(problem.Required(path+".cosign", "no keys and no identities: want at least one PEM public key ({file: PATH}) or keyless identity (issuer and subject)"))
 		}
 		if c.TrustedRoot != nil {
 			v.ref(path+".cosign.trustedRoot", c.TrustedRoot, formFile, false)
@@ -124,24 +126,24 @@ func (v *validator) verify() {
 				continue // malformed or unreadable: reported here or by Load
 			}
 			if why := PublicKeyProblem(ref.Data); why != "" {
-				v.add(kp+".file", "%q %s", ref.File, why)
+				v.add(problem.Other(kp+".file", "%q %s", ref.File, why))
 			}
 		}
 		for k, id := range c.Identities {
 			ip := fmt.Sprintf("%s.cosign.identities[%d]", path, k)
 			if id.Issuer == "" {
-				v.add(ip+".issuer", "issuer is required: want the OIDC issuer URL, e.g. https://token.actions.githubusercontent.com")
+				v.add(problem.Required(ip+".issuer", "issuer is required: want the OIDC issuer URL, e.g. https://token.actions.githubusercontent.com"))
 			} else if u, err := url.Parse(id.Issuer); err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
-				v.add(ip+".issuer", "invalid issuer %q: want the OIDC issuer URL, e.g. https://token.actions.githubusercontent.com", id.Issuer)
+				v.add(problem.InvalidValue(ip+".issuer", "invalid issuer %q: want the OIDC issuer URL, e.g. https://token.actions.githubusercontent.com", id.Issuer))
 			}
 			switch {
 			case id.Subject == "" && id.SubjectRegExp == "":
-				v.add(ip, "no subject: want subject (exact) or subjectRegExp (RE2), e.g. subjectRegExp: ^https://github\\.com/contoso/")
+				v.add(problem.Required(ip, "no subject: want subject (exact) or subjectRegExp (RE2), e.g. subjectRegExp: ^https://github\\.com/contoso/"))
 			case id.Subject != "" && id.SubjectRegExp != "":
-				v.add(ip+".subjectRegExp", "subject and subjectRegExp both set: want one of them")
+				v.add(problem.Other(ip+".subjectRegExp", "subject and subjectRegExp both set: want one of them"))
 			case id.SubjectRegExp != "":
 				if _, err := regexp.Compile(id.SubjectRegExp); err != nil {
-					v.add(ip+".subjectRegExp", "invalid regular expression %q: want RE2 syntax (%s)", id.SubjectRegExp, reProblem(err))
+					v.add(problem.InvalidValue(ip+".subjectRegExp", "invalid regular expression %q: want RE2 syntax (%s)", id.SubjectRegExp, reProblem(err)))
 				}
 			}
 		}

@@ -16,11 +16,7 @@ import (
 // would without them. f is defaulted and valid; Warnings reads nothing.
 func Warnings(f *Fleet) problem.Errors {
 	var ws problem.Errors
-	warn := func(code, path, format string, args ...any) {
-		e := f.Errorf(path, format, args...)
-		e.Code = code
-		ws = append(ws, e)
-	}
+	warn := func(e *problem.FieldError) { ws = append(ws, f.At(e)) }
 	groups := f.FleetGroups()
 	for i, g := range groups {
 		n := 0
@@ -31,15 +27,15 @@ func Warnings(f *Fleet) problem.Errors {
 			}
 		}
 		if n == 0 {
-			warn(problem.CodeEmptyGroup, fmt.Sprintf("spec.groups[%d].selector", i), "group %q selects no cluster registered with Fleet (mode agent, manager or capi): its ClusterGroup stays empty, and targets naming it deliver nothing", g.Name)
+			warn(problem.EmptyGroup(fmt.Sprintf("spec.groups[%d].selector", i), "group %q selects no cluster registered with Fleet (mode agent, manager or capi): its ClusterGroup stays empty, and targets naming it deliver nothing", g.Name))
 		}
 	}
 	for _, u := range f.unmatched(f.reach()) {
-		warn(problem.CodeUnmatchedTarget, u.Path, "target %q of delivery %q reaches no cluster: %s", u.Target, u.Delivery, u.Why)
+		warn(problem.UnmatchedTarget(u.Path, "target %q of delivery %q reaches no cluster: %s", u.Target, u.Delivery, u.Why))
 	}
 	if f.Spec.ArgoCD != nil && len(f.Spec.Clusters) > 0 && len(f.ArgoCDClusters()) == 0 {
-		warn(problem.CodeEmptySelection, "spec.argocd.selector", "spec.argocd selects no cluster: no Argo CD cluster Secret is rendered")
+		warn(problem.EmptySelection("spec.argocd.selector", "spec.argocd selects no cluster: no Argo CD cluster Secret is rendered"))
 	}
-	sortErrors(ws)
+	ws.Sort()
 	return ws
 }
