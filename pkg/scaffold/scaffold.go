@@ -10,7 +10,10 @@ import (
 	"embed"
 	"encoding/json"
 	"fmt"
+	"io/fs"
+	"path"
 	"regexp"
+	"sort"
 	"strings"
 	"text/template"
 )
@@ -51,26 +54,16 @@ type File struct {
 	Data []byte
 }
 
-// Paths of the starting fleet, relative to its folder.
-const (
-	FleetFile      = "fleet.yaml"
-	KubeconfigFile = "kubeconfigs/prod-1.yaml"
-	SOPSFile       = ".sops.yaml"
-)
+// FleetFile is the starting fleet's fleet.yaml, relative to its folder.
+const FleetFile = "fleet.yaml"
 
-//go:embed template
+// templates holds the starting fleet as it lies in its folder: each file a
+// text/template of Options.
+//
+//go:embed all:template
 var templates embed.FS
 
-var tmpl = template.Must(template.New("").Funcs(template.FuncMap{"yaml": yamlString}).ParseFS(templates, "template/*"))
-
-// files maps each path to its template.
-var files = []struct{ path, template string }{
-	{FleetFile, "fleet.yaml"},
-	{"apps/kustomization.yaml", "kustomization.yaml"},
-	{"apps/hello.yaml", "hello.yaml"},
-	{KubeconfigFile, "kubeconfig.yaml"},
-	{SOPSFile, "sops.yaml"},
-}
+var tmpl = template.Must(template.New("").Funcs(template.FuncMap{"yaml": yamlString}).ParseFS(templates, "template/*.yaml", "template/*/*.yaml"))
 
 // Files returns the starting fleet for o, sorted by path. It needs at least
 // one age recipient: the manager-mode cluster's kubeconfig Secret is sealed
@@ -96,13 +89,23 @@ func Files(o Options) ([]File, error) {
 		data.Kind = "oci"
 	}
 	var out []File
-	for _, f := range files {
-		var b bytes.Buffer
-		if err := tmpl.ExecuteTemplate(&b, f.template, data); err != nil {
-			return nil, fmt.Errorf("scaffold %s: %w", f.path, err)
+	err := fs.WalkDir(templates, "template", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
 		}
-		out = append(out, File{Path: f.path, Data: b.Bytes()})
+		var b bytes.Buffer
+		rel := strings.TrimPrefix(p, "template/")
+		// ParseFS names each template by its base name: they are unique.
+		if err := tmpl.ExecuteTemplate(&b, path.Base(p), data); err != nil {
+			return fmt.Errorf("scaffold %s: %w", rel, err)
+		}
+		out = append(out, File{Path: rel, Data: b.Bytes()})
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, nil
 }
 
