@@ -8,6 +8,9 @@ INSTALL_DIR ?= $(shell $(GO) env GOPATH)/bin
 DIST        ?= dist
 PLATFORMS   ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 LDFLAGS     := -X main.version=$(VERSION)
+# What make release and make install link with: no symbol table, no DWARF,
+# no build ID (reproducible).
+RELEASE_LDFLAGS := -s -w -buildid= $(LDFLAGS)
 
 .PHONY: all build install release cross test fuzz oracles bench bench-mirror lint size cold-build e2e e2e-tools
 
@@ -17,9 +20,10 @@ all: build
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/fleetgen
 
-## install: fleetgen into $(go env GOPATH)/bin (INSTALL_DIR=… to change)
+## install: fleetgen into $(go env GOPATH)/bin (INSTALL_DIR=… to change),
+## built as make release builds it (static, stripped, -trimpath)
 install:
-	GOBIN="$(INSTALL_DIR)" $(GO) install -ldflags "$(LDFLAGS)" ./cmd/fleetgen
+	CGO_ENABLED=0 GOBIN="$(INSTALL_DIR)" $(GO) install -trimpath -ldflags "$(RELEASE_LDFLAGS)" ./cmd/fleetgen
 	@echo "installed $(INSTALL_DIR)/fleetgen ($(VERSION))"
 
 ## release: static binaries for $(PLATFORMS) in $(DIST)/, with SHA256SUMS
@@ -29,7 +33,7 @@ release:
 		os=$${p%/*}; arch=$${p#*/}; \
 		echo "build $$os/$$arch"; \
 		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath \
-			-ldflags "-s -w -buildid= $(LDFLAGS)" \
+			-ldflags "$(RELEASE_LDFLAGS)" \
 			-o "$(DIST)/fleetgen-$(VERSION)-$$os-$$arch" ./cmd/fleetgen; \
 	done
 	cd "$(DIST)" && sha256sum fleetgen-* > SHA256SUMS && cat SHA256SUMS
@@ -42,12 +46,17 @@ cross:
 		CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build ./cmd/... ./pkg/... ./internal/...; \
 	done
 
-## test: every package's tests but the end-to-end one (needs git and /usr/bin/docker-registry)
+## test: every package's tests but the end-to-end one (needs git and
+## /usr/bin/docker-registry), one line per package as it finishes
+## (test/cmd/testrun), and last every test skipped for a missing tool (helm,
+## cosign, notation, oras: test/e2e/tools/build.sh NAME) with how to get it
 test:
-	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/e2e)
+	@echo "make test: compiling the test runner (test/cmd/testrun), then listing packages"
+	$(GO) run ./test/cmd/testrun -exclude /test/e2e -- -count=1
 
-## e2e-tools: etcd, kube-apiserver, Flux and Fleet built from the module proxy
-## into ~/.cache/fleetgen/e2e/<versions>/ (about 40 CPU-minutes once, then cached)
+## e2e-tools: etcd, kube-apiserver, Flux and Fleet, and the CLIs tests drive
+## (helm, cosign, notation, oras, regsync), built from the module proxy into
+## ~/.cache/fleetgen/e2e/<versions>/ (about 50 CPU-minutes once, then cached)
 e2e-tools:
 	test/e2e/tools/build.sh >/dev/null
 

@@ -50,9 +50,7 @@ func TestCIRecipesRun(t *testing.T) {
 		t.Skip("builds fleetgen from a clone and runs the CI jobs")
 	}
 	for _, tool := range []string{"bash", "git", "make", "curl", "jq"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("the recipes need %s on PATH (.ci/run installs it): %v", tool, err)
-		}
+		testenv.Tool(t, tool)
 	}
 	src, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
