@@ -36,8 +36,8 @@ printed beside the problems and never change the exit code.`,
 		Example: example(
 			"fleetgen validate",
 			"fleetgen validate clusters/prod          # clusters/prod/fleet.yaml",
-			"fleetgen validate -o github              # in a GitHub Actions job: annotate the pull request",
-			"fleetgen validate -o json | jq -r .code  # one JSON object per problem",
+			"fleetgen validate --output github   # in a GitHub Actions job: annotate the pull request",
+			"fleetgen validate --output json | jq -r .code   # one JSON object per problem",
 		),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := g.configFor(cmd, in, args)
@@ -49,16 +49,16 @@ printed beside the problems and never change the exit code.`,
 			return wrap(err)
 		},
 	}
-	// For validate the problems are the output: -o/--output names their format,
+	// For validate the problems are the report: --output names their format,
 	// and --error-format, which the other commands take, is the same flag.
-	cmd.Flags().StringVarP(&g.errFormat, "output", "o", formatText, "how problems are printed: text (stderr), json or github (stdout)")
+	addFormat(cmd, &g.errFormat, "how problems are printed: text (stderr), json or github (stdout)", formatText, formatJSON, formatGitHub)
+	aliasShortFormat(cmd, &g.errFormat)
 	cmd.Flags().SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
 		if name == "error-format" {
 			name = "output"
 		}
 		return pflag.NormalizedName(name)
 	})
-	_ = cmd.RegisterFlagCompletionFunc("output", completeValues(formatText, formatJSON, formatGitHub))
 	in.add(g, cmd, withPlaintext)
 	return cmd
 }
@@ -80,7 +80,7 @@ fleet.lock.yaml keys them.`,
 		Example: example(
 			"fleetgen images",
 			"fleetgen images --why   # say which layer or spec.images entry needs each image",
-			"fleetgen images -o json | jq -r '.[] | select(.locked == null) | .image'   # not mirrored yet",
+			"fleetgen images --output json | jq -r '.[] | select(.locked == null) | .image'   # not mirrored yet",
 		),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(cmd, o.format, formatText, formatJSON); err != nil {
@@ -99,8 +99,8 @@ fleet.lock.yaml keys them.`,
 	}
 	in.add(g, cmd, 0)
 	cmd.Flags().BoolVar(&o.why, "why", false, "print who needs each image")
-	cmd.Flags().StringVarP(&o.format, "output", "o", formatText, "text (one image per line) or json (an array of {image, neededBy, locked, policy})")
-	_ = cmd.RegisterFlagCompletionFunc("output", completeValues(formatText, formatJSON))
+	addFormat(cmd, &o.format, "text (one image per line) or json (an array of {image, neededBy, locked, policy})", formatText, formatJSON)
+	aliasShortFormat(cmd, &o.format)
 	return cmd
 }
 
@@ -238,10 +238,9 @@ the manager (naming the manager adds its shared files).`,
 		},
 	}
 	in.add(g, cmd, withPlaintext|withLocked)
-	addOutput(cmd, &o.out)
+	addOutputDir(cmd, &o.out)
 	cmd.Flags().BoolVar(&o.check, "check", false, "write nothing; print a diff and exit 3 when DIR differs")
-	cmd.Flags().StringVar(&o.format, "output", formatText, "with --check: text (the diff) or github (workflow commands, then the diff)")
-	_ = cmd.RegisterFlagCompletionFunc("output", completeValues(formatText, formatGitHub))
+	addFormat(cmd, &o.format, "with --check: text (the diff) or github (workflow commands, then the diff)", formatText, formatGitHub)
 	addClusters(cmd, &o.clusters, "with -o -: stream only what concerns this cluster (repeatable)")
 	return cmd
 }
@@ -284,7 +283,7 @@ the commit would add, change and remove.`,
 		},
 	}
 	in.add(g, cmd, withLocked)
-	addOutput(cmd, &o.OutDir)
+	addOutputDir(cmd, &o.OutDir)
 	cmd.Flags().StringVar(&o.PushURL, "push-url", "", "push here instead of spec.source.url")
 	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "do everything but push; print what the commit would change")
 	cmd.Flags().BoolVar(&o.AllowDirty, "allow-dirty", false, "publish even when fleet.yaml, the lock or a layer folder has uncommitted changes")
@@ -318,7 +317,7 @@ an image the registry lacks.`,
 		},
 	}
 	in.add(g, cmd, withPlaintext|withLocked)
-	addOutput(cmd, &o.Publish.OutDir)
+	addOutputDir(cmd, &o.Publish.OutDir)
 	cmd.Flags().BoolVar(&o.Push, "publish", false, "publish after rendering")
 	cmd.Flags().StringVar(&o.Publish.PushURL, "push-url", "", "push here instead of spec.source.url")
 	cmd.Flags().IntVar(&o.Mirror.Jobs, "jobs", 0, "images copied at once (0: default)")
@@ -333,7 +332,7 @@ func newVersion(stdout io.Writer) *cobra.Command {
 		Use:     "version",
 		Short:   "Print version, commit and Go version",
 		Args:    cobra.NoArgs,
-		Example: example("fleetgen version", "fleetgen version -o json | jq -r .version"),
+		Example: example("fleetgen version", "fleetgen version --output json | jq -r .version"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFormat(cmd, format, formatText, formatJSON); err != nil {
 				return err
@@ -355,8 +354,8 @@ func newVersion(stdout io.Writer) *cobra.Command {
 			return wrap(err)
 		},
 	}
-	cmd.Flags().StringVarP(&format, "output", "o", formatText, "text or json ({version, commit, go})")
-	_ = cmd.RegisterFlagCompletionFunc("output", completeValues(formatText, formatJSON))
+	addFormat(cmd, &format, "text or json ({version, commit, go})", formatText, formatJSON)
+	aliasShortFormat(cmd, &format)
 	return cmd
 }
 

@@ -70,9 +70,8 @@ write, 3 when not.`,
 		},
 	}
 	in.add(g, cmd, withPlaintext|withLocked)
-	addOutput(cmd, &o.out)
-	cmd.Flags().StringVar(&o.format, "output", formatText, "report format: text, markdown, json or github")
-	_ = cmd.RegisterFlagCompletionFunc("output", completeValues(formatText, formatMarkdown, formatJSON, formatGitHub))
+	addOutputDir(cmd, &o.out)
+	addFormat(cmd, &o.format, "report format: text, markdown, json or github", formatText, formatMarkdown, formatJSON, formatGitHub)
 	addClusters(cmd, &o.clusters, "report only this cluster (repeatable); the manager's name adds its shared changes")
 	return cmd
 }
@@ -120,20 +119,12 @@ func checkOutFlag(cmd *cobra.Command, out string, stream bool) error {
 		if cmd.Flags().Lookup("output") == nil {
 			hint = "this command prints no other format"
 		}
-		return usagef("%s: -o %s: -o is the output folder, not a format (%s); give -o ./%s for a folder of that name", cmd.CommandPath(), out, hint, out)
+		return usagef("%s: -o %s: -o is the output folder (-o/--output-dir), not a format (%s); give -o ./%s for a folder of that name", cmd.CommandPath(), out, hint, out)
 	}
 	if out == "-" && !stream {
 		return usagef("%s: -o -: only render streams to stdout; give the output folder", cmd.CommandPath())
 	}
 	return nil
-}
-
-// checkFormat refuses a --output value not in valid.
-func checkFormat(cmd *cobra.Command, format string, valid ...string) error {
-	if slices.Contains(valid, format) {
-		return nil
-	}
-	return usagef("%s: --output %q: want %s", cmd.CommandPath(), format, strings.Join(valid, ", "))
 }
 
 // writeImages prints `images`: text is one image per line, with why followed

@@ -36,8 +36,8 @@ writes nothing.`,
 		Example: example(
 			"fleetgen targets",
 			"fleetgen targets --cluster edge-1",
-			"fleetgen targets -o json | jq -r '.clusters[] | select(.deliveries == []) | .name'",
-			"fleetgen targets -o json | jq '.unmatched, .unmatchedLayers'",
+			"fleetgen targets --output json | jq -r '.clusters[] | select(.deliveries == []) | .name'",
+			"fleetgen targets --output json | jq '.unmatched, .unmatchedLayers'",
 		),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(cmd, o.format, formatText, formatJSON); err != nil {
@@ -57,8 +57,8 @@ writes nothing.`,
 		},
 	}
 	in.add(g, cmd, 0)
-	cmd.Flags().StringVarP(&o.format, "output", "o", formatText, "text (a table) or json ({clusters, unmatched, unmatchedLayers})")
-	_ = cmd.RegisterFlagCompletionFunc("output", completeValues(formatText, formatJSON))
+	addFormat(cmd, &o.format, "text (a table) or json ({clusters, unmatched, unmatchedLayers})", formatText, formatJSON)
+	aliasShortFormat(cmd, &o.format)
 	addClusters(cmd, &o.clusters, "list only this cluster (repeatable)")
 	return cmd
 }

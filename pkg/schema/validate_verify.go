@@ -51,17 +51,17 @@ type KeylessIdentity struct {
 }
 
 func init() {
-	fieldDocs["spec.verify"] = fieldDoc{desc: "Signature policies: images a policy covers are mirrored and published only with a cosign signature that verifies, offline (SPEC §4)."}
-	fieldDocs["spec.verify[].images"] = fieldDoc{desc: "Source repositories the policy covers, as globs (* within a path element, ** any depth), e.g. ghcr.io/contoso/**. Default all images; the first policy that matches an image covers it."}
-	fieldDocs["spec.verify[].images[]"] = fieldDoc{desc: "A repository glob without tag or digest, e.g. ghcr.io/contoso/** or docker.io/library/*."}
-	fieldDocs["spec.verify[].cosign"] = fieldDoc{desc: "Which cosign signatures verify: keys, keyless identities or both; any one is enough.", required: true}
-	fieldDocs["spec.verify[].cosign.keys"] = fieldDoc{desc: "PEM public keys (cosign.pub)."}
-	fieldDocs["spec.verify[].cosign.keys[]"] = fieldDoc{desc: "A PEM public key file, {file: PATH} relative to fleet.yaml.", forms: formFile}
-	fieldDocs["spec.verify[].cosign.identities"] = fieldDoc{desc: "Keyless signers: a Fulcio certificate from this OIDC issuer for this subject."}
-	fieldDocs["spec.verify[].cosign.identities[].issuer"] = fieldDoc{desc: "The OIDC issuer, e.g. https://token.actions.githubusercontent.com.", required: true}
-	fieldDocs["spec.verify[].cosign.identities[].subject"] = fieldDoc{desc: "The certificate's subject (URI or email) exactly; or subjectRegExp."}
-	fieldDocs["spec.verify[].cosign.identities[].subjectRegExp"] = fieldDoc{desc: "An RE2 regular expression the subject must match, e.g. ^https://github\\.com/contoso/."}
-	fieldDocs["spec.verify[].cosign.trustedRoot"] = fieldDoc{desc: "A Sigstore trusted_root.json, {file: PATH}: the Fulcio, Rekor and CT keys keyless signatures are checked against, offline. Default the public-good root built into fleetgen.", forms: formFile}
+	fieldDocs["spec.verify"] = fieldDoc{desc: "Signature policies: images a policy covers are mirrored and published only with a cosign signature that verifies, offline (SPEC §4).", example: []any{map[string]any{"images": []any{"ghcr.io/contoso/**"}, "cosign": map[string]any{"keys": []any{map[string]any{"file": "keys/cosign.pub"}}}}}}
+	fieldDocs["spec.verify[].images"] = fieldDoc{desc: "Source repositories the policy covers, as globs (* within a path element, ** any depth), e.g. ghcr.io/contoso/**. Default all images; the first policy that matches an image covers it.", example: []any{"ghcr.io/contoso/**"}}
+	fieldDocs["spec.verify[].images[]"] = fieldDoc{desc: "A repository glob without tag or digest, e.g. ghcr.io/contoso/** or docker.io/library/*.", example: "ghcr.io/contoso/**"}
+	fieldDocs["spec.verify[].cosign"] = fieldDoc{desc: "Which cosign signatures verify: keys, keyless identities or both; any one is enough.", required: true, example: map[string]any{"keys": []any{map[string]any{"file": "keys/cosign.pub"}}}}
+	fieldDocs["spec.verify[].cosign.keys"] = fieldDoc{desc: "PEM public keys (cosign.pub).", example: []any{map[string]any{"file": "keys/cosign.pub"}}}
+	fieldDocs["spec.verify[].cosign.keys[]"] = fieldDoc{desc: "A PEM public key file, {file: PATH} relative to fleet.yaml.", forms: formFile, example: map[string]any{"file": "keys/cosign.pub"}}
+	fieldDocs["spec.verify[].cosign.identities"] = fieldDoc{desc: "Keyless signers: a Fulcio certificate from this OIDC issuer for this subject.", example: []any{map[string]any{"issuer": "https://token.actions.githubusercontent.com", "subjectRegExp": "^https://github\\.com/contoso/.*$"}}}
+	fieldDocs["spec.verify[].cosign.identities[].issuer"] = fieldDoc{desc: "The OIDC issuer, e.g. https://token.actions.githubusercontent.com.", required: true, example: "https://token.actions.githubusercontent.com"}
+	fieldDocs["spec.verify[].cosign.identities[].subject"] = fieldDoc{desc: "The certificate's subject (URI or email) exactly; or subjectRegExp.", example: "https://github.com/contoso/app/.github/workflows/release.yml@refs/heads/main"}
+	fieldDocs["spec.verify[].cosign.identities[].subjectRegExp"] = fieldDoc{desc: "An RE2 regular expression the subject must match, e.g. ^https://github\\.com/contoso/.", example: "^https://github\\.com/contoso/.*$"}
+	fieldDocs["spec.verify[].cosign.trustedRoot"] = fieldDoc{desc: "A Sigstore trusted_root.json, {file: PATH}: the Fulcio, Rekor and CT keys keyless signatures are checked against, offline. Default the public-good root built into fleetgen.", forms: formFile, example: map[string]any{"file": "sigstore/trusted_root.json"}}
 }
 
 // verifyRefs lists the {file:} references of spec.verify for Load to read.
