@@ -20,14 +20,19 @@ import (
 // A layer folder that does not exist or does not build is a problem of
 // fleet.yaml, located at the first layer whose path expands to it and naming
 // the cluster whose labels expanded it; all of them are returned at once as
-// problem.Errors. A bound of Options is an input error (*problem.InvalidError);
+// problem.Errors, with the model of what did build (validate goes on to check
+// it: one run finds every problem). A bound of Options is an input error (*problem.InvalidError);
 // an I/O failure or a panic in kustomize is a runtime error.
-func Load(f *schema.Fleet) (*Model, error) {
+func Load(f *schema.Fleet) (*Model, error) { return LoadUnits(f, FromFleet(f)) }
+
+// LoadUnits is Load of some of f's units (of FromFleet(f)): validate leaves
+// out the layers whose path fleet.yaml's own rules found wrong, and checks
+// the rest in the same run.
+func LoadUnits(f *schema.Fleet, units []Unit) (*Model, error) {
 	dir := f.Dir
 	if dir == "" {
 		dir = "."
 	}
-	units := FromFleet(f)
 	m, err := New(dir, units, DefaultOptions())
 	var lim *LimitError
 	if errors.As(err, &lim) {
@@ -44,13 +49,13 @@ func Load(f *schema.Fleet) (*Model, error) {
 		}
 		at, names, expanded := whereFleet(f, units, p)
 		if errors.Is(b.Err, errNoFolder) {
-			errs = append(errs, f.Errorf(at+".path", "layer %s: folder %s%s does not exist: want a folder inside the folder of fleet.yaml", names, p, expanded))
+			errs = append(errs, f.At(problem.Other(at+".path", "layer %s: folder %s%s does not exist: want a folder inside the folder of fleet.yaml", names, p, expanded)))
 			continue
 		}
-		errs = append(errs, f.Errorf(at+".path", "layer %s: folder %s%s does not build with kustomize: %v", names, p, expanded, b.Err))
+		errs = append(errs, f.At(problem.Other(at+".path", "layer %s: folder %s%s does not build with kustomize: %v", names, p, expanded, b.Err)))
 	}
 	if len(errs) > 0 {
-		return nil, schema.Sorted(errs)
+		return m, schema.Sorted(errs)
 	}
 	return m, nil
 }
@@ -118,15 +123,15 @@ func (m *Model) Check(f *schema.Fleet) problem.Errors {
 		file, obj := inert.Quote(k.file), k.quoted()
 		switch k.what {
 		case "missing":
-			errs = append(errs, f.Errorf(at,
+			errs = append(errs, f.At(problem.Other(at,
 				"layer %s: ${%s} in %s (%s) is not defined for %s, and Flux 2.9 substitutes strictly (the reconcile fails): want a label %s on the cluster, spec.layers[%d].substitute.%s, or a default ${%s:=VALUE}",
-				l.Name, k.ok, file, obj, problem.Clusters(found[k], ""), k.ok, k.layer, k.ok, k.ok))
+				l.Name, k.ok, file, obj, problem.Clusters(found[k], ""), k.ok, k.layer, k.ok, k.ok)))
 		case "failed":
-			errs = append(errs, f.Errorf(at, "layer %s: %s, for %s (Flux fails the reconcile)", l.Name, k.ok, problem.Clusters(found[k], "")))
+			errs = append(errs, f.At(problem.Other(at, "layer %s: %s, for %s (Flux fails the reconcile)", l.Name, k.ok, problem.Clusters(found[k], ""))))
 		case "type":
-			errs = append(errs, f.Errorf(at,
+			errs = append(errs, f.At(problem.Other(at,
 				"layer %s: %s (%s): %s is not a string in what %s (the layer's build with post-build substitution), and the API server refuses it: want a string (post-build substitution decodes a value that reads as a number or boolean as one, whatever quotes the manifest had)",
-				l.Name, file, obj, inert.Quote(k.ok), problem.Clusters(found[k], "receive")))
+				l.Name, file, obj, inert.Quote(k.ok), problem.Clusters(found[k], "receive"))))
 		case "plaintext":
 			errs = append(errs, k.finding(f, found[k]).FieldError(f))
 		}

@@ -16,21 +16,6 @@ import (
 	"fleetgen.dev/fleetgen/test/testenv"
 )
 
-// orasBinary is the real oras CLI: $FLEETGEN_ORAS (.ci/run points it at
-// test/e2e/tools/build.sh's oras-<version>). Without it the test skips,
-// except in CI.
-func orasBinary(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("FLEETGEN_ORAS"); p != "" {
-		return p
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("no oras: .ci/run sets FLEETGEN_ORAS (test/e2e/tools/build.sh oras)")
-	}
-	t.Skip("no oras: set FLEETGEN_ORAS (test/e2e/tools/build.sh oras builds it)")
-	return ""
-}
-
 // TestOrasInterop: layouts cross between fleetgen and the real oras CLI,
 // on the distribution registry (no referrers API: the tag schema).
 //
@@ -45,7 +30,7 @@ func orasBinary(t *testing.T) string {
 //     tag of one repository: a layout of several repositories, named by
 //     their source references, restores image by image with `oras cp`.)
 func TestOrasInterop(t *testing.T) {
-	oras := orasBinary(t)
+	oras := testenv.Tool(t, "oras")
 	src := testenv.Registry(t)
 	chain, err := testenv.SupplyChain(src+"/team/app:1.0", rand.New(rand.NewSource(11)))
 	if err != nil {

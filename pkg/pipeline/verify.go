@@ -130,7 +130,7 @@ func (ld *Loaded) verifyInput() problem.Errors {
 		if es, ok := err.(problem.Errors); ok {
 			errs = append(errs, es...)
 		} else {
-			errs = append(errs, f.Errorf("spec.verify", "%v", err))
+			errs = append(errs, f.At(problem.Other("spec.verify", "%v", err)))
 		}
 	}
 	var repos []string
@@ -152,8 +152,8 @@ func (ld *Loaded) verifyInput() problem.Errors {
 				}
 			}
 			if !matched {
-				errs = append(errs, f.Errorf(fmt.Sprintf("spec.verify[%d].images[%d]", i, j),
-					"%q matches no image of the fleet: want a glob of normalised source repositories, e.g. docker.io/library/busybox or ghcr.io/contoso/** (`fleetgen images` lists them)", g))
+				errs = append(errs, f.At(problem.Other(fmt.Sprintf("spec.verify[%d].images[%d]", i, j),
+					"%q matches no image of the fleet: want a glob of normalised source repositories, e.g. docker.io/library/busybox or ghcr.io/contoso/** (`fleetgen images` lists them)", g)))
 			}
 		}
 	}
@@ -191,7 +191,7 @@ func (ld *Loaded) verifyLock() problem.Errors {
 	}
 	var errs problem.Errors
 	for _, name := range order {
-		errs = append(errs, ld.Fleet.Errorf(name, "%d image(s) this policy covers are locked without a signature verified under it (the policy is new or changed): run `fleetgen mirror`", count[name]))
+		errs = append(errs, ld.Fleet.At(problem.Other(name, "%d image(s) this policy covers are locked without a signature verified under it (the policy is new or changed): run `fleetgen mirror`", count[name])))
 	}
 	return errs
 }

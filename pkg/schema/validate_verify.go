@@ -12,6 +12,8 @@ import (
 	"regexp"
 	"regexp/syntax"
 	"strings"
+
+	"fleetgen.dev/fleetgen/pkg/problem"
 )
 
 // VerifyPolicy is one entry of spec.verify (SPEC §4): the signatures the
@@ -71,24 +73,24 @@ type NotationVerify struct {
 }
 
 func init() {
-	fieldDocs["spec.verify"] = fieldDoc{desc: "Signature policies: images a policy covers are mirrored and published only with a cosign or Notary Project signature that verifies, offline (SPEC §4)."}
-	fieldDocs["spec.verify[].images"] = fieldDoc{desc: "Source repositories the policy covers, as globs (* within a path element, ** any depth), e.g. ghcr.io/contoso/**. Default all images; the first policy that matches an image covers it. Docker Hub is docker.io, whichever of its names an image uses."}
-	fieldDocs["spec.verify[].images[]"] = fieldDoc{desc: "A repository glob without tag or digest, e.g. ghcr.io/contoso/** or docker.io/library/*."}
-	fieldDocs["spec.verify[].cosign"] = fieldDoc{desc: "Which cosign (Sigstore) signatures verify: keys, keyless identities or both; any one is enough. A policy has cosign, notation or both."}
-	fieldDocs["spec.verify[].cosign.keys"] = fieldDoc{desc: "PEM public keys (cosign.pub): ECDSA P-256, P-384 or P-521, RSA of 2048 bits or more, or Ed25519."}
-	fieldDocs["spec.verify[].cosign.keys[]"] = fieldDoc{desc: "A PEM public key file, {file: PATH} relative to fleet.yaml.", forms: formFile}
-	fieldDocs["spec.verify[].cosign.identities"] = fieldDoc{desc: "Keyless signers: a Fulcio certificate from this OIDC issuer for this subject."}
-	fieldDocs["spec.verify[].cosign.identities[].issuer"] = fieldDoc{desc: "The OIDC issuer, e.g. https://token.actions.githubusercontent.com.", required: true}
-	fieldDocs["spec.verify[].cosign.identities[].subject"] = fieldDoc{desc: "The certificate's subject (URI or email) exactly; or subjectRegExp."}
-	fieldDocs["spec.verify[].cosign.identities[].subjectRegExp"] = fieldDoc{desc: "An RE2 regular expression the subject must match, anchored ^…$ (cosign matches it anywhere), e.g. ^https://github\\.com/contoso/.*$."}
-	fieldDocs["spec.verify[].cosign.trustedRoot"] = fieldDoc{desc: "A Sigstore trusted_root.json, {file: PATH}: the Fulcio, Rekor (v1 and v2), CT and timestamp authority keys keyless signatures are checked against, offline. Default the public-good root built into fleetgen.", forms: formFile}
-	fieldDocs["spec.verify[].notation"] = fieldDoc{desc: "Which Notary Project signatures (notation sign; JWS or COSE, as OCI referrers) verify. A policy has cosign, notation or both."}
-	fieldDocs["spec.verify[].notation.trustStore"] = fieldDoc{desc: "PEM files of X.509 CA certificates the signing certificate must chain to (notation's trust store of type ca).", required: true}
-	fieldDocs["spec.verify[].notation.trustStore[]"] = fieldDoc{desc: "A PEM file of one or more CA certificates, {file: PATH} relative to fleet.yaml.", forms: formFile}
-	fieldDocs["spec.verify[].notation.identities"] = fieldDoc{desc: "Trusted identities as notation's trust policy spells them, e.g. \"x509.subject: C=US, ST=WA, O=Contoso, CN=release\" (the signing certificate's subject holds these attributes). Default any certificate that chains to the trust store."}
-	fieldDocs["spec.verify[].notation.identities[]"] = fieldDoc{desc: "x509.subject: followed by a distinguished name (RFC 4514) with at least C, ST and O."}
-	fieldDocs["spec.verify[].notation.timestampRoots"] = fieldDoc{desc: "PEM files of the root certificates of the RFC 3161 timestamp authorities signatures are countersigned by (notation sign --timestamp-url). With them every signature must carry a timestamp, and a certificate that has expired since still verifies."}
-	fieldDocs["spec.verify[].notation.timestampRoots[]"] = fieldDoc{desc: "A PEM file of one or more root certificates, {file: PATH} relative to fleet.yaml.", forms: formFile}
+	fieldDocs["spec.verify"] = fieldDoc{desc: "Signature policies: images a policy covers are mirrored and published only with a cosign or Notary Project signature that verifies, offline (SPEC §4).", example: []any{map[string]any{"images": []any{"ghcr.io/contoso/**"}, "cosign": map[string]any{"keys": []any{map[string]any{"file": "keys/cosign.pub"}}}}}}
+	fieldDocs["spec.verify[].images"] = fieldDoc{desc: "Source repositories the policy covers, as globs (* within a path element, ** any depth), e.g. ghcr.io/contoso/**. Default all images; the first policy that matches an image covers it. Docker Hub is docker.io, whichever of its names an image uses.", example: []any{"ghcr.io/contoso/**"}}
+	fieldDocs["spec.verify[].images[]"] = fieldDoc{desc: "A repository glob without tag or digest, e.g. ghcr.io/contoso/** or docker.io/library/*.", example: "ghcr.io/contoso/**"}
+	fieldDocs["spec.verify[].cosign"] = fieldDoc{desc: "Which cosign (Sigstore) signatures verify: keys, keyless identities or both; any one is enough. A policy has cosign, notation or both.", example: map[string]any{"keys": []any{map[string]any{"file": "keys/cosign.pub"}}}}
+	fieldDocs["spec.verify[].cosign.keys"] = fieldDoc{desc: "PEM public keys (cosign.pub): ECDSA P-256, P-384 or P-521, RSA of 2048 bits or more, or Ed25519.", example: []any{map[string]any{"file": "keys/cosign.pub"}}}
+	fieldDocs["spec.verify[].cosign.keys[]"] = fieldDoc{desc: "A PEM public key file, {file: PATH} relative to fleet.yaml.", forms: formFile, example: map[string]any{"file": "keys/cosign.pub"}}
+	fieldDocs["spec.verify[].cosign.identities"] = fieldDoc{desc: "Keyless signers: a Fulcio certificate from this OIDC issuer for this subject.", example: []any{map[string]any{"issuer": "https://token.actions.githubusercontent.com", "subjectRegExp": "^https://github\\.com/contoso/.*$"}}}
+	fieldDocs["spec.verify[].cosign.identities[].issuer"] = fieldDoc{desc: "The OIDC issuer, e.g. https://token.actions.githubusercontent.com.", required: true, example: "https://token.actions.githubusercontent.com"}
+	fieldDocs["spec.verify[].cosign.identities[].subject"] = fieldDoc{desc: "The certificate's subject (URI or email) exactly; or subjectRegExp.", example: "https://github.com/contoso/app/.github/workflows/release.yml@refs/heads/main"}
+	fieldDocs["spec.verify[].cosign.identities[].subjectRegExp"] = fieldDoc{desc: "An RE2 regular expression the subject must match, anchored ^…$ (cosign matches it anywhere), e.g. ^https://github\\.com/contoso/.*$.", example: "^https://github\\.com/contoso/.*$"}
+	fieldDocs["spec.verify[].cosign.trustedRoot"] = fieldDoc{desc: "A Sigstore trusted_root.json, {file: PATH}: the Fulcio, Rekor (v1 and v2), CT and timestamp authority keys keyless signatures are checked against, offline. Default the public-good root built into fleetgen.", forms: formFile, example: map[string]any{"file": "sigstore/trusted_root.json"}}
+	fieldDocs["spec.verify[].notation"] = fieldDoc{desc: "Which Notary Project signatures (notation sign; JWS or COSE, as OCI referrers) verify. A policy has cosign, notation or both.", example: map[string]any{"trustStore": []any{map[string]any{"file": "notation/contoso-ca.pem"}}}}
+	fieldDocs["spec.verify[].notation.trustStore"] = fieldDoc{desc: "PEM files of X.509 CA certificates the signing certificate must chain to (notation's trust store of type ca).", required: true, example: []any{map[string]any{"file": "notation/contoso-ca.pem"}}}
+	fieldDocs["spec.verify[].notation.trustStore[]"] = fieldDoc{desc: "A PEM file of one or more CA certificates, {file: PATH} relative to fleet.yaml.", forms: formFile, example: map[string]any{"file": "notation/contoso-ca.pem"}}
+	fieldDocs["spec.verify[].notation.identities"] = fieldDoc{desc: "Trusted identities as notation's trust policy spells them (the signing certificate's subject holds these attributes). Default any certificate that chains to the trust store.", example: []any{"x509.subject: C=US, ST=WA, O=Contoso, CN=release"}}
+	fieldDocs["spec.verify[].notation.identities[]"] = fieldDoc{desc: "x509.subject: followed by a distinguished name (RFC 4514) with at least C, ST and O.", example: "x509.subject: C=US, ST=WA, O=Contoso, CN=release"}
+	fieldDocs["spec.verify[].notation.timestampRoots"] = fieldDoc{desc: "PEM files of the root certificates of the RFC 3161 timestamp authorities signatures are countersigned by (notation sign --timestamp-url). With them every signature must carry a timestamp, and a certificate that has expired since still verifies.", example: []any{map[string]any{"file": "notation/tsa-root.pem"}}}
+	fieldDocs["spec.verify[].notation.timestampRoots[]"] = fieldDoc{desc: "A PEM file of one or more root certificates, {file: PATH} relative to fleet.yaml.", forms: formFile, example: map[string]any{"file": "notation/tsa-root.pem"}}
 }
 
 // verifyRef is one {file:} reference of spec.verify.
@@ -133,11 +135,11 @@ func (v *validator) verify() {
 		path := fmt.Sprintf("spec.verify[%d]", i)
 		for j, g := range p.Images {
 			if why := GlobProblem(g); why != "" {
-				v.add(fmt.Sprintf("%s.images[%d]", path, j), "invalid image glob %q: %s", g, why)
+				v.add(problem.InvalidValue(fmt.Sprintf("%s.images[%d]", path, j), "invalid image glob %q: %s", g, why))
 			}
 		}
 		if p.Cosign == nil && p.Notation == nil {
-			v.add(path, "no cosign and no notation: want cosign (keys or keyless identities), notation (a trust store) or both")
+			v.add(problem.Required(path, "no cosign and no notation: want cosign (keys or keyless identities), notation (a trust store) or both"))
 			continue
 		}
 		if c := p.Cosign; c != nil {
@@ -151,7 +153,7 @@ func (v *validator) verify() {
 
 func (v *validator) cosign(path string, c *CosignVerify) {
 	if len(c.Keys) == 0 && len(c.Identities) == 0 {
-		v.add(path, "no keys and no identities: want at least one PEM public key ({file: PATH}) or keyless identity (issuer and subject)")
+		v.add(problem.Required(path, "no keys and no identities: want at least one PEM public key ({file: PATH}) or keyless identity (issuer and subject)"))
 	}
 	if c.TrustedRoot != nil {
 		v.ref(path+".trustedRoot", c.TrustedRoot, formFile, false)
@@ -163,24 +165,24 @@ func (v *validator) cosign(path string, c *CosignVerify) {
 			continue // malformed or unreadable: reported here or by Load
 		}
 		if why := PublicKeyProblem(ref.Data); why != "" {
-			v.add(kp+".file", "%q %s", ref.File, why)
+			v.add(problem.Other(kp+".file", "%q %s", ref.File, why))
 		}
 	}
 	for k, id := range c.Identities {
 		ip := fmt.Sprintf("%s.identities[%d]", path, k)
 		if id.Issuer == "" {
-			v.add(ip+".issuer", "issuer is required: want the OIDC issuer URL, e.g. https://token.actions.githubusercontent.com")
+			v.add(problem.Required(ip+".issuer", "issuer is required: want the OIDC issuer URL, e.g. https://token.actions.githubusercontent.com"))
 		} else if u, err := url.Parse(id.Issuer); err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
-			v.add(ip+".issuer", "invalid issuer %q: want the OIDC issuer URL, e.g. https://token.actions.githubusercontent.com", id.Issuer)
+			v.add(problem.InvalidValue(ip+".issuer", "invalid issuer %q: want the OIDC issuer URL, e.g. https://token.actions.githubusercontent.com", id.Issuer))
 		}
 		switch {
 		case id.Subject == "" && id.SubjectRegExp == "":
-			v.add(ip, "no subject: want subject (exact) or subjectRegExp (RE2), e.g. subjectRegExp: ^https://github\\.com/contoso/.+$")
+			v.add(problem.Required(ip, "no subject: want subject (exact) or subjectRegExp (RE2), e.g. subjectRegExp: ^https://github\\.com/contoso/.+$"))
 		case id.Subject != "" && id.SubjectRegExp != "":
-			v.add(ip+".subjectRegExp", "subject and subjectRegExp both set: want one of them")
+			v.add(problem.Other(ip+".subjectRegExp", "subject and subjectRegExp both set: want one of them"))
 		case id.SubjectRegExp != "":
 			if _, err := regexp.Compile(id.SubjectRegExp); err != nil {
-				v.add(ip+".subjectRegExp", "invalid regular expression %q: want RE2 syntax (%s)", id.SubjectRegExp, reProblem(err))
+				v.add(problem.InvalidValue(ip+".subjectRegExp", "invalid regular expression %q: want RE2 syntax (%s)", id.SubjectRegExp, reProblem(err)))
 			}
 		}
 	}
@@ -188,7 +190,7 @@ func (v *validator) cosign(path string, c *CosignVerify) {
 
 func (v *validator) notation(path string, n *NotationVerify) {
 	if len(n.TrustStore) == 0 {
-		v.add(path+".trustStore", "trustStore is required: want PEM files of the CA certificates signing certificates chain to, e.g. [{file: notation/contoso-ca.pem}]")
+		v.add(problem.Required(path+".trustStore", "trustStore is required: want PEM files of the CA certificates signing certificates chain to, e.g. [{file: notation/contoso-ca.pem}]"))
 	}
 	certs := func(field string, refs []FileRef, roots bool) {
 		for k, ref := range refs {
@@ -198,7 +200,7 @@ func (v *validator) notation(path string, n *NotationVerify) {
 				continue // reported by ref or Load
 			}
 			if why := CertificateProblem(ref.Data, roots); why != "" {
-				v.add(rp+".file", "%q %s", ref.File, why)
+				v.add(problem.Other(rp+".file", "%q %s", ref.File, why))
 			}
 		}
 	}
@@ -210,9 +212,9 @@ func (v *validator) notation(path string, n *NotationVerify) {
 		switch {
 		case id == "*":
 		case !ok || strings.TrimSpace(prefix) != "x509.subject":
-			v.add(ip, "invalid identity %q: want x509.subject: followed by a distinguished name, e.g. \"x509.subject: C=US, ST=WA, O=Contoso, CN=release\", or * for any", id)
+			v.add(problem.InvalidValue(ip, "invalid identity %q: want x509.subject: followed by a distinguished name, e.g. \"x509.subject: C=US, ST=WA, O=Contoso, CN=release\", or * for any", id))
 		case strings.TrimSpace(dn) == "":
-			v.add(ip, "invalid identity %q: no distinguished name after x509.subject:, e.g. \"x509.subject: C=US, ST=WA, O=Contoso, CN=release\"", id)
+			v.add(problem.InvalidValue(ip, "invalid identity %q: no distinguished name after x509.subject:, e.g. \"x509.subject: C=US, ST=WA, O=Contoso, CN=release\"", id))
 		}
 	}
 }

@@ -65,16 +65,16 @@ func (fd Finding) String() string {
 // folder (no Layer), at spec.layers.
 func (fd Finding) FieldError(f *schema.Fleet) *problem.FieldError {
 	if fd.Layer == "" {
-		return f.Errorf("spec.layers", "%s, in a file publish copies from a layer folder: encrypt it with SOPS (docs/secrets.md) or remove it; fleetgen publishes no plaintext credential", fd)
+		return f.At(problem.Other("spec.layers", "%s, in a file publish copies from a layer folder: encrypt it with SOPS (docs/secrets.md) or remove it; fleetgen publishes no plaintext credential", fd))
 	}
 	i := slices.IndexFunc(f.Spec.Layers, func(l schema.Layer) bool { return l.Name == fd.Layer })
 	fix := "encrypt it with SOPS (docs/secrets.md)"
 	if strings.Contains(fd.Problem, "annotation") {
 		fix = "remove the annotation (SOPS encrypts only data and stringData)"
 	}
-	return f.Errorf(fmt.Sprintf("spec.layers[%d]", i),
+	return f.At(problem.Other(fmt.Sprintf("spec.layers[%d]", i),
 		"layer %s: %s: %s %s %s in what %s (the layer's build with post-build substitution): %s; fleetgen publishes no plaintext credential",
-		fd.Layer, inert.Quote(fd.File), inert.Quote(fd.Kind), inert.Quote(qualified(fd.Namespace, fd.Name)), fd.Problem, problem.Clusters(fd.Clusters, "receive"), fix)
+		fd.Layer, inert.Quote(fd.File), inert.Quote(fd.Kind), inert.Quote(qualified(fd.Namespace, fd.Name)), fd.Problem, problem.Clusters(fd.Clusters, "receive"), fix))
 }
 
 // maxListed bounds how many findings one error lists.

@@ -58,7 +58,7 @@ func compileNotation(f *schema.Fleet, path string, sn *schema.NotationVerify) (*
 		for k, ref := range refs {
 			cs, err := parseCerts(ref.Data)
 			if err != nil {
-				errs = append(errs, f.Errorf(fmt.Sprintf("%s.%s[%d].file", path, field, k), "%q holds no certificate that parses: want PEM CA certificates", ref.File))
+				errs = append(errs, f.At(problem.InvalidValue(fmt.Sprintf("%s.%s[%d].file", path, field, k), "%q holds no certificate that parses: want PEM CA certificates", ref.File)))
 				continue
 			}
 			out = append(out, cs...)
@@ -75,7 +75,7 @@ func compileNotation(f *schema.Fleet, path string, sn *schema.NotationVerify) (*
 	// one at a time, so that its complaint lands on the field.
 	for k, id := range sn.Identities {
 		if _, err := trustDocument([]string{id}, false); err != nil {
-			errs = append(errs, f.Errorf(fmt.Sprintf("%s.identities[%d]", path, k), "notation refuses the identity %q (%s): want \"x509.subject: C=US, ST=WA, O=Contoso, CN=release\" (C, ST and O required), or *", id, quoted(err.Error())))
+			errs = append(errs, f.At(problem.InvalidValue(fmt.Sprintf("%s.identities[%d]", path, k), "notation refuses the identity %q (%s): want \"x509.subject: C=US, ST=WA, O=Contoso, CN=release\" (C, ST and O required), or *", id, quoted(err.Error()))))
 		}
 	}
 	if len(errs) > 0 {
@@ -83,14 +83,14 @@ func compileNotation(f *schema.Fleet, path string, sn *schema.NotationVerify) (*
 	}
 	doc, err := trustDocument(n.identities, len(n.tsa) > 0)
 	if err != nil {
-		return nil, append(errs, f.Errorf(path, "notation refuses the trust policy: %s", quoted(err.Error())))
+		return nil, append(errs, f.At(problem.Other(path, "notation refuses the trust policy: %s", quoted(err.Error()))))
 	}
 	v, err := verifier.NewWithOptions(doc, n, nil, verifier.VerifierOptions{
 		RevocationCodeSigningValidator:  offline{},
 		RevocationTimestampingValidator: offline{},
 	})
 	if err != nil {
-		return nil, append(errs, f.Errorf(path, "notation refuses the trust policy: %s", quoted(err.Error())))
+		return nil, append(errs, f.At(problem.Other(path, "notation refuses the trust policy: %s", quoted(err.Error()))))
 	}
 	n.v = v
 	return n, nil

@@ -27,21 +27,6 @@ import (
 	"fleetgen.dev/fleetgen/test/testenv"
 )
 
-// notationBinary is the real notation CLI: $FLEETGEN_NOTATION (.ci/run
-// points it at test/e2e/tools/build.sh's notation-<version>). Without it
-// the test skips, except in CI.
-func notationBinary(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("FLEETGEN_NOTATION"); p != "" {
-		return p
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("no notation: .ci/run sets FLEETGEN_NOTATION (test/e2e/tools/build.sh notation)")
-	}
-	t.Skip("no notation: set FLEETGEN_NOTATION (test/e2e/tools/build.sh notation builds it)")
-	return ""
-}
-
 // notationPolicy compiles one spec.verify entry for Notary Project
 // signatures: trust store, identities and timestamp roots as PEM.
 func notationPolicy(t *testing.T, store [][]byte, ids []string, tsa [][]byte) *verify.Policy {
@@ -73,7 +58,7 @@ func notationPolicy(t *testing.T, store [][]byte, ids []string, tsa [][]byte) *v
 // policy trusts countersigned it. Everything runs behind TestMain's
 // recording proxy: no OCSP, CRL or other request leaves the machine.
 func TestNotationInterop(t *testing.T) {
-	notation := notationBinary(t)
+	notation := testenv.Tool(t, "notation")
 	ca, otherCA := testenv.NewCA(t, "Contoso"), testenv.NewCA(t, "Mallory")
 	release := ca.NotationKey(t, "Contoso", "release", time.Now().Add(time.Hour))
 	tsa := testenv.NewTSA(t)

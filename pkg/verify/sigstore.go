@@ -78,18 +78,18 @@ func compileCosign(f *schema.Fleet, path string, sc *schema.CosignVerify, builti
 	for k, ref := range sc.Keys {
 		at := fmt.Sprintf("%s.keys[%d].file", path, k)
 		if why := schema.PublicKeyProblem(ref.Data); why != "" {
-			errs = append(errs, f.Errorf(at, "%q %s", ref.File, why))
+			errs = append(errs, f.At(problem.Other(at, "%q %s", ref.File, why)))
 			continue
 		}
 		block, _ := pem.Decode(ref.Data)
 		pub, err := x509.ParsePKIXPublicKey(block.Bytes)
 		if err != nil {
-			errs = append(errs, f.Errorf(at, "%q holds a PUBLIC KEY block that does not parse: want a PKIX public key (cosign.pub)", ref.File))
+			errs = append(errs, f.At(problem.Other(at, "%q holds a PUBLIC KEY block that does not parse: want a PKIX public key (cosign.pub)", ref.File)))
 			continue
 		}
 		vs, err := keyVerifiers(pub)
 		if err != nil {
-			errs = append(errs, f.Errorf(at, "%q: sigstore cannot verify with this key: want ECDSA P-256, P-384 or P-521, RSA of at least 2048 bits, or Ed25519", ref.File))
+			errs = append(errs, f.At(problem.Other(at, "%q: sigstore cannot verify with this key: want ECDSA P-256, P-384 or P-521, RSA of at least 2048 bits, or Ed25519", ref.File)))
 			continue
 		}
 		c.keys = append(c.keys, vs...)
@@ -99,7 +99,7 @@ func compileCosign(f *schema.Fleet, path string, sc *schema.CosignVerify, builti
 	for k, id := range sc.Identities {
 		ci, err := sgverify.NewShortCertificateIdentity(id.Issuer, "", id.Subject, id.SubjectRegExp)
 		if err != nil {
-			errs = append(errs, f.Errorf(fmt.Sprintf("%s.identities[%d]", path, k), "invalid identity: want an issuer URL and subject or subjectRegExp (RE2)"))
+			errs = append(errs, f.At(problem.InvalidValue(fmt.Sprintf("%s.identities[%d]", path, k), "invalid identity: want an issuer URL and subject or subjectRegExp (RE2)")))
 			continue
 		}
 		c.matchID = append(c.matchID, ci)
@@ -122,10 +122,10 @@ func compileCosign(f *schema.Fleet, path string, sc *schema.CosignVerify, builti
 	}
 	if err != nil {
 		if sc.TrustedRoot == nil {
-			return nil, append(errs, f.Errorf(path, "the built-in trusted root does not parse: %s", quoted(err.Error())))
+			return nil, append(errs, f.At(problem.Other(path, "the built-in trusted root does not parse: %s", quoted(err.Error()))))
 		}
 		// sigstore-go's message quotes the file: not repeated.
-		return nil, append(errs, f.Errorf(path+".trustedRoot.file", "%q does not parse as a trusted root: want Sigstore's trusted_root.json (`cosign trusted-root create`, or the one your Sigstore instance publishes)", sc.TrustedRoot.File))
+		return nil, append(errs, f.At(problem.Other(path+".trustedRoot.file", "%q does not parse as a trusted root: want Sigstore's trusted_root.json (`cosign trusted-root create`, or the one your Sigstore instance publishes)", sc.TrustedRoot.File)))
 	}
 	sum := sha256.Sum256(rootJSON)
 	c.rootDigest = "sha256:" + hex.EncodeToString(sum[:])
@@ -135,7 +135,7 @@ func compileCosign(f *schema.Fleet, path string, sc *schema.CosignVerify, builti
 			opts = append(opts, sgverify.WithSignedCertificateTimestamps(1))
 		}
 		if c.keyless, err = sgverify.NewVerifier(tr, opts...); err != nil {
-			return nil, append(errs, f.Errorf(path+".trustedRoot", "the trusted root cannot verify keyless signatures: want one with Fulcio, Rekor and timestamp authority keys"))
+			return nil, append(errs, f.At(problem.Other(path+".trustedRoot", "the trusted root cannot verify keyless signatures: want one with Fulcio, Rekor and timestamp authority keys")))
 		}
 	}
 	return c, errs

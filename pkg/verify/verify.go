@@ -64,7 +64,7 @@ func Compile(f *schema.Fleet, builtin []byte) (Policies, error) {
 	for i, sp := range f.Spec.Verify {
 		path := fmt.Sprintf("spec.verify[%d]", i)
 		if sp.Cosign == nil && sp.Notation == nil {
-			errs = append(errs, f.Errorf(path, "no cosign and no notation: want cosign (keys or keyless identities), notation (a trust store) or both"))
+			errs = append(errs, f.At(problem.Required(path, "no cosign and no notation: want cosign (keys or keyless identities), notation (a trust store) or both")))
 			continue
 		}
 		p := &Policy{Name: path, images: sp.Images}
@@ -74,7 +74,7 @@ func Compile(f *schema.Fleet, builtin []byte) (Policies, error) {
 		for j, g := range p.images {
 			re, err := CompileGlob(g)
 			if err != nil {
-				errs = append(errs, f.Errorf(fmt.Sprintf("%s.images[%d]", path, j), "invalid image glob %q: %s", g, schema.GlobProblem(g)))
+				errs = append(errs, f.At(problem.InvalidValue(fmt.Sprintf("%s.images[%d]", path, j), "invalid image glob %q: %s", g, schema.GlobProblem(g))))
 				continue
 			}
 			p.globs = append(p.globs, re)

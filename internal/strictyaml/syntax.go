@@ -1,4 +1,4 @@
-package schema
+package strictyaml
 
 import (
 	"bytes"
@@ -32,28 +32,29 @@ var (
 // or the first character of the block. A problem v3 names no line for is on
 // the first line; one that is no syntax error at all (an unknown anchor)
 // gets no position.
-func syntaxError(file string, data []byte, err error) problem.Errors {
-	e := &problem.FieldError{File: file, Code: problem.CodeYAMLSyntax}
-	msg := oneLine(err.Error())
+func (doc *Doc) syntaxError(data []byte, err error) problem.Errors {
+	line, col := 0, 0
+	msg := strings.NewReplacer("\r", " ", "\n", " ").Replace(err.Error())
 	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
-		e.Line, _ = strconv.Atoi(m[1])
+		line, _ = strconv.Atoi(m[1])
 		msg = m[2]
 		if isParserProblem(msg) {
-			e.Line++
+			line++
 		}
 	} else {
 		msg = strings.TrimPrefix(msg, "yaml: ")
 		if isSyntaxProblem(msg) {
-			e.Line = 1
+			line = 1
 		}
 	}
-	if e.Line > 0 {
+	if line > 0 {
 		var note string
-		e.Line, e.Column, note = locate(data, e.Line, msg)
+		line, col, note = locate(data, line, msg)
 		msg += note
 	}
-	e.Msg = "invalid YAML: " + msg + ": want well-formed YAML (check indentation and quoting)"
-	return problem.Errors{e}
+	es := doc.refuse(problem.Syntax, line, "invalid YAML", "invalid YAML: %s: want well-formed YAML (check indentation and quoting)", msg)
+	es[0].Column = col
+	return es
 }
 
 func isParserProblem(msg string) bool {

@@ -1,4 +1,6 @@
-package schema
+package problem
+
+import "strings"
 
 // suggest returns the candidate closest to s when it is a likely typo (at most
 // two edits, or a difference in case only), or "".
@@ -55,10 +57,19 @@ func editDistance(a, b string) int {
 	return d[len(a)][len(b)]
 }
 
-// didYouMean is ` (did you mean "x"?)` for a likely typo of a candidate, or "".
-func didYouMean(s string, candidates []string) string {
+// DidYouMean is ` (did you mean "x"?)` for a likely typo of a candidate, or
+// "": a message's hint at what would be valid.
+func DidYouMean(s string, candidates []string) string {
 	if c := suggest(s, candidates); c != "" {
 		return ` (did you mean "` + c + `"?)`
 	}
 	return ""
+}
+
+// OrList joins names as "a, b or c".
+func OrList(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
