@@ -4,9 +4,13 @@
 // every request goes through one Keychain, transport and retry policy.
 //
 // "Verify" means signature verification only: Run verifies at the source
-// (WithVerify), Verify at the mirror. Both call pkg/verify's Policy.Image and
-// Policy.Signature, nothing else (verify.go): the verifier behind those two
-// methods can be swapped (sigstore-go, notation-go) without touching the copier.
+// (WithVerify), VerifySource in place, Verify and VerifyMirror at the mirror.
+// All call pkg/verify's Policy.Image and Policy.Signature, nothing else
+// (verify.go), and pkg/verify has sigstore-go and notation-go verify.
+//
+// The air gap (airgap.go) runs the same copier: an OCI image layout is a
+// registry to it, served in process (local.go). What any registry returns is
+// bounded (bounds.go).
 package mirror
 
 import (

@@ -194,18 +194,6 @@ func (p *Policy) covers(repo string) bool {
 	return false
 }
 
-// Kinds says which signatures the policy accepts: "cosign", "notation" or
-// "cosign or notation".
-func (p *Policy) Kinds() string {
-	switch {
-	case p.cosign != nil && p.notation != nil:
-		return "cosign or notation"
-	case p.notation != nil:
-		return "notation"
-	}
-	return "cosign"
-}
-
 // dockerHub are the names of Docker Hub's registry: one registry to a policy
 // as to the mirror (docker.io is the one the lock writes).
 var dockerHub = map[string]bool{"docker.io": true, "index.docker.io": true, "registry-1.docker.io": true, "registry.hub.docker.com": true}
