@@ -37,9 +37,10 @@ const (
 	CodeOther         = "invalid"           // any other rule
 
 	// Warnings (Warnings): valid input that is likely a mistake.
-	CodeEmptyGroup      = "empty-group"      // a ClusterGroup that holds no Fleet cluster
-	CodeUnmatchedTarget = "unmatched-target" // a delivery target that reaches no cluster
-	CodeEmptySelection  = "empty-selection"  // spec.argocd or a layer selector selects no cluster
+	CodeEmptyGroup      = "empty-group"        // a ClusterGroup that holds no Fleet cluster
+	CodeUnmatchedTarget = "unmatched-target"   // a delivery target that reaches no cluster
+	CodeEmptySelection  = "empty-selection"    // spec.argocd or a layer selector selects no cluster
+	CodeUnanchored      = "unanchored-pattern" // a keyless subjectRegExp without ^ and $
 )
 
 // Constructors, one per code, after apimachinery's field.Required: each
@@ -169,6 +170,12 @@ func UnmatchedTarget(path, format string, args ...any) *FieldError {
 // EmptySelection is the warning for a spec.argocd or a layer selector that selects no cluster (CodeEmptySelection).
 func EmptySelection(path, format string, args ...any) *FieldError {
 	return newf(CodeEmptySelection, path, fmt.Sprintf(format, args...))
+}
+
+// Unanchored is the warning for a keyless identity pattern without both
+// anchors, which cosign matches anywhere in the subject (CodeUnanchored).
+func Unanchored(path, format string, args ...any) *FieldError {
+	return newf(CodeUnanchored, path, fmt.Sprintf(format, args...))
 }
 
 func newf(code, path, msg string) *FieldError {
