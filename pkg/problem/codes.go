@@ -37,12 +37,13 @@ const (
 	CodeOther         = "invalid"           // any other rule
 
 	// Warnings (Warnings): valid input that is likely a mistake.
-	CodeEmptyGroup      = "empty-group"      // a ClusterGroup that holds no Fleet cluster
-	CodeUnmatchedTarget = "unmatched-target" // a delivery target that reaches no cluster
-	CodeEmptySelection  = "empty-selection"  // spec.argocd selects no cluster
-	CodeEmptyShard      = "empty-shard"      // a declared shard that receives nothing
-	CodeShardLoad       = "shard-load"       // a shard carries more than 1.5x the mean
-	CodeStatusSize      = "status-size"      // a delivery's GitRepo status nears etcd's limit
+	CodeEmptyGroup      = "empty-group"        // a ClusterGroup that holds no Fleet cluster
+	CodeUnmatchedTarget = "unmatched-target"   // a delivery target that reaches no cluster
+	CodeEmptySelection  = "empty-selection"    // spec.argocd or a layer selector selects no cluster
+	CodeUnanchored      = "unanchored-pattern" // a keyless subjectRegExp without ^ and $
+	CodeEmptyShard      = "empty-shard"        // a declared shard that receives nothing
+	CodeShardLoad       = "shard-load"         // a shard carries more than 1.5x the mean
+	CodeStatusSize      = "status-size"        // a delivery's GitRepo status nears etcd's limit
 )
 
 // Constructors, one per code, after apimachinery's field.Required: each
@@ -169,7 +170,7 @@ func UnmatchedTarget(path, format string, args ...any) *FieldError {
 	return newf(CodeUnmatchedTarget, path, fmt.Sprintf(format, args...))
 }
 
-// EmptySelection is the warning for a spec.argocd that selects no cluster (CodeEmptySelection).
+// EmptySelection is the warning for a spec.argocd or a layer selector that selects no cluster (CodeEmptySelection).
 func EmptySelection(path, format string, args ...any) *FieldError {
 	return newf(CodeEmptySelection, path, fmt.Sprintf(format, args...))
 }
@@ -187,6 +188,12 @@ func ShardLoad(path, format string, args ...any) *FieldError {
 // StatusSize is the warning for a delivery whose GitRepo status would near etcd's request limit (CodeStatusSize).
 func StatusSize(path, format string, args ...any) *FieldError {
 	return newf(CodeStatusSize, path, fmt.Sprintf(format, args...))
+}
+
+// Unanchored is the warning for a keyless identity pattern without both
+// anchors, which cosign matches anywhere in the subject (CodeUnanchored).
+func Unanchored(path, format string, args ...any) *FieldError {
+	return newf(CodeUnanchored, path, fmt.Sprintf(format, args...))
 }
 
 func newf(code, path, msg string) *FieldError {

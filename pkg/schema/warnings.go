@@ -10,11 +10,15 @@ import (
 // Warnings returns what Validate accepts but is likely a mistake, sorted in
 // document order: a ClusterGroup that holds no cluster registered with
 // Fleet, a delivery target that reaches no cluster (with the reason), a
-// spec.argocd that selects no cluster, and a delivery whose GitRepo status
-// would near etcd's object limit. Each is a *FieldError with its Code
-// (CodeEmptyGroup, CodeUnmatchedTarget, CodeEmptySelection, CodeStatusSize). A warning never
+// layer whose selector selects no cluster (with the label values that
+// exist), a spec.argocd that selects no cluster, a keyless identity pattern
+// without both anchors (cosign matches it anywhere), and a delivery whose
+// GitRepo status would near etcd's object limit. Each is a *FieldError with
+// its Code (CodeEmptyGroup, CodeUnmatchedTarget, CodeEmptySelection,
+// CodeUnanchored, CodeStatusSize). A warning never
 // makes input invalid: `fleetgen validate` prints them and exits as it
-// would without them. f is defaulted and valid; Warnings reads nothing.
+// would without them. f is defaulted (LoadPartial's Fleet will do: validate
+// prints warnings beside errors); Warnings reads nothing.
 func Warnings(f *Fleet) problem.Errors {
 	var ws problem.Errors
 	warn := func(e *problem.FieldError) { ws = append(ws, f.At(e)) }
@@ -47,8 +51,35 @@ func Warnings(f *Fleet) problem.Errors {
 				f.Spec.Deliveries[d].Name, reached, f.Spec.Deliveries[d].BundleCount(), n>>10, MaxGitRepoStatus>>10))
 		}
 	}
+	for _, u := range f.unmatchedLayers() {
+		warn(problem.EmptySelection(u.Path, "layer %q selects no cluster: %s; its Flux Kustomization is rendered for none", u.Layer, u.Why))
+	}
 	if f.Spec.ArgoCD != nil && len(f.Spec.Clusters) > 0 && len(f.ArgoCDClusters()) == 0 {
 		warn(problem.EmptySelection("spec.argocd.selector", "spec.argocd selects no cluster: no Argo CD cluster Secret is rendered"))
+	}
+	for i, p := range f.Spec.Verify {
+		if p.Cosign == nil {
+			continue
+		}
+		for k, id := range p.Cosign.Identities {
+			if id.SubjectRegExp == "" {
+				continue
+			}
+			start, end := Anchored(id.SubjectRegExp)
+			var what string
+			switch {
+			case !start && !end:
+				what = "has neither ^ nor $: cosign matches it anywhere in the subject, so a subject that only contains a match verifies too (release@contoso\\.example also accepts release@contoso.example.evil.example)"
+			case !start:
+				what = "has no ^: cosign matches it anywhere in the subject, so a subject that only ends with a match verifies too"
+			case !end:
+				what = "has no $: a subject that only begins with a match verifies too (^https://github\\.com/contoso/app also accepts https://github.com/contoso/app-evil)"
+			default:
+				continue
+			}
+			warn(problem.Unanchored(fmt.Sprintf("spec.verify[%d].cosign.identities[%d].subjectRegExp", i, k),
+				"%q %s; anchor the whole subject, ^…$", id.SubjectRegExp, what))
+		}
 	}
 	ws.Sort()
 	return ws

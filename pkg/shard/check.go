@@ -60,7 +60,8 @@ func (p *Plan) Problems(f *schema.Fleet) problem.Errors {
 
 // Warnings are what p's loads make likely a mistake (SPEC §8): a declared
 // shard that receives nothing, and one that carries more than MaxLoadRatio
-// times the mean of its manager's shards.
+// times the mean of its manager's shards by more than its heaviest cluster
+// (less no placement avoids: one cluster on two shards is twice the mean).
 func (p *Plan) Warnings(f *schema.Fleet) problem.Errors {
 	var ws problem.Errors
 	for _, manager := range []string{Fleet, ArgoCD} {
@@ -85,7 +86,7 @@ func (p *Plan) Warnings(f *schema.Fleet) problem.Errors {
 			case l.weight == 0 && (l.GitRepos == nil || *l.GitRepos == 0):
 				ws = append(ws, f.At(problem.EmptyShard(path, "%s receives no cluster%s: its controller has nothing to do (fewer clusters than shards, or pins elsewhere; `fleetgen render --rebalance` moves unpinned clusters onto it)",
 					name, map[bool]string{true: " and no GitRepo", false: ""}[manager == Fleet])))
-			case mean > 0 && float64(l.weight) > MaxLoadRatio*mean:
+			case mean > 0 && float64(l.weight) > MaxLoadRatio*mean && float64(l.weight)-mean > float64(p.heaviest[manager]):
 				ws = append(ws, f.At(problem.ShardLoad(path, "%s carries %s, %.1f× the mean of its %d shards (more than %.1f×): pins put clusters there, or the lock holds an older balance; `fleetgen render --rebalance` moves unpinned clusters to the others",
 					name, describe(l), float64(l.weight)/mean, len(loads), MaxLoadRatio)))
 			}

@@ -50,9 +50,10 @@ type Plan struct {
 	// declared order.
 	Load []Load
 
-	fleet   map[string]string // cluster -> Fleet shard
-	gitRepo map[string]string // delivery -> Fleet shard
-	argo    map[string]int    // cluster -> replica
+	heaviest map[string]int64  // manager -> the heaviest cluster's load
+	fleet    map[string]string // cluster -> Fleet shard
+	gitRepo  map[string]string // delivery -> Fleet shard
+	argo     map[string]int    // cluster -> replica
 }
 
 // Assignment is one cluster's or delivery's shard for one manager.
@@ -88,7 +89,7 @@ type Load struct {
 // Compute places every cluster and delivery of f (defaulted and valid) on
 // its shards, starting from l's entries.
 func Compute(f *schema.Fleet, l *lock.Lock, o Options) *Plan {
-	p := &Plan{fleet: map[string]string{}, gitRepo: map[string]string{}, argo: map[string]int{}}
+	p := &Plan{heaviest: map[string]int64{}, fleet: map[string]string{}, gitRepo: map[string]string{}, argo: map[string]int{}}
 	entries := map[string]lock.ClusterShard{}
 	deliveries := map[string]string{}
 	if l.Shards != nil {
@@ -118,6 +119,7 @@ func Compute(f *schema.Fleet, l *lock.Lock, o Options) *Plan {
 				it.pin = c.Shard.Fleet
 			}
 			fleetItems, fleetWho = append(fleetItems, it), append(fleetWho, i)
+			p.heaviest[Fleet] = max(p.heaviest[Fleet], it.weight)
 		}
 		for d := range f.Spec.Deliveries {
 			ds := &f.Spec.Deliveries[d]
@@ -139,6 +141,7 @@ func Compute(f *schema.Fleet, l *lock.Lock, o Options) *Plan {
 				it.pin = strconv.Itoa(*c.Shard.ArgoCD)
 			}
 			argoItems = append(argoItems, it)
+			p.heaviest[ArgoCD] = 1
 		}
 	}
 	// --rebalance moves what is stale, and only that, while anything is.
