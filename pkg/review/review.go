@@ -214,7 +214,8 @@ func Compare(old, new map[string][]byte, opts Options) Report {
 	for _, c := range opts.GeneratedClientIDs {
 		generated[c] = true
 	}
-	ot, nt := readTree(old, opts, nil), readTree(new, opts, generated)
+	only := r.touched()
+	ot, nt := readTree(old, opts, nil, only), readTree(new, opts, generated, only)
 	om, nm := ot.members(), nt.members()
 	for _, name := range sortedKeys(ot.clusters, nt.clusters) {
 		oc, inOld := ot.clusters[name]
@@ -248,6 +249,25 @@ func Compare(old, new map[string][]byte, opts Options) Report {
 	r.Manager.Changes = compareManager(ot.manager, nt.manager, om, nm)
 	r.Manager.Warnings = append(r.Manager.Warnings, gitRepoShardWarnings(ot.manager, nt.manager)...)
 	return r
+}
+
+// touched names the clusters some of whose files differ: the only ones whose
+// report can change, unless a ClusterGroup or a GitRepo changed (which can
+// change what holds or reaches any cluster), when it returns nil: read all.
+// A fleet of 100,000 clusters with one changed is read for one.
+func (r Report) touched() map[string]bool {
+	only := map[string]bool{}
+	for _, ps := range [][]string{r.Files.Added, r.Files.Removed, r.Files.Changed} {
+		for _, p := range ps {
+			switch lp := layout.Parse(p); {
+			case lp.Kind == layout.FleetGroup || lp.Kind == layout.FleetGitRepo:
+				return nil
+			case lp.Cluster != "":
+				only[lp.Cluster] = true
+			}
+		}
+	}
+	return only
 }
 
 func compareCluster(o, n *cluster) []Change {

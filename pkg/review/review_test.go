@@ -246,3 +246,28 @@ func TestTagsBesideDigests(t *testing.T) {
 		t.Errorf("changes (-want +got):\n%s", d)
 	}
 }
+
+// TestTouched: a report reads only the clusters whose files differ, unless
+// a ClusterGroup or GitRepo changed, which can move any cluster.
+func TestTouched(t *testing.T) {
+	t.Parallel()
+	r := Report{Files: Files{Changed: []string{"manager/fleet/a/cluster.yaml", "clusters/b/apps.yaml"}, Added: []string{"agents/c/values.yaml"}, Removed: []string{"manager/kustomization.yaml"}}}
+	if got, want := r.touched(), map[string]bool{"a": true, "b": true, "c": true}; !cmp.Equal(got, want) {
+		t.Errorf("touched = %v, want %v", got, want)
+	}
+	for _, p := range []string{"manager/fleet/groups/prod.yaml", "manager/fleet/gitrepos/apps.yaml"} {
+		r := Report{Files: Files{Changed: []string{"manager/fleet/a/cluster.yaml", p}}}
+		if got := r.touched(); got != nil {
+			t.Errorf("with %s changed: touched = %v, want nil (every cluster)", p, got)
+		}
+	}
+	// Only a's files are read: b's broken Cluster file, the same on both
+	// sides, is never decoded, and b is not reported.
+	old, new := agentTree("c1"), agentTree("c2")
+	old["manager/fleet/b/cluster.yaml"] = []byte("{not yaml")
+	new["manager/fleet/b/cluster.yaml"] = []byte("{not yaml")
+	rep := Compare(old, new, Options{})
+	if len(rep.Clusters) != 1 || rep.Clusters[0].Name != "a" {
+		t.Errorf("clusters %+v, want a only", rep.Clusters)
+	}
+}

@@ -96,18 +96,24 @@ type object struct {
 
 // readTree reads a tree; generated names the clusters whose client ID is a
 // placeholder for one a render would generate (only ever for the new tree).
-func readTree(files map[string][]byte, opts Options, generated map[string]bool) tree {
+// With only, the files of other clusters are left unread (Report.touched).
+func readTree(files map[string][]byte, opts Options, generated, only map[string]bool) tree {
 	t := tree{clusters: map[string]*cluster{}, manager: manager{groups: map[string]fleetmatch.Group{}, repos: map[string][]fleetmatch.Target{}, shards: map[string]string{}, other: map[string][]byte{}}}
 	managerName := "" // the manager's entry point is clusters/<manager>/manager.yaml
+	parsed := make(map[string]layout.Path, len(files))
 	for p := range files {
-		if lp := layout.Parse(p); lp.Kind == layout.ManagerEntry {
+		lp := layout.Parse(p)
+		if lp.Kind == layout.ManagerEntry {
 			managerName = lp.Cluster
+		}
+		if only == nil || lp.Cluster == "" || only[lp.Cluster] {
+			parsed[p] = lp
 		}
 	}
 	argoShards := map[string]string{} // cluster -> its Argo CD Secret's shard key
-	for _, p := range sortedKeys(files) {
+	for _, p := range sortedKeys(parsed) {
 		data := files[p]
-		lp := layout.Parse(p)
+		lp := parsed[p]
 		if lp.Kind == layout.ArgoCDCluster {
 			if s, ok := argoCDShard(data); ok {
 				argoShards[lp.Cluster] = s
