@@ -187,8 +187,8 @@ func TestReconcile(t *testing.T) {
 	// fleet-controller, nothing rendered names an undeclared shard
 	// (sharding_test.go).
 	t.Run("Sharding", func(t *testing.T) {
-		need(t, tools, fleetBinaries)
-		sharding(t, ctx, s, mgr, ex)
+		need(t, tools, append(fleetBinaries, "bin/fleet"))
+		sharding(t, ctx, s, tools, logs, mgr, ex)
 	})
 
 	// 5. Deregistration: a cluster removed from fleet.yaml is pruned.

@@ -93,7 +93,7 @@ func startFleetController(t, life *testing.T, ctx context.Context, tools, logs s
 	}
 	// One fleet-controller per shard, as the chart deploys it: the same
 	// container with --shard-id (and no agent management, which only the
-	// unsharded Deployment runs).
+	// unsharded Deployment runs), with its metrics on.
 	for _, id := range fleetShards {
 		d := sharded[id]
 		d.SetNamespace(fleetSystemNS)
@@ -108,8 +108,11 @@ func startFleetController(t, life *testing.T, ctx context.Context, tools, logs s
 		if !slices.Contains(args, "--shard-id") {
 			t.Fatalf("Deployment %s runs fleetcontroller %v, without --shard-id", d.GetName(), args)
 		}
+		// Its metrics name every Cluster it reconciles (assertion 8).
+		args = slices.DeleteFunc(args, func(a string) bool { return a == "--disable-metrics" })
+		shardMetrics[id] = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 		env = append(env, "KUBECONFIG="+mgr.kubeconfig,
-			fmt.Sprintf("FLEET_METRICS_BIND_ADDRESS=127.0.0.1:%d", freePort(t)),
+			"FLEET_METRICS_BIND_ADDRESS="+shardMetrics[id],
 			fmt.Sprintf("FLEET_HEALTHPROBE_BIND_ADDRESS=127.0.0.1:%d", freePort(t)))
 		startFor(t, life, logs, d.GetName(), bin, env, args...)
 	}
