@@ -44,6 +44,7 @@ func skopeoSync(ctx context.Context, tmp, src string, refs []string) (result, er
 	if err := os.WriteFile(cfg, []byte(b.String()), 0o644); err != nil {
 		return result{}, err
 	}
+	settle()
 	start := time.Now()
 	// Not --scoped (it would put host:port in a repository path): each
 	// image lands under its last path element, unique in the data set.
@@ -81,6 +82,7 @@ func regsyncOnce(ctx context.Context, tmp, bin, src string, refs []string, jobs 
 	if err := os.WriteFile(cfg, []byte(b.String()), 0o644); err != nil {
 		return result{}, err
 	}
+	settle()
 	start := time.Now()
 	cmd := exec.CommandContext(ctx, bin, "once", "-c", cfg)
 	cmd.Env = append(os.Environ(), "HOME="+tmp)
@@ -101,6 +103,7 @@ func craneLoop(ctx context.Context, tmp, crane string, refs []string) (result, e
 	if err != nil {
 		return result{}, err
 	}
+	settle()
 	start := time.Now()
 	for _, pr := range pairs {
 		cmd := exec.CommandContext(ctx, crane, "copy", pr.Source, pr.Target)
