@@ -41,7 +41,10 @@ var varNameRE = regexp.MustCompile(`^[_[:alpha:]][_[:alpha:][:digit:]]*$`)
 // template is an object's YAML parsed for substitution once per build; each
 // cluster is then an Execute with its variables.
 type template struct {
+	// text is the YAML, kept only when it holds a '$' (substitution reads
+	// it); n is its length.
 	text string
+	n    int
 	// t is nil when the text holds no '$' (envsubst leaves it as it is and
 	// Flux decodes it unchanged) or does not parse (err).
 	t   *envsubst.Template
@@ -56,10 +59,11 @@ type template struct {
 
 // newTemplate parses an object's YAML text for substitution.
 func newTemplate(text string) *template {
-	tp := &template{text: text}
+	tp := &template{n: len(text)}
 	if !strings.Contains(text, "$") {
 		return tp
 	}
+	tp.text = text
 	t, err := envsubst.Parse(text)
 	if err != nil {
 		tp.err = fmt.Errorf("variable substitution failed: %w", err)
@@ -129,17 +133,17 @@ func (tp *template) missing(vars map[string]string) []string {
 // each variable's value once per reference (no operator makes a value
 // longer, and a default is text of the template).
 func (tp *template) size(vars map[string]string) int {
-	n := len(tp.text)
+	n := tp.n
 	for v, k := range tp.uses {
 		n += len(vars[v]) * k
 	}
 	return n
 }
 
-// substitute returns what Flux makes of res (whose YAML is tp) with vars, or
-// nil when it stays as it is: it opts out, holds no '$', or its substituted
-// text is its own. It never changes res.
-func substitute(res *resource.Resource, tp *template, optOut bool, vars map[string]string) (*resource.Resource, error) {
+// substitute returns what Flux makes of an object whose YAML is tp with
+// vars, as plain values, or nil when it stays as it is: it opts out, holds no
+// '$', or its substituted text is its own.
+func substitute(tp *template, optOut bool, vars map[string]string) (map[string]any, error) {
 	if optOut {
 		return nil, nil
 	}
@@ -166,11 +170,11 @@ func substitute(res *resource.Resource, tp *template, optOut bool, vars map[stri
 	if err != nil {
 		return nil, fmt.Errorf("envsubst error: YAMLToJSON: %w", err)
 	}
-	cp := res.DeepCopy()
-	if err := cp.UnmarshalJSON(data); err != nil {
+	m, err := decodeJSON(data)
+	if err != nil {
 		return nil, fmt.Errorf("UnmarshalJSON: %w", err)
 	}
-	return cp, nil
+	return m, nil
 }
 
 // checkVarNames is Flux's check of the variable names, before any

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"sigs.k8s.io/kustomize/api/provider"
+	sigsyaml "sigs.k8s.io/yaml"
 )
 
 // substitutionCases are Flux's post-build substitution rules, one case each.
@@ -166,7 +167,7 @@ func TestSubstitutionCases(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out, err := substitute(res, newTemplate(string(text)), optsOut(res), vars)
+			out, err := substitute(newTemplate(string(text)), optsOut(res), vars)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want one with %q", err, tc.wantErr)
@@ -177,9 +178,11 @@ func TestSubstitutionCases(t *testing.T) {
 				t.Fatal(err)
 			}
 			if out == nil {
-				out = res
+				if out, err = res.Map(); err != nil {
+					t.Fatal(err)
+				}
 			}
-			y, err := out.AsYAML()
+			y, err := sigsyaml.Marshal(out)
 			if err != nil {
 				t.Fatal(err)
 			}

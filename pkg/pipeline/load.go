@@ -83,7 +83,7 @@ func Load(ctx context.Context, cfg Config) (*Loaded, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	m, err := layers.Load(f)
+	m, err := layers.Load(f, layers.DefaultOptions())
 	if err != nil {
 		return nil, err
 	}

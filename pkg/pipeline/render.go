@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -30,7 +31,8 @@ const DefaultFile = "fleet.yaml"
 // writes nothing. Nothing that passes Validate fails later for a reason found
 // in the input. The problems are the error (problem.Errors); a valid fleet
 // returns its warnings: what validate accepts but is likely a mistake
-// (schema.Warnings), which never fail a command.
+// (schema.Warnings) and what the model of what each cluster receives could
+// not follow (layers.Model.Warnings), which never fail a command.
 func Validate(ctx context.Context, cfg Config) (problem.Errors, error) {
 	ld, err := Load(ctx, cfg)
 	if err != nil {
@@ -47,7 +49,9 @@ func validate(cfg Config, ld *Loaded, r rules) (problem.Errors, error) {
 	cfg.logger().Info("valid", "file", f.File, "clusters", len(f.Spec.Clusters),
 		"layers", len(f.Spec.Layers), "groups", len(f.Spec.Groups), "images", len(ld.Images.Images),
 		"lockedImages", len(ld.Lock.Images))
-	return schema.Warnings(f), nil
+	ws := append(schema.Warnings(f), ld.Model.Warnings(f)...)
+	sort.SliceStable(ws, func(i, j int) bool { return ws[i].Line < ws[j].Line })
+	return ws, nil
 }
 
 // RenderOptions are the options of Render, Check and Diff: OutDir is the

@@ -171,7 +171,7 @@ func groupNames(f *Fleet) []string {
 // in the folder of fleet.yaml (the source root) or the rendered tree.
 func (v *validator) ownSource(p string, d *Delivery) {
 	f := v.f
-	if f.Spec.Source.Kind != SourceGit || !sameRepo(d.Repo, f.Spec.Source.URL) {
+	if !f.OwnRepo(d.Repo) {
 		return
 	}
 	file := "fleet.yaml"
@@ -260,27 +260,3 @@ func deliveryRepo(raw string) string {
 	return want
 }
 
-// sameRepo reports whether two Git URLs name one repository: scheme and
-// host compare without case, scp-style is ssh://, and a trailing / or .git
-// does not count.
-func sameRepo(a, b string) bool {
-	return repoKey(a) == repoKey(b)
-}
-
-func repoKey(s string) string {
-	if !strings.Contains(s, "://") {
-		if m := scpLikeRE.FindStringSubmatch(s); m != nil {
-			user := ""
-			if m[1] != "" {
-				user = m[1] + "@"
-			}
-			s = "ssh://" + user + m[2] + "/" + strings.TrimPrefix(m[3], "/")
-		}
-	}
-	if u, err := url.Parse(s); err == nil {
-		u.Scheme, u.Host = strings.ToLower(u.Scheme), strings.ToLower(u.Host)
-		s = u.String()
-	}
-	s = strings.TrimSuffix(s, "/")
-	return strings.TrimSuffix(s, ".git")
-}
