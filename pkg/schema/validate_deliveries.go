@@ -259,4 +259,3 @@ func deliveryRepo(raw string) string {
 	}
 	return want
 }
-

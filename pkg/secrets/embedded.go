@@ -191,4 +191,3 @@ func inertWord(s string) string {
 	}
 	return s
 }
-
