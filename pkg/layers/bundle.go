@@ -243,6 +243,10 @@ func (m *Model) bundleDirs(b *builder, d Delivery) ([]bundleDir, error) {
 			continue
 		}
 		sort.Strings(matches)
+		if !slices.ContainsFunc(matches, b.fs.IsDir) {
+			m.note(note{delivery: d.Name, msg: fmt.Sprintf("delivery %s: path %s matches no folder in the fleet's source (repo is spec.source.url): want a folder inside the folder of fleet.yaml", d.Name, inert.Quote(glob))}, "")
+			continue
+		}
 		for _, abs := range matches {
 			if !b.fs.IsDir(abs) {
 				continue

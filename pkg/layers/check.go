@@ -3,14 +3,12 @@ package layers
 import (
 	"fmt"
 	"maps"
-	"path"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
 	"fleetgen.dev/fleetgen/internal/inert"
-	"fleetgen.dev/fleetgen/pkg/layout"
 	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/pkg/schema"
 	"fleetgen.dev/fleetgen/pkg/secrets"
@@ -120,28 +118,7 @@ func noteWhere(f *schema.Fleet, n note) (at, who string) {
 // renderedList names the rendered tree's folders in the source, for
 // messages.
 func renderedList(f *schema.Fleet) string {
-	return strings.Join(rendered(f), "/, ") + "/"
-}
-
-// rendered returns the rendered tree's top-level folders in the source
-// root (below spec.source.path).
-func rendered(f *schema.Fleet) []string {
-	var out []string
-	for _, d := range layout.Top {
-		out = append(out, schema.CleanPath(path.Join(f.Spec.Source.Path, d)))
-	}
-	return out
-}
-
-// inRendered reports whether the slash path p (relative to the source root)
-// is in the rendered tree or is it.
-func inRendered(f *schema.Fleet, p string) bool {
-	for _, d := range rendered(f) {
-		if p == d || strings.HasPrefix(p, d+"/") {
-			return true
-		}
-	}
-	return false
+	return strings.Join(f.RenderedDirs(), "/, ") + "/"
 }
 
 // Plaintext returns the Secrets holding plaintext (secrets.ObjectProblem) in
@@ -250,7 +227,7 @@ func (m *Model) issues(f *schema.Fleet) ([]issue, map[issue][]string) {
 				add(k)
 			}
 			if s.build != nil {
-				if in := slices.DeleteFunc(slices.Clone(s.build.files), func(p string) bool { return !inRendered(f, p) }); len(in) > 0 {
+				if in := slices.DeleteFunc(slices.Clone(s.build.files), func(p string) bool { return f.InRendered(p) == "" }); len(in) > 0 {
 					add(issue{layer: ow.layer, delivery: ow.delivery, via: via, what: "output", file: in[0], ok: s.Path, name: strconv.Itoa(len(in) - 1)})
 				}
 			}

@@ -153,7 +153,7 @@ func (ld *Loaded) check(r rules) error {
 // already reports for the same file and object is left out.
 func (ld *Loaded) layerFileProblems() (problem.Errors, error) {
 	if !ld.filesDone {
-		files, err := publish.LayerFiles(ld.Fleet, "", nil)
+		files, err := publish.LayerFiles(ld.Fleet, ld.Model.Files(), "", nil)
 		if err != nil {
 			return nil, err
 		}

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"fleetgen.dev/fleetgen/pkg/fleetmatch"
-	"fleetgen.dev/fleetgen/pkg/layout"
 )
 
 // deliveries checks spec.deliveries (SPEC §1): names, repository, ref, what
@@ -73,6 +72,7 @@ func (v *validator) deliveries() {
 				v.add(fmt.Sprintf("%s.paths[%d]", p, j), "invalid glob %q: want a path or a glob such as charts/*", dp)
 			}
 		}
+		v.repoRules(p, d)
 		v.ownSource(p, d)
 		v.deliveryTargets(p, d, groups)
 		v.subdomain(p+".helmSecretName", "secret name", d.HelmSecretName)
@@ -178,17 +178,13 @@ func (v *validator) ownSource(p string, d *Delivery) {
 	if f.File != "" {
 		file = filepath.Base(f.File)
 	}
-	rendered := []string{}
-	for _, dir := range layout.Top {
-		rendered = append(rendered, CleanPath(path.Join(f.Spec.Source.Path, dir)))
-	}
 	check := func(at, scan string) {
 		c := CleanPath(scan)
 		if c == "." {
 			v.add(at, "%s scans the root of the fleet's own source (repo is spec.source.url), the folder of %s: Fleet would read fleetgen's input as a bundle; want a folder below it", scan, file)
 			return
 		}
-		for _, dir := range rendered {
+		for _, dir := range f.RenderedDirs() {
 			if overlaps(c, dir) {
 				v.add(at, "%s takes in %s/, fleetgen's rendered tree in the fleet's own source (repo is spec.source.url): Fleet would deploy the manager's objects to the clusters; want a folder outside it", scan, dir)
 				return
