@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"path"
-	"slices"
 	"strings"
 
 	"fleetgen.dev/fleetgen/internal/inert"
@@ -121,11 +120,7 @@ type substituteRef struct {
 type commonMetadata struct {
 	Labels      map[string]string `json:"labels,omitempty"`
 	Annotations map[string]string `json:"annotations,omitempty"`
-}
-
-func (c *commonMetadata) key() string {
-	b, _ := json.Marshal(c)
-	return string(b)
+	k           string            // as a key (founds sets it)
 }
 
 // set returns o with c's labels and annotations set, as
@@ -170,27 +165,53 @@ type found struct {
 	obj *Object
 	k   *fluxKustomization // nil for a HelmRelease
 	err error              // the Kustomization does not decode
+	// path is the Kustomization's folder, key its Builds key, link how a
+	// chain names it.
+	path, key, link string
 }
 
 // founds returns the Flux Kustomizations and HelmReleases in s's objects,
-// found once per set.
-func (s *Set) founds() []*found {
+// found once per set and decoded once per object (sets share objects).
+func (m *Model) founds(s *Set) []*found {
 	if s.found {
 		return s.kusts
 	}
 	s.found = true
 	for _, o := range s.Objects {
+		if f, ok := m.decoded[o]; ok {
+			if f != nil {
+				s.kusts = append(s.kusts, f)
+			}
+			continue
+		}
+		var f *found
 		switch {
 		case o.Kind == kustomizationKind && group(o.APIVersion) == kustomizeFluxGroup:
-			f := &found{obj: o, k: &fluxKustomization{}}
+			f = &found{obj: o, k: &fluxKustomization{}}
 			b, err := json.Marshal(o.Map)
 			if err == nil {
 				err = json.Unmarshal(b, f.k)
 			}
 			f.err = err
-			s.kusts = append(s.kusts, f)
+			if err == nil {
+				spec := &f.k.Spec
+				f.path = cleanPath(spec.Path)
+				f.key = f.path + "\x00" + spec.overlay.key()
+				f.link = "Kustomization " + qualifiedName(o) + " (" + inert.Quote(o.Origin) + ")"
+				if cm := spec.CommonMetadata; cm != nil {
+					b, _ := json.Marshal(cm)
+					cm.k = string(b)
+				}
+			}
 		case o.Kind == helmReleaseKind && group(o.APIVersion) == helmFluxGroup:
-			s.kusts = append(s.kusts, &found{obj: o})
+			f = &found{obj: o}
+		}
+		if m.decoded == nil {
+			m.decoded = map[*Object]*found{}
+		}
+		m.decoded[o] = f
+		if f != nil {
+			s.kusts = append(s.kusts, f)
 		}
 	}
 	return s.kusts
@@ -331,7 +352,7 @@ func (m *Model) follow(b *builder, units []Unit) error {
 			}
 			it := queue[0]
 			queue = queue[1:]
-			for _, f := range it.set.founds() {
+			for _, f := range m.founds(it.set) {
 				if w.seen[f.obj] {
 					continue // applied once in the cluster
 				}
@@ -372,7 +393,7 @@ func (w *walk) visit(it item, f *found, final bool) (next []item, wait bool, err
 		m.note(at, w.cluster)
 		return nil, false, nil
 	}
-	chain := append(slices.Clone(it.chain), "Kustomization "+name+" ("+inert.Quote(o.Origin)+")")
+	chain := append(it.chain[:len(it.chain):len(it.chain)], f.link)
 	if it.depth+1 > MaxDepth {
 		at.msg = fmt.Sprintf("Flux Kustomizations nest deeper than %d below the layer (%s): want at most %d Kustomizations in a chain", MaxDepth, strings.Join(chain, " → "), MaxDepth)
 		m.note(at, w.cluster)
@@ -388,12 +409,10 @@ func (w *walk) visit(it item, f *found, final bool) (next []item, wait bool, err
 		return nil, false, nil
 	}
 	spec := &f.k.Spec
-	p := cleanPath(spec.Path)
-	ov := spec.overlay
-	key := p + "\x00" + ov.key()
-	bd, ok := m.Builds[key]
+	p := f.path
+	bd, ok := m.Builds[f.key]
 	if !ok {
-		if bd, err = m.newBuild(w.b, key, p, &ov); err != nil {
+		if bd, err = m.newBuild(w.b, f.key, p, &spec.overlay); err != nil {
 			return nil, false, err
 		}
 	}

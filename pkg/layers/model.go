@@ -68,6 +68,7 @@ type Build struct {
 	// sorted: the values that decide what a cluster receives.
 	refs []string
 	ov   *overlay
+	ovKey string // ov as a key
 	// files are the files the build read (relative to the root, sorted).
 	files []string
 }
@@ -112,7 +113,7 @@ type Set struct {
 	// subst is whether post-build substitution runs (a layer's always do).
 	subst bool
 	// kusts are the Flux Kustomizations and HelmReleases in Objects
-	// (found once, closure.go).
+	// (Model.founds, closure.go).
 	kusts []*found
 	found bool
 }
@@ -140,6 +141,8 @@ type Model struct {
 	files     map[string]bool
 
 	substituted int64
+	memo        map[memoKey]substituted
+	decoded     map[*Object]*found // the Kustomizations and HelmReleases found
 	opts        Options
 }
 
@@ -253,6 +256,12 @@ func New(root string, units []Unit, opts Options) (*Model, error) {
 		return nil, err
 	}
 	m.files = b.guard.files
+	// What only building needed goes: the model lives as long as the
+	// command does, beside the render.
+	m.memo, m.decoded, m.sets = nil, nil, nil
+	for _, s := range m.Sets {
+		s.kusts, s.found = nil, false
+	}
 	return m, nil
 }
 
@@ -270,6 +279,9 @@ func (m *Model) newBuild(b *builder, key, p string, ov *overlay) (*Build, error)
 		return nil, lim
 	}
 	bd := &Build{Path: p, Objects: objs, Err: err, ov: ov, files: files}
+	if ov != nil {
+		bd.ovKey = ov.key()
+	}
 	if err == nil {
 		bd.parse()
 	}
@@ -328,11 +340,11 @@ func (b *Build) key(vars map[string]string, subst bool, meta *commonMetadata) st
 	k.WriteString(b.Path)
 	if b.ov != nil {
 		k.WriteString("\x00ov")
-		k.WriteString(b.ov.key())
+		k.WriteString(b.ovKey)
 	}
 	if meta != nil {
 		k.WriteString("\x00cm")
-		k.WriteString(meta.key())
+		k.WriteString(meta.k)
 	}
 	if !subst {
 		k.WriteString("\x00nosubst")
@@ -379,33 +391,27 @@ func (m *Model) receive(s *Set, meta *commonMetadata) error {
 			return nil
 		}
 	}
+	var badVars error
+	if s.subst {
+		badVars = checkVarNames(s.vars)
+	}
 	objs := make([]*Object, 0, len(b.Objects))
 	for _, o := range b.Objects {
-		if !s.subst {
+		if !s.subst || o.optOut {
 			objs = append(objs, o)
 			continue
 		}
-		if !o.optOut && o.tp.t != nil && o.tp.size(s.vars) > MaxObjectSize {
-			s.Err = fmt.Errorf("%s (%s): post-build substitution makes it larger than %d MiB", o.Origin, o.Describe(), MaxObjectSize>>20)
+		if badVars != nil {
+			s.Err = fmt.Errorf("%s (%s): post-build substitution fails: %w", o.Origin, o.Describe(), badVars)
 			return nil
 		}
-		res, err := substitute(o.tp, o.optOut, s.vars)
+		n, err := m.substitute(o, s.vars)
 		if err != nil {
-			s.Err = fmt.Errorf("%s (%s): post-build substitution fails: %w", o.Origin, o.Describe(), err)
-			return nil
-		}
-		if res == nil {
-			objs = append(objs, o)
-			continue
-		}
-		m.substituted += int64(o.tp.size(s.vars)) // what it can hold, at most
-		if m.substituted > m.opts.MaxSubstituted {
-			return &LimitError{fmt.Sprintf("post-build substitution makes more than %d MiB of objects for all clusters together (folder %s, %s): want fewer or smaller substituted objects or values",
-				m.opts.MaxSubstituted>>20, s.Path, o.Origin)}
-		}
-		n, err := NewObject(res, o.Origin)
-		if err != nil {
-			s.Err = fmt.Errorf("%s (%s): %v after post-build substitution, which kustomize-controller refuses", o.Origin, o.Describe(), err)
+			var lim *LimitError
+			if errors.As(err, &lim) {
+				return &LimitError{fmt.Sprintf("%s (folder %s, %s)", lim.msg, s.Path, o.Origin)}
+			}
+			s.Err = err
 			return nil
 		}
 		objs = append(objs, n)
@@ -417,6 +423,78 @@ func (m *Model) receive(s *Set, meta *commonMetadata) error {
 	}
 	s.Objects = objs
 	return nil
+}
+
+// substituted is one object's substitution with some values.
+type substituted struct {
+	obj *Object
+	err error
+}
+
+// memoKey identifies what substituting an object's template gives: the
+// template and the value of every variable it refers to.
+type memoKey struct {
+	tp   *template
+	vals string
+}
+
+// substitute returns o substituted with vars (o itself when substitution
+// leaves it as it is), made once per object and values of the variables it
+// refers to: clusters that agree on those share the result, whatever else
+// their variables say. An error names the object.
+func (m *Model) substitute(o *Object, vars map[string]string) (*Object, error) {
+	tp := o.tp
+	if tp.t == nil && tp.err == nil {
+		return o, nil // no '$': Flux decodes it unchanged
+	}
+	var vals strings.Builder
+	for _, r := range tp.refs {
+		if v, ok := vars[r]; ok {
+			vals.WriteString(strconv.Itoa(len(v)))
+			vals.WriteByte(':')
+			vals.WriteString(v)
+		} else {
+			vals.WriteByte('-')
+		}
+	}
+	k := memoKey{tp, vals.String()}
+	if r, ok := m.memo[k]; ok {
+		return r.obj, r.err
+	}
+	r := m.substituteNew(o, vars)
+	if r.err == nil && r.obj != o {
+		m.substituted += int64(tp.size(vars)) // what it can hold, at most
+		if m.substituted > m.opts.MaxSubstituted {
+			return nil, &LimitError{fmt.Sprintf("post-build substitution makes more than %d MiB of objects for all clusters together: want fewer or smaller substituted objects or values",
+				m.opts.MaxSubstituted>>20)}
+		}
+	}
+	if m.memo == nil {
+		m.memo = map[memoKey]substituted{}
+	}
+	m.memo[k] = r
+	return r.obj, r.err
+}
+
+func (m *Model) substituteNew(o *Object, vars map[string]string) substituted {
+	if o.tp.t != nil && o.tp.size(vars) > MaxObjectSize {
+		return substituted{err: fmt.Errorf("%s (%s): post-build substitution makes it larger than %d MiB", o.Origin, o.Describe(), MaxObjectSize>>20)}
+	}
+	res, err := substituteChecked(o.tp, vars)
+	if err != nil {
+		return substituted{err: fmt.Errorf("%s (%s): post-build substitution fails: %w", o.Origin, o.Describe(), err)}
+	}
+	if res == nil {
+		return substituted{obj: o}
+	}
+	// Keep what substitution left as it was the build object's own: clusters
+	// then share all of an object but the fields their values changed.
+	shared, _ := share(res, o.Map)
+	n, err := NewObject(shared.(map[string]any), o.Origin)
+	if err != nil {
+		return substituted{err: fmt.Errorf("%s (%s): %v after post-build substitution, which kustomize-controller refuses", o.Origin, o.Describe(), err)}
+	}
+	return substituted{obj: n}
 }
 
 // Received returns the set cluster receives from layer's own Kustomization,

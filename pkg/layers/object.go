@@ -144,3 +144,54 @@ func numbers(v any) any {
 	}
 	return v
 }
+
+// share returns n with every part equal to the same part of o replaced by
+// o's (o itself when n equals o), and whether n equals o. n is changed in
+// place; o is not.
+func share(n, o any) (any, bool) {
+	switch nv := n.(type) {
+	case map[string]any:
+		ov, ok := o.(map[string]any)
+		if !ok {
+			return n, false
+		}
+		same := len(nv) == len(ov)
+		for k, e := range nv {
+			oe, ok := ov[k]
+			if !ok {
+				same = false
+				continue
+			}
+			s, eq := share(e, oe)
+			nv[k] = s
+			same = same && eq
+		}
+		if same {
+			return o, true
+		}
+		return nv, false
+	case []any:
+		ov, ok := o.([]any)
+		if !ok {
+			return n, false
+		}
+		same := len(nv) == len(ov)
+		for i, e := range nv {
+			if i >= len(ov) {
+				break
+			}
+			s, eq := share(e, ov[i])
+			nv[i] = s
+			same = same && eq
+		}
+		if same {
+			return o, true
+		}
+		return nv, false
+	case string, bool, int, float64, uint64, nil:
+		if n == o {
+			return o, true
+		}
+	}
+	return n, false
+}

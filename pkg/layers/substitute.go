@@ -1,10 +1,15 @@
 package layers
 
 import (
+	"encoding/json"
 	"fmt"
+	"math"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
+
+	yamlv2 "go.yaml.in/yaml/v2"
 
 	"github.com/fluxcd/pkg/envsubst"
 	"github.com/fluxcd/pkg/envsubst/parse"
@@ -150,6 +155,12 @@ func substitute(tp *template, optOut bool, vars map[string]string) (map[string]a
 	if err := checkVarNames(vars); err != nil {
 		return nil, err // Flux's message says envsubst, too
 	}
+	return substituteChecked(tp, vars)
+}
+
+// substituteChecked is substitute for an object that does not opt out,
+// with variable names checkVarNames accepted.
+func substituteChecked(tp *template, vars map[string]string) (map[string]any, error) {
 	if tp.err != nil {
 		return nil, fmt.Errorf("envsubst error: %w", tp.err)
 	}
@@ -166,6 +177,10 @@ func substitute(tp *template, optOut bool, vars map[string]string) (map[string]a
 	if out == tp.text {
 		return nil, nil
 	}
+	if m, ok := fromYAML(out); ok {
+		return m, nil
+	}
+	// The slow way, for its exact error: Flux's own (sigs.k8s.io/yaml).
 	data, err := yaml.YAMLToJSON([]byte(out))
 	if err != nil {
 		return nil, fmt.Errorf("envsubst error: YAMLToJSON: %w", err)
@@ -175,6 +190,84 @@ func substitute(tp *template, optOut bool, vars map[string]string) (map[string]a
 		return nil, fmt.Errorf("UnmarshalJSON: %w", err)
 	}
 	return m, nil
+}
+
+// fromYAML is what sigs.k8s.io/yaml.YAMLToJSON and decodeJSON make of a
+// substituted object's YAML, in one pass: yaml.v2 decodes it (as YAMLToJSON
+// does), keys become strings as YAMLToJSON makes them, and every number is
+// what its JSON encoding decodes to (an integral float64 prints without a
+// fraction, and so becomes an int). ok is false for anything that is not
+// plainly that (a YAML error, a key or value JSON cannot hold, a document
+// that is not a mapping): the caller goes the slow way then, for Flux's
+// exact error. TestFromYAML holds it to the slow way.
+func fromYAML(text string) (map[string]any, bool) {
+	var v any
+	if err := yamlv2.Unmarshal([]byte(text), &v); err != nil {
+		return nil, false
+	}
+	out, ok := jsonable(v)
+	m, isMap := out.(map[string]any)
+	return m, ok && isMap
+}
+
+func jsonable(v any) (any, bool) {
+	switch v := v.(type) {
+	case map[any]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			var key string
+			switch k := k.(type) {
+			case string:
+				key = k
+			case int:
+				key = strconv.Itoa(k)
+			case int64:
+				key = strconv.FormatInt(k, 10)
+			case bool:
+				key = strconv.FormatBool(k)
+			default:
+				return nil, false // float keys and the rest: the slow way
+			}
+			if _, dup := out[key]; dup {
+				return nil, false // which one JSON keeps is the slow way's
+			}
+			ev, ok := jsonable(e)
+			if !ok {
+				return nil, false
+			}
+			out[key] = ev
+		}
+		return out, true
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			ev, ok := jsonable(e)
+			if !ok {
+				return nil, false
+			}
+			out[i] = ev
+		}
+		return out, true
+	case string, bool, nil, int:
+		return v, true
+	case int64:
+		return int(v), true
+	case uint64:
+		if v <= math.MaxInt64 {
+			return int(v), true
+		}
+		return v, true
+	case float64:
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, false
+		}
+		if v == math.Trunc(v) && math.Abs(v) < 1e21 {
+			// encoding/json prints it without a fraction.
+			return numbers(json.Number(strconv.FormatFloat(v, 'f', -1, 64))), true
+		}
+		return v, true
+	}
+	return nil, false
 }
 
 // checkVarNames is Flux's check of the variable names, before any
