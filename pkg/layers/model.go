@@ -66,8 +66,8 @@ type Build struct {
 	Err error
 	// refs are the variables any object that does not opt out refers to,
 	// sorted: the values that decide what a cluster receives.
-	refs []string
-	ov   *overlay
+	refs  []string
+	ov    *overlay
 	ovKey string // ov as a key
 	// files are the files the build read (relative to the root, sorted).
 	files []string
