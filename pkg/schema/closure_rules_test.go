@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"os/exec"
 	"strings"
 	"testing"
 )
@@ -248,5 +249,30 @@ func TestLayerApartFromOutput(t *testing.T) {
 				t.Errorf("validate = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestGitRefFormat: gitRef accepts exactly the branch names git does (`git
+// check-ref-format --branch`, the oracle), but "@", which git reads as HEAD's
+// branch and a delivery cannot mean.
+func TestGitRefFormat(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	for _, name := range []string{
+		"main", "feature/x", "v1.0", "release-1.2", "a/-b", "x@y", "ünïcode",
+		"0123456789abcdef0123456789abcdef01234567",
+		"a..b", "a@{b", "a//b", "a/", "a.", ".a", "a/.b", "a.lock", "a/b.lock/c",
+		"a b", "a~b", "a^b", "a:b", "a?b", "a*b", "a[b", `a\b`, "a\tb", "a\x7fb",
+		"-x", "--upload-pack=x", "/x", "@{-1}",
+	} {
+		gitSays := exec.Command("git", "check-ref-format", "--branch", name).Run() == nil
+		if ours := gitRef(name) == ""; ours != gitSays {
+			t.Errorf("%q: gitRef accepts %v, git %v", name, ours, gitSays)
+		}
+	}
+	if gitRef("@") == "" {
+		t.Error(`gitRef accepts "@"`)
 	}
 }
