@@ -91,7 +91,11 @@ func (m *Model) Warnings(f *schema.Fleet) problem.Errors {
 			continue
 		}
 		at, who := noteWhere(f, n)
-		ws = append(ws, f.Errorf(at, "%s%s (%s)", who, n.msg, problem.Clusters(m.noted[n], "")))
+		msg := n.msg
+		if cs := m.noted[n]; len(cs) > 0 && cs[0] != "" {
+			msg += " (" + problem.Clusters(cs, "") + ")"
+		}
+		ws = append(ws, f.Errorf(at, "%s%s", who, msg))
 	}
 	sort.SliceStable(ws, func(i, j int) bool { return ws[i].Error() < ws[j].Error() })
 	return ws
@@ -187,6 +191,7 @@ func (m *Model) issues(f *schema.Fleet) ([]issue, map[issue][]string) {
 	found := map[issue][]string{}
 	var order []issue
 	problems := map[*Object][]string{} // what is wrong with an object, found once
+	li := layerIndex(f)
 	for _, s := range m.Sets {
 		via := strings.Join(s.Chain, " → ")
 		if s.Delivery != "" {
@@ -205,7 +210,6 @@ func (m *Model) issues(f *schema.Fleet) ([]issue, map[issue][]string) {
 				by[o] = append(l, u.Cluster)
 			}
 		}
-		li := layerIndex(f)
 		sort.SliceStable(owners, func(i, j int) bool {
 			if (owners[i].delivery == "") != (owners[j].delivery == "") {
 				return owners[i].delivery == ""
