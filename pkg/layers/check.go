@@ -43,23 +43,23 @@ func (m *Model) Check(f *schema.Fleet) problem.Errors {
 			if k.via != "" {
 				fix = "the variable in the Kustomization's spec.postBuild.substitute or substituteFrom"
 			}
-			errs = append(errs, f.Errorf(at,
+			errs = append(errs, f.At(problem.Other(at,
 				"%s: ${%s} in %s (%s) is not defined for %s, and Flux 2.9 substitutes strictly (the reconcile fails): want %s, or a default ${%s:=VALUE}",
-				who, k.ok, file, obj, problem.Clusters(cs, ""), fix, k.ok))
+				who, k.ok, file, obj, problem.Clusters(cs, ""), fix, k.ok)))
 		case "failed":
-			errs = append(errs, f.Errorf(at, "%s: %s, for %s (Flux fails the reconcile)", who, k.ok, problem.Clusters(cs, "")))
+			errs = append(errs, f.At(problem.Other(at, "%s: %s, for %s (Flux fails the reconcile)", who, k.ok, problem.Clusters(cs, ""))))
 		case "type":
-			errs = append(errs, f.Errorf(at,
+			errs = append(errs, f.At(problem.Other(at,
 				"%s: %s (%s): %s is not a string in what %s (the build with post-build substitution), and the API server refuses it: want a string (post-build substitution decodes a value that reads as a number or boolean as one, whatever quotes the manifest had)",
-				who, file, obj, inert.Quote(k.ok), problem.Clusters(cs, "receive")))
+				who, file, obj, inert.Quote(k.ok), problem.Clusters(cs, "receive"))))
 		case "output":
 			more := ", which is"
 			if k.name != "0" {
 				more = " and " + k.name + " more files, which are"
 			}
-			errs = append(errs, f.Errorf(at,
+			errs = append(errs, f.At(problem.Other(at,
 				"%s: the build of folder %s reads %s%s in fleetgen's rendered tree (%s), for %s: input and output may not overlap, want input outside it",
-				who, inert.Quote(k.ok), file, more, renderedList(f), problem.Clusters(cs, "")))
+				who, inert.Quote(k.ok), file, more, renderedList(f), problem.Clusters(cs, ""))))
 		case "plaintext":
 			errs = append(errs, k.finding(f, cs).FieldError(f))
 		}
@@ -73,7 +73,7 @@ func (m *Model) Check(f *schema.Fleet) problem.Errors {
 		if cs := m.noted[n]; len(cs) > 0 && cs[0] != "" {
 			msg += " (" + problem.Clusters(cs, "") + ")"
 		}
-		errs = append(errs, f.Errorf(at, "%s%s", who, msg))
+		errs = append(errs, f.At(problem.Other(at, "%s%s", who, msg)))
 	}
 	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
 	return errs
@@ -95,7 +95,7 @@ func (m *Model) Warnings(f *schema.Fleet) problem.Errors {
 		if cs := m.noted[n]; len(cs) > 0 && cs[0] != "" {
 			msg += " (" + problem.Clusters(cs, "") + ")"
 		}
-		ws = append(ws, f.Errorf(at, "%s%s", who, msg))
+		ws = append(ws, f.At(problem.NotFollowed(at, "%s%s", who, msg)))
 	}
 	sort.SliceStable(ws, func(i, j int) bool { return ws[i].Error() < ws[j].Error() })
 	return ws

@@ -158,3 +158,21 @@ func ReservedCluster(name string) string { return reservedClusters[name] }
 
 // ReservedLayer says why no layer may be called name, "" when one may.
 func ReservedLayer(name string) string { return reservedLayers[name] }
+
+// ClusterOf is the cluster the slash path p, relative to the output tree, is
+// about: Parse's Cluster (manager/fleet/<cluster>/…, clusters/<cluster>/…,
+// agents/<cluster>/…; the manager's name for its entry point), or for a path
+// fleetgen does not write the cluster folder it lies in (clusters/<name>/…,
+// agents/<name>/…); "" for the manager's shared files (its kustomization,
+// namespaces, groups, GitRepos, policy) and anything else. `--cluster`
+// limits output to the paths of the named clusters.
+func ClusterOf(p string) string {
+	if c := Parse(p).Cluster; c != "" {
+		return c
+	}
+	parts := strings.SplitN(p, "/", 3)
+	if len(parts) == 3 && (parts[0] == ClustersDir || parts[0] == AgentsDir) && parts[1] != "" && parts[1] != "." && parts[1] != ".." {
+		return parts[1]
+	}
+	return ""
+}

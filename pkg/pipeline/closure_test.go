@@ -2,9 +2,12 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"fleetgen.dev/fleetgen/test/testenv"
 )
@@ -60,5 +63,58 @@ spec:
 		if strings.Contains(files, not) {
 			t.Errorf("published tree holds %s:\n%s", not, files)
 		}
+	}
+}
+
+// TestDiffFollowedKustomization: a pull request that only edits the folder
+// of a Kustomization a layer leads to (not the layer's own folder) shows the
+// objects that change for each cluster receiving it, with the fields that
+// moved (SPEC §7: diff reads the model's closure).
+func TestDiffFollowedKustomization(t *testing.T) {
+	t.Parallel()
+	cfg, fleet, _ := publishedQuickstart(t, false)
+	pubWrite(t, fleet, map[string]string{
+		"apps/prod/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ../base\n  - ks.yaml\nreplicas:\n  - name: podinfo\n    count: 3\n",
+		"apps/prod/ks.yaml": `apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: extras, namespace: flux-system}
+spec:
+  interval: 10m
+  prune: true
+  path: ./apps/extras
+  sourceRef: {kind: GitRepository, name: flux-system}
+  postBuild:
+    substitute: {who: '${cluster}'}
+`,
+		"apps/extras/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: extras, namespace: podinfo}\ndata: {who: '${who}', size: small}\n",
+	})
+	published := filepath.Join(t.TempDir(), "published")
+	if err := Render(context.Background(), cfg, RenderOptions{OutDir: published}); err != nil {
+		t.Fatal(err)
+	}
+	copyLayers(t, fleet, published)
+	pubWrite(t, fleet, map[string]string{
+		"apps/extras/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: extras, namespace: podinfo}\ndata: {who: '${who}', size: large}\n",
+	})
+	rep, fileDiff, err := Diff(context.Background(), cfg, RenderOptions{OutDir: published})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fileDiff != "" {
+		t.Errorf("the rendered tree changed: %s", fileDiff)
+	}
+	got := map[string][]string{}
+	for _, c := range rep.Clusters {
+		for _, o := range c.Objects {
+			var moved []string
+			for _, ch := range o.Changes {
+				moved = append(moved, fmt.Sprintf("%s: %v → %v", ch.Field, ch.From, ch.To))
+			}
+			got[c.Name] = append(got[c.Name], fmt.Sprintf("%s %s %s/%s %s %s", o.Layer, o.Change, o.Kind, o.Namespace, o.Name, strings.Join(moved, "; ")))
+		}
+	}
+	want := []string{"apps changed ConfigMap/podinfo extras data.size: small → large"}
+	if d := cmp.Diff(map[string][]string{"edge-1": want, "prod-eu-1": want, "managed1": want}, got); d != "" {
+		t.Errorf("received objects per cluster (-want +got):\n%s", d)
 	}
 }

@@ -217,6 +217,9 @@ type Reach struct {
 	// Unmatched are the targets that are first for no cluster, in input
 	// order.
 	Unmatched []Unmatched `json:"unmatched"`
+	// UnmatchedLayers are the layers whose selector selects no cluster, in
+	// input order.
+	UnmatchedLayers []UnmatchedLayer `json:"unmatchedLayers"`
 }
 
 // ClusterReach is what reaches one cluster.
@@ -256,13 +259,13 @@ type Unmatched struct {
 	Path string `json:"-"`
 }
 
-// Reach returns what reaches each cluster of f (defaulted and validated):
-// its layers (spec.layers[].selector) and its deliveries (Fleet's target
-// matching: package fleetmatch), and every delivery target that reaches no
-// cluster, with the reason.
+// Reach returns what reaches each cluster of f (defaulted; LoadPartial's
+// Fleet will do): its layers (spec.layers[].selector) and its deliveries
+// (Fleet's target matching: package fleetmatch), and every delivery target
+// and layer selector that reaches no cluster, with the reason.
 func (f *Fleet) Reach() *Reach {
 	dr := f.reach()
-	out := &Reach{Clusters: make([]ClusterReach, len(f.Spec.Clusters)), Unmatched: f.unmatched(dr)}
+	out := &Reach{Clusters: make([]ClusterReach, len(f.Spec.Clusters)), Unmatched: f.unmatched(dr), UnmatchedLayers: f.unmatchedLayers()}
 	// Each selector and target described once, not once per cluster.
 	layerWhy := make([]string, len(f.Spec.Layers))
 	for i, l := range f.Spec.Layers {
@@ -326,5 +329,15 @@ func (f *Fleet) unmatchedWhy(d *Delivery, ti, matched int) string {
 	case t.ClusterGroupSelector != nil && len(t.ClusterGroupSelector) > 0:
 		return "its clusterGroupSelector matches no ClusterGroup: fleetgen's groups carry no labels (" + t.Criteria() + ")"
 	}
-	return "no cluster registered with Fleet (mode agent, manager or capi) matches " + t.Criteria()
+	why := "no cluster registered with Fleet (mode agent, manager or capi) matches " + t.Criteria()
+	if len(t.ClusterSelector) > 0 {
+		var fc []*Cluster
+		for i := range f.Spec.Clusters {
+			if m := f.Spec.Clusters[i].ModeOf(); m != nil && m.Fleet {
+				fc = append(fc, &f.Spec.Clusters[i])
+			}
+		}
+		why += " (" + LabelHint(t.ClusterSelector, fc) + ")"
+	}
+	return why
 }

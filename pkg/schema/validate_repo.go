@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"regexp/syntax"
 	"strings"
+
+	"fleetgen.dev/fleetgen/pkg/problem"
 )
 
 // The rules SPEC §1 sets on how a delivery reaches its repository: no
@@ -189,25 +191,25 @@ func (v *validator) repoRules(p string, d *Delivery) {
 	if d.Repo != "" {
 		if why := repoCredentials(d.Repo); why != "" {
 			// The URL is not quoted: it holds the credential.
-			v.add(p+".repo", "invalid repo: %s, and fleetgen writes it into Git: want the URL without credentials and clientSecretName naming a Secret that holds them", why)
+			v.add(problem.InvalidValue(p+".repo", "invalid repo: %s, and fleetgen writes it into Git: want the URL without credentials and clientSecretName naming a Secret that holds them", why))
 		} else if d.ClientSecretName != "" && plainScheme(d.Repo) {
-			v.add(p+".clientSecretName", "credential Secret %q for repo %q, which is plain %s: the credentials would cross the network in clear; want https:// or ssh://", d.ClientSecretName, d.Repo, strings.SplitN(d.Repo, ":", 2)[0])
+			v.add(problem.Other(p+".clientSecretName", "credential Secret %q for repo %q, which is plain %s: the credentials would cross the network in clear; want https:// or ssh://", d.ClientSecretName, d.Repo, strings.SplitN(d.Repo, ":", 2)[0]))
 		}
 	}
 	if d.Branch != "" {
 		if why := gitRef(d.Branch); why != "" {
-			v.add(p+".branch", "invalid branch %q: %s", d.Branch, why)
+			v.add(problem.InvalidValue(p+".branch", "invalid branch %q: %s", d.Branch, why))
 		}
 	}
 	if d.Revision != "" {
 		if why := gitRef(d.Revision); why != "" {
-			v.add(p+".revision", "invalid revision %q: %s", d.Revision, why)
+			v.add(problem.InvalidValue(p+".revision", "invalid revision %q: %s", d.Revision, why))
 		}
 	}
 	if d.HelmRepoURLRegex != "" && d.HelmSecretName != "" {
 		if _, err := regexp.Compile(d.HelmRepoURLRegex); err == nil {
 			if why := helmRegex(d.HelmRepoURLRegex); why != "" {
-				v.add(p+".helmRepoURLRegex", "invalid helmRepoURLRegex %q: %s", d.HelmRepoURLRegex, why)
+				v.add(problem.InvalidValue(p+".helmRepoURLRegex", "invalid helmRepoURLRegex %q: %s", d.HelmRepoURLRegex, why))
 			}
 		}
 	}

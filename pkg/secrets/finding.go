@@ -76,21 +76,21 @@ func (fd Finding) FieldError(f *schema.Fleet) *problem.FieldError {
 	obj := inert.Quote(fd.Kind) + " " + inert.Quote(qualified(fd.Namespace, fd.Name))
 	if fd.Delivery != "" {
 		i := slices.IndexFunc(f.Spec.Deliveries, func(d schema.Delivery) bool { return d.Name == fd.Delivery })
-		return f.Errorf(fmt.Sprintf("spec.deliveries[%d]", i),
+		return f.At(problem.Other(fmt.Sprintf("spec.deliveries[%d]", i),
 			"delivery %s: %s: %s: %s %s in what %s (as Fleet's agent renders it): %s; fleetgen publishes no plaintext credential",
-			fd.Delivery, fd.Via, inert.Quote(fd.File), obj, fd.Problem, problem.Clusters(fd.Clusters, "receive"), fix)
+			fd.Delivery, fd.Via, inert.Quote(fd.File), obj, fd.Problem, problem.Clusters(fd.Clusters, "receive"), fix))
 	}
 	if fd.Layer == "" {
-		return f.Errorf("spec.layers", "%s, in a file publish copies from a layer folder: encrypt it with SOPS (docs/secrets.md) or remove it; fleetgen publishes no plaintext credential", fd)
+		return f.At(problem.Other("spec.layers", "%s, in a file publish copies from a layer folder: encrypt it with SOPS (docs/secrets.md) or remove it; fleetgen publishes no plaintext credential", fd))
 	}
 	i := slices.IndexFunc(f.Spec.Layers, func(l schema.Layer) bool { return l.Name == fd.Layer })
 	how := "the layer's build with post-build substitution"
 	if fd.Via != "" {
 		how = "through " + fd.Via + ", built as kustomize-controller builds it"
 	}
-	return f.Errorf(fmt.Sprintf("spec.layers[%d]", i),
+	return f.At(problem.Other(fmt.Sprintf("spec.layers[%d]", i),
 		"layer %s: %s: %s %s in what %s (%s): %s; fleetgen publishes no plaintext credential",
-		fd.Layer, inert.Quote(fd.File), obj, fd.Problem, problem.Clusters(fd.Clusters, "receive"), how, fix)
+		fd.Layer, inert.Quote(fd.File), obj, fd.Problem, problem.Clusters(fd.Clusters, "receive"), how, fix))
 }
 
 // maxListed bounds how many findings one error lists.

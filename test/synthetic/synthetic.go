@@ -244,23 +244,23 @@ spec:
     substitute:
       region: ${region}
 `,
-	"platform/addons/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- kured.yaml\n",
-	"platform/addons/kured.yaml": `apiVersion: apps/v1
+	"platform/addons/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- node-agent.yaml\n",
+	"platform/addons/node-agent.yaml": `apiVersion: apps/v1
 kind: DaemonSet
 metadata:
-  name: kured
+  name: node-agent
   labels:
     region: ${region}
 spec:
   selector:
-    matchLabels: {app: kured}
+    matchLabels: {app: node-agent}
   template:
     metadata:
-      labels: {app: kured}
+      labels: {app: node-agent}
     spec:
       containers:
-      - name: kured
-        image: ghcr.io/kubereboot/kured:1.12.0
+      - name: agent
+        image: nginx:1.25
 `,
 }
 
