@@ -191,7 +191,6 @@ func broken(f *schema.Fleet, errs problem.Errors, field string, n int, name func
 	return skip
 }
 
-
 // afterSchema returns the problems of es that are not about a field
 // fleet.yaml's own rules (in before) already found wrong: none at or below
 // such a field's path in fleet.yaml (a key file that cannot be read is not

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-
 	"fleetgen.dev/fleetgen/pkg/pipeline"
 	"fleetgen.dev/fleetgen/test/testenv"
 )
