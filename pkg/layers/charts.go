@@ -8,9 +8,10 @@ import (
 // ChartRenderer renders the chart of a HelmRelease a cluster receives (SPEC
 // §5 item 3) for Options.Charts; pkg/charts implements it. release is the
 // HelmRelease as cluster receives it (post-build substitution done);
-// received is every other object cluster receives through the same layer's
-// closure, in closure order, where its valuesFrom ConfigMaps and Secrets and
-// its chart's source (HelmRepository, OCIRepository, HelmChart) are found.
+// received is every other object the model has found cluster receiving so
+// far (every layer's own set, then the closure breadth first), where its
+// valuesFrom ConfigMaps and Secrets and its chart's source (HelmRepository,
+// OCIRepository, HelmChart) are found.
 // It returns the chart's objects (made with NewObject, Origin the template),
 // or nil objects and a nil error when it does not render this release
 // (Warnings names the release then); an error is an input problem (Check
