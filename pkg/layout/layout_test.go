@@ -156,3 +156,22 @@ func placeholders(k Kind) []placeholder {
 	}
 	return out
 }
+
+// TestPlaced: a registration goes under manager/ on the manager and into the
+// Flux folder of any other cluster that runs its manager, and Parse reads
+// both back.
+func TestPlaced(t *testing.T) {
+	t.Parallel()
+	for k, h := range onHost {
+		if got, want := k.Placed("argo", "edge-7", true), k.Path("edge-7"); got != want {
+			t.Errorf("%s.Placed on the manager = %s, want %s", k, got, want)
+		}
+		p := k.Placed("argo", "edge-7", false)
+		if got := Parse(p); got != (Path{Kind: h, Cluster: "argo", Name: "edge-7"}) {
+			t.Errorf("Parse(%s) = %+v, want %s of edge-7 in argo's folder", p, got, h)
+		}
+	}
+	if got := FleetCluster.Placed("argo", "edge-7", false); got != FleetCluster.Path("edge-7") {
+		t.Errorf("FleetCluster.Placed = %s: only registrations move", got)
+	}
+}

@@ -57,7 +57,7 @@ const (
 	// Warnings (Warnings): valid input that is likely a mistake.
 	CodeEmptyGroup      = "empty-group"      // a ClusterGroup that holds no Fleet cluster
 	CodeUnmatchedTarget = "unmatched-target" // a delivery target that reaches no cluster
-	CodeEmptySelection  = "empty-selection"  // spec.argocd selects no cluster
+	CodeEmptySelection  = "empty-selection"  // a manager (spec.argocd, …) selects no cluster
 )
 
 // codeRules derive a code from the message of a FieldError made without one

@@ -10,7 +10,8 @@ import (
 // Warnings returns what Validate accepts but is likely a mistake, sorted in
 // document order: a ClusterGroup that holds no cluster registered with
 // Fleet, a delivery target that reaches no cluster (with the reason), and a
-// spec.argocd that selects no cluster. Each is a *FieldError with its Code
+// manager (spec.argocd, spec.kubefleet, spec.sveltos, spec.ocm) that selects
+// no cluster. Each is a *FieldError with its Code
 // (CodeEmptyGroup, CodeUnmatchedTarget, CodeEmptySelection). A warning never
 // makes input invalid: `fleetgen validate` prints them and exits as it
 // would without them. f is defaulted and valid; Warnings reads nothing.
@@ -37,8 +38,11 @@ func Warnings(f *Fleet) problem.Errors {
 	for _, u := range f.unmatched(f.reach()) {
 		warn(problem.CodeUnmatchedTarget, u.Path, "target %q of delivery %q reaches no cluster: %s", u.Target, u.Delivery, u.Why)
 	}
-	if f.Spec.ArgoCD != nil && len(f.Spec.Clusters) > 0 && len(f.ArgoCDClusters()) == 0 {
-		warn(problem.CodeEmptySelection, "spec.argocd.selector", "spec.argocd selects no cluster: no Argo CD cluster Secret is rendered")
+	for i := range Registrars {
+		r := &Registrars[i]
+		if r.Used(f) && len(f.Spec.Clusters) > 0 && len(r.Clusters(f)) == 0 {
+			warn(problem.CodeEmptySelection, r.Field()+".selector", "%s selects no cluster: no %s %s is rendered (the clusters' labels: %s)", r.Field(), r.Title, r.Object, labelValues(f, r.Selector(f)))
+		}
 	}
 	sortErrors(ws)
 	return ws
