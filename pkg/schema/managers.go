@@ -94,6 +94,9 @@ type Registrar struct {
 	HostField string
 	// Object is what it makes of each cluster it registers, for messages.
 	Object string
+	// Namespace is where its objects go on its host, "" for cluster-scoped
+	// objects; on the manager, manager/namespace.yaml declares it.
+	Namespace func(s *Spec) string
 	// placement returns its host field (for Default to fill in) and
 	// selector; nil when the fleet does not use it.
 	placement func(s *Spec) (host *string, selector map[string]string)
@@ -106,6 +109,7 @@ type Registrar struct {
 // Registrars lists every Registrar, in the order targets names them.
 var Registrars = []Registrar{
 	{Name: "argocd", Title: "Argo CD", HostField: "cluster", Object: "cluster Secret",
+		Namespace: func(s *Spec) string { return s.ArgoCD.Namespace },
 		placement: func(s *Spec) (*string, map[string]string) {
 			if s.ArgoCD == nil {
 				return nil, nil
@@ -116,6 +120,7 @@ var Registrars = []Registrar{
 			return []Object{{Kind: "Secret", Namespace: f.Spec.ArgoCD.Namespace, Name: ArgoCDSecret(c.Name), What: "Argo CD's cluster Secret"}}
 		}},
 	{Name: "kubefleet", Title: "KubeFleet", HostField: "hub", Object: "MemberCluster",
+		Namespace: func(*Spec) string { return "" },
 		placement: func(s *Spec) (*string, map[string]string) {
 			if s.KubeFleet == nil {
 				return nil, nil
@@ -129,6 +134,7 @@ var Registrars = []Registrar{
 			}
 		}},
 	{Name: "sveltos", Title: "Sveltos", HostField: "cluster", Object: "SveltosCluster",
+		Namespace: func(*Spec) string { return SveltosNamespace },
 		placement: func(s *Spec) (*string, map[string]string) {
 			if s.Sveltos == nil {
 				return nil, nil
@@ -142,6 +148,7 @@ var Registrars = []Registrar{
 			}
 		}},
 	{Name: "ocm", Title: "OCM", HostField: "hub", Object: "ManagedCluster",
+		Namespace: func(*Spec) string { return "" },
 		placement: func(s *Spec) (*string, map[string]string) {
 			if s.OCM == nil {
 				return nil, nil
