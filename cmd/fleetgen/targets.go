@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"fleetgen.dev/fleetgen/internal/inert"
 	"fleetgen.dev/fleetgen/pkg/pipeline"
 )
 
@@ -17,19 +17,25 @@ func newTargets(g *globals, stdout io.Writer) *cobra.Command {
 	var format string
 	cmd := &cobra.Command{
 		Use:   "targets [PATH]",
-		Short: "Explain which layers and deliveries reach each cluster",
+		Short: "Explain which layers, deliveries, managers and Applications reach each cluster",
 		Long: `Targets explains delivery: for every cluster of fleet.yaml, in input order,
 each layer selected for it and each delivery (Fleet GitRepo) that reaches it,
 with the selector or the target that selected it, matched exactly as Fleet's
 controller matches (within a target every criterion must hold, a target with
 no criterion selects nothing, the first target that matches wins, only
-clusters registered with Fleet: modes agent, manager and capi); then every
-delivery target that reaches no cluster, and why. It reads fleet.yaml only
-and writes nothing.`,
+clusters registered with Fleet: modes agent, manager and capi); each manager
+that registers it (Fleet or Verrazzano by its mode; Argo CD, KubeFleet,
+Sveltos and OCM by their selectors); and the Argo CD Applications that each
+ApplicationSet the Argo CD cluster receives would create on it, as Argo CD's
+cluster and list generators make them (other generators are named, not
+evaluated). Then every delivery target that reaches no cluster, and why, and
+every ApplicationSet previewed. It reads fleet.yaml and the layers of the
+cluster that runs Argo CD, and writes nothing.`,
 		Example: example(
 			"fleetgen targets",
 			"fleetgen targets -o json | jq -r '.clusters[] | select(.deliveries == []) | .name'",
 			"fleetgen targets -o json | jq '.unmatched'",
+			"fleetgen targets -o json | jq -r '.clusters[] | .name as $c | .applications[] | \"\\($c) \\(.name)\"'",
 		),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(cmd, format, formatText, formatJSON); err != nil {
@@ -47,20 +53,26 @@ and writes nothing.`,
 		},
 	}
 	in.add(g, cmd, 0)
-	cmd.Flags().StringVarP(&format, "output", "o", formatText, "text (a table) or json ({clusters, unmatched})")
+	cmd.Flags().StringVarP(&format, "output", "o", formatText, "text (a table) or json ({clusters, unmatched, applicationSets})")
 	_ = cmd.RegisterFlagCompletionFunc("output", completeValues(formatText, formatJSON))
 	return cmd
 }
 
 // writeTargets prints r: format "json" is the object of SPEC §2, one line;
-// "text" a table, a row per layer and delivery that reaches a cluster with
-// the selector or target (and its criteria) that selected it, then the
-// targets that reach no cluster and why. Every name printed is one
-// validate checked (DNS labels, label keys and values), so nothing in it is
-// more than text.
+// "text" a table, a row per layer, delivery, manager and Application that
+// reaches a cluster with the selector, target, mode or ApplicationSet that
+// selected it, then the targets that reach no cluster and why, and the
+// ApplicationSets previewed. Names of fleet.yaml are ones validate checked
+// (DNS labels, label keys and values); what an ApplicationSet's template
+// makes comes from a layer, and is quoted inert.
 func writeTargets(w io.Writer, r *pipeline.Reach, format string) error {
 	if format == formatJSON {
-		return json.NewEncoder(w).Encode(r)
+		b, err := inert.JSON(r, "")
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
 	}
 	deliveries := 0 // that reach any cluster
 	for _, c := range r.Clusters {
@@ -81,6 +93,12 @@ func writeTargets(w io.Writer, r *pipeline.Reach, format string) error {
 		for _, d := range c.Deliveries {
 			row("delivery "+d.Name, "target "+d.Target+": "+d.Why)
 		}
+		for _, m := range c.Managers {
+			row("manager "+m.Manager+" on "+m.Host, m.Why)
+		}
+		for _, a := range c.Applications {
+			row("application "+inert.Quote(a.Name), "ApplicationSet "+inert.Quote(a.ApplicationSet))
+		}
 		if !c.Fleet && deliveries > 0 {
 			row("(no delivery)", "mode "+c.Mode+" is not registered with Fleet")
 		}
@@ -95,6 +113,18 @@ func writeTargets(w io.Writer, r *pipeline.Reach, format string) error {
 		b.WriteString("\nTARGETS THAT REACH NO CLUSTER\n")
 		for _, u := range r.Unmatched {
 			fmt.Fprintf(&b, "delivery %s, target %s: %s\n", u.Delivery, u.Target, u.Why)
+		}
+	}
+	for i, p := range r.ApplicationSets {
+		if i == 0 {
+			b.WriteString("\nAPPLICATIONSETS (on cluster " + p.Cluster + ")\n")
+		}
+		fmt.Fprintf(&b, "%s (layer %s, %s): %d Application(s)\n", inert.Quote(p.Ref()), p.Layer, inert.Quote(p.Origin), len(p.Applications))
+		for _, n := range p.NotEvaluated {
+			fmt.Fprintf(&b, "  not evaluated: %s\n", inert.Prose(n))
+		}
+		for _, e := range p.Errors {
+			fmt.Fprintf(&b, "  Argo CD would refuse it: %s\n", inert.Prose(e))
 		}
 	}
 	_, err := io.WriteString(w, b.String())

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"fleetgen.dev/fleetgen/pkg/layout"
+	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
@@ -210,3 +211,21 @@ func bootstrapKubeconfig(server, caData string) *kubeconfigFile {
 // ocmBootstrapUser is the bootstrap kubeconfig's user, whose token the
 // installer adds.
 const ocmBootstrapUser = "bootstrap"
+
+// Registrations returns the files that register f's clusters with the
+// managers of schema.Registrars (Argo CD's cluster Secrets, KubeFleet's
+// MemberClusters, …), exactly as Render writes them, without a lock: what
+// targets and diff read the managers' view of the fleet from. f is loaded,
+// defaulted and validated. Secrets are not sealed.
+func Registrations(f *schema.Fleet) ([]layout.File, error) {
+	r, err := newRenderer(f, lock.New(), DefaultOptions())
+	if err != nil {
+		return nil, err
+	}
+	files, _ := r.registrations()
+	if r.encodeErr != nil {
+		return nil, r.encodeErr
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
+	return files, nil
+}

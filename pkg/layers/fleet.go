@@ -21,11 +21,26 @@ import (
 // problem.Errors. A bound of Options is an input error (*problem.InvalidError);
 // an I/O failure or a panic in kustomize is a runtime error.
 func Load(f *schema.Fleet) (*Model, error) {
+	return load(f, FromFleet(f))
+}
+
+// LoadCluster is Load for the layers of one cluster of f only (what
+// `fleetgen targets` reads of the cluster that runs Argo CD).
+func LoadCluster(f *schema.Fleet, cluster string) (*Model, error) {
+	var units []Unit
+	for _, u := range FromFleet(f) {
+		if u.Cluster == cluster {
+			units = append(units, u)
+		}
+	}
+	return load(f, units)
+}
+
+func load(f *schema.Fleet, units []Unit) (*Model, error) {
 	dir := f.Dir
 	if dir == "" {
 		dir = "."
 	}
-	units := FromFleet(f)
 	m, err := New(dir, units, DefaultOptions())
 	var lim *LimitError
 	if errors.As(err, &lim) {

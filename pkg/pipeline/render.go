@@ -47,7 +47,11 @@ func validate(cfg Config, ld *Loaded, r rules) (problem.Errors, error) {
 	cfg.logger().Info("valid", "file", f.File, "clusters", len(f.Spec.Clusters),
 		"layers", len(f.Spec.Layers), "groups", len(f.Spec.Groups), "images", len(ld.Images.Images),
 		"lockedImages", len(ld.Lock.Images))
-	return schema.Warnings(f), nil
+	ws := append(schema.Warnings(f), ld.applicationWarnings()...)
+	if err := schema.Sorted(ws); err != nil {
+		return err.(problem.Errors), nil
+	}
+	return ws, nil
 }
 
 // RenderOptions are the options of Render, Check and Diff: OutDir is the

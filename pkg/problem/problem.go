@@ -58,6 +58,8 @@ const (
 	CodeEmptyGroup      = "empty-group"      // a ClusterGroup that holds no Fleet cluster
 	CodeUnmatchedTarget = "unmatched-target" // a delivery target that reaches no cluster
 	CodeEmptySelection  = "empty-selection"  // a manager (spec.argocd, …) selects no cluster
+	CodeNotEvaluated    = "not-evaluated"    // an ApplicationSet generator or template fleetgen does not preview
+	CodeApplicationSet  = "applicationset"   // an ApplicationSet Argo CD's controller would refuse
 )
 
 // codeRules derive a code from the message of a FieldError made without one

@@ -232,10 +232,12 @@ func Compare(old, new map[string][]byte, opts Options) Report {
 			c.Change = Removed
 			c.Changes = []Change{{Field: "registration.mode", From: oc.mode, To: ""}}
 			c.Warnings = append(c.Warnings, removedWarning(name, oc.mode))
+			c.Warnings = append(c.Warnings, managerWarnings(name, oc.managers, nil)...)
 		default:
 			c.Change = Update
 			c.Changes = compareCluster(oc, nc)
 			c.Warnings = clusterWarnings(name, oc, nc)
+			c.Warnings = append(c.Warnings, managerWarnings(name, oc.managers, nc.managers)...)
 		}
 		if c.Change != Removed {
 			c.Changes = append(c.Changes, groupChanges(name, om, nm)...)
@@ -302,6 +304,7 @@ func compareCluster(o, n *cluster) []Change {
 	for _, k := range sortedKeys(oi, ni) {
 		ch.addValues("images["+k+"]", oi[k], ni[k])
 	}
+	compareManagers(&ch, o.managers, n.managers)
 	if ch == nil {
 		ch = changes{}
 	}
