@@ -9,7 +9,7 @@ DIST        ?= dist
 PLATFORMS   ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 LDFLAGS     := -X main.version=$(VERSION)
 
-.PHONY: all build install release cross test fuzz bench bench-mirror lint size cold-build e2e e2e-tools
+.PHONY: all build install release cross test fuzz bench bench-mirror lint size cold-build e2e e2e-tools oracle-argocd
 
 all: build
 
@@ -54,6 +54,12 @@ e2e-tools:
 ## e2e: fleetgen's output reconciled by a real control plane, Flux and Fleet
 e2e: e2e-tools
 	FLEETGEN_E2E_TOOLS="$$(test/e2e/tools/build.sh --dir)" $(GO) test -count=1 -v -timeout 30m ./test/e2e/
+## oracle-argocd: fleetgen's Argo CD cluster Secrets and ApplicationSet
+## preview against Argo CD v3.2.12's own util/db and generators, in a module of
+## its own (test/argocdoracle; docs/managers.md says what its build costs)
+oracle-argocd:
+	test/argocdoracle/run.sh -v
+
 ## fuzz: each fuzz target for FUZZTIME executions: the fleet.yaml loader, the
 ## kubeconfig checks and the lock parser, seeded from examples/, and diff's
 ## report in each format (no workflow command, ESC or CR from untrusted text)
