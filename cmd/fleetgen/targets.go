@@ -115,6 +115,12 @@ func writeTargets(w io.Writer, r *pipeline.Reach, format string) error {
 			fmt.Fprintf(&b, "delivery %s, target %s: %s\n", u.Delivery, u.Target, u.Why)
 		}
 	}
+	if len(r.EmptyManagers) > 0 {
+		b.WriteString("\nMANAGERS THAT REGISTER NO CLUSTER\n")
+		for _, m := range r.EmptyManagers {
+			fmt.Fprintf(&b, "%s: %s\n", m.Manager, m.Why)
+		}
+	}
 	for i, p := range r.ApplicationSets {
 		if i == 0 {
 			b.WriteString("\nAPPLICATIONSETS (on cluster " + p.Cluster + ")\n")

@@ -217,6 +217,16 @@ type Reach struct {
 	// Unmatched are the targets that are first for no cluster, in input
 	// order.
 	Unmatched []Unmatched `json:"unmatched"`
+	// EmptyManagers are the managers (spec.argocd, spec.kubefleet, …)
+	// whose selector selects no cluster, in Registrars order.
+	EmptyManagers []EmptyManager `json:"emptyManagers"`
+}
+
+// EmptyManager is a manager whose selector selects no cluster.
+type EmptyManager struct {
+	Manager string `json:"manager"`
+	// Why is its selector and the values the clusters have for its keys.
+	Why string `json:"-"`
 }
 
 // ClusterReach is what reaches one cluster.
@@ -331,11 +341,16 @@ func (f *Fleet) Reach() *Reach {
 		}
 		out.Clusters[ci] = cr
 	}
+	out.EmptyManagers = []EmptyManager{}
 	for i := range Registrars {
 		r := &Registrars[i]
 		host, why := r.Host(f), r.Why(f)
-		for _, ci := range r.Clusters(f) {
+		selected := r.Clusters(f)
+		for _, ci := range selected {
 			out.Clusters[ci].Managers = append(out.Clusters[ci].Managers, ManagerReach{Manager: r.Name, Host: host, Why: why})
+		}
+		if r.Used(f) && len(selected) == 0 {
+			out.EmptyManagers = append(out.EmptyManagers, EmptyManager{Manager: r.Name, Why: why + "; the clusters' labels: " + labelValues(f, r.Selector(f))})
 		}
 	}
 	return out
