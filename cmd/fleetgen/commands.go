@@ -26,36 +26,39 @@ func newValidate(g *globals) *cobra.Command {
 		Short: "Check fleet.yaml and every file it refers to",
 		Long: `Validate loads fleet.yaml strictly, applies defaults and checks everything:
 names, labels, modes, durations, URLs, layer dependencies, referenced files and
-environment variables. It prints every problem (file:line:col, field path,
-what would be valid) and writes nothing. Exit code 2 when the input is invalid.
-Warnings (a ClusterGroup that holds no cluster, a delivery target that reaches
-no cluster) are printed too and never change the exit code.`,
+environment variables, then every layer build, image and lock entry. It
+prints every problem of every phase in one run (file:line:col, field path,
+what would be valid): a misspelled field or a missing file never hides a
+layer that does not build or an image the lock lacks. It writes nothing.
+Exit code 2 when the input is invalid. Warnings (a ClusterGroup that holds no
+cluster, a delivery target or layer selector that reaches no cluster) are
+printed beside the problems and never change the exit code.`,
 		Example: example(
 			"fleetgen validate",
 			"fleetgen validate clusters/prod          # clusters/prod/fleet.yaml",
-			"fleetgen validate -o github              # in a GitHub Actions job: annotate the pull request",
-			"fleetgen validate -o json | jq -r .code  # one JSON object per problem",
+			"fleetgen validate --output github   # in a GitHub Actions job: annotate the pull request",
+			"fleetgen validate --output json | jq -r .code   # one JSON object per problem",
 		),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := g.configFor(cmd, in, args)
 			if err != nil {
 				return err
 			}
-			ws, err := pipeline.Validate(cmd.Context(), cfg) // no warning with an error
+			ws, err := pipeline.Validate(cmd.Context(), cfg) // warnings beside errors
 			writeWarnings(cmd.OutOrStdout(), cmd.ErrOrStderr(), g.errFormat, ws)
 			return wrap(err)
 		},
 	}
-	// For validate the problems are the output: -o/--output names their format,
+	// For validate the problems are the report: --output names their format,
 	// and --error-format, which the other commands take, is the same flag.
-	cmd.Flags().StringVarP(&g.errFormat, "output", "o", formatText, "how problems are printed: text (stderr), json or github (stdout)")
+	addFormat(cmd, &g.errFormat, "how problems are printed: text (stderr), json or github (stdout)", formatText, formatJSON, formatGitHub)
+	aliasShortFormat(cmd, &g.errFormat)
 	cmd.Flags().SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
 		if name == "error-format" {
 			name = "output"
 		}
 		return pflag.NormalizedName(name)
 	})
-	_ = cmd.RegisterFlagCompletionFunc("output", completeValues(formatText, formatJSON, formatGitHub))
 	in.add(g, cmd, withPlaintext)
 	return cmd
 }
@@ -77,7 +80,7 @@ fleet.lock.yaml keys them.`,
 		Example: example(
 			"fleetgen images",
 			"fleetgen images --why   # say which layer or spec.images entry needs each image",
-			"fleetgen images -o json | jq -r '.[] | select(.locked == null) | .image'   # not mirrored yet",
+			"fleetgen images --output json | jq -r '.[] | select(.locked == null) | .image'   # not mirrored yet",
 		),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(cmd, o.format, formatText, formatJSON); err != nil {
@@ -96,8 +99,8 @@ fleet.lock.yaml keys them.`,
 	}
 	in.add(g, cmd, 0)
 	cmd.Flags().BoolVar(&o.why, "why", false, "print who needs each image")
-	cmd.Flags().StringVarP(&o.format, "output", "o", formatText, "text (one image per line) or json (an array of {image, neededBy, locked, policy})")
-	_ = cmd.RegisterFlagCompletionFunc("output", completeValues(formatText, formatJSON))
+	addFormat(cmd, &o.format, "text (one image per line) or json (an array of {image, neededBy, locked, policy})", formatText, formatJSON)
+	aliasShortFormat(cmd, &o.format)
 	return cmd
 }
 
@@ -147,9 +150,10 @@ FLEETGEN_REGISTRY_PASSWORD.`,
 func newRender(g *globals, stdout io.Writer) *cobra.Command {
 	in := new(input)
 	var o struct {
-		out    string
-		check  bool
-		format string
+		out      string
+		check    bool
+		format   string
+		clusters []string
 	}
 	cmd := &cobra.Command{
 		Use:   "render [PATH] -o DIR",
@@ -173,12 +177,16 @@ cluster (see 'fleetgen diff').
 With -o -, render writes no folder: every rendered document goes to stdout as
 one YAML stream, files in path order, each after "---" and "# Source: <path>".
 It never changes the lock: a new agent cluster's client ID is refused (exit 2)
-until 'fleetgen render -o DIR' has minted it.`,
+until 'fleetgen render -o DIR' has minted it. --cluster NAME (repeatable)
+streams only what concerns those clusters, as helm template shows one
+release: their Flux entry folder, agent values and registration objects on
+the manager (naming the manager adds its shared files).`,
 		Example: example(
 			"fleetgen render -o out",
 			"fleetgen render -f fleet.yaml -o out --check   # in CI: fail on drift",
 			"fleetgen render -o out --check --locked --output github",
 			"fleetgen render -o - | kubeconform -strict -",
+			"fleetgen render -o - --cluster edge-1   # what edge-1 gets",
 		),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutFlag(cmd, o.out, true); err != nil {
@@ -194,12 +202,15 @@ until 'fleetgen render -o DIR' has minted it.`,
 			if err != nil {
 				return err
 			}
-			ro := pipeline.RenderOptions{OutDir: o.out}
+			if len(o.clusters) > 0 && o.out != "-" {
+				return usagef("%s: --cluster limits the stream of -o -: give -o -, or use 'fleetgen diff --cluster' to compare with DIR", cmd.CommandPath())
+			}
+			ro := pipeline.RenderOptions{OutDir: o.out, Clusters: o.clusters}
 			if o.out == "-" {
 				if o.check {
 					return usagef("%s: --check compares with a folder: give -o DIR, not -o -", cmd.CommandPath())
 				}
-				return wrap(pipeline.RenderStream(cmd.Context(), cfg, stdout))
+				return wrap(pipeline.RenderStream(cmd.Context(), cfg, ro, stdout))
 			}
 			if !o.check {
 				return wrap(pipeline.Render(cmd.Context(), cfg, ro))
@@ -227,10 +238,10 @@ until 'fleetgen render -o DIR' has minted it.`,
 		},
 	}
 	in.add(g, cmd, withPlaintext|withLocked)
-	addOutput(cmd, &o.out)
+	addOutputDir(cmd, &o.out)
 	cmd.Flags().BoolVar(&o.check, "check", false, "write nothing; print a diff and exit 3 when DIR differs")
-	cmd.Flags().StringVar(&o.format, "output", formatText, "with --check: text (the diff) or github (workflow commands, then the diff)")
-	_ = cmd.RegisterFlagCompletionFunc("output", completeValues(formatText, formatGitHub))
+	addFormat(cmd, &o.format, "with --check: text (the diff) or github (workflow commands, then the diff)", formatText, formatGitHub)
+	addClusters(cmd, &o.clusters, "with -o -: stream only what concerns this cluster (repeatable)")
 	return cmd
 }
 
@@ -240,7 +251,7 @@ func newPublish(g *globals, stdout io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "publish [PATH] -o DIR",
 		Short: "Push the rendered tree to spec.source (Git or OCI)",
-		Long: `Publish verifies that every locked image is in the registry at its digest and
+		Long: `Publish checks that every locked image is in the registry at its digest and
 that DIR matches a fresh render, then commits DIR to spec.source: for git it
 commits and pushes (never forced), for oci it pushes a Flux artifact tagged
 with spec.source.ref. An unchanged tree makes no commit.
@@ -272,7 +283,7 @@ the commit would add, change and remove.`,
 		},
 	}
 	in.add(g, cmd, withLocked)
-	addOutput(cmd, &o.OutDir)
+	addOutputDir(cmd, &o.OutDir)
 	cmd.Flags().StringVar(&o.PushURL, "push-url", "", "push here instead of spec.source.url")
 	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "do everything but push; print what the commit would change")
 	cmd.Flags().BoolVar(&o.AllowDirty, "allow-dirty", false, "publish even when fleet.yaml, the lock or a layer folder has uncommitted changes")
@@ -306,7 +317,7 @@ an image the registry lacks.`,
 		},
 	}
 	in.add(g, cmd, withPlaintext|withLocked)
-	addOutput(cmd, &o.Publish.OutDir)
+	addOutputDir(cmd, &o.Publish.OutDir)
 	cmd.Flags().BoolVar(&o.Push, "publish", false, "publish after rendering")
 	cmd.Flags().StringVar(&o.Publish.PushURL, "push-url", "", "push here instead of spec.source.url")
 	cmd.Flags().IntVar(&o.Mirror.Jobs, "jobs", 0, "images copied at once (0: default)")
@@ -321,7 +332,7 @@ func newVersion(stdout io.Writer) *cobra.Command {
 		Use:     "version",
 		Short:   "Print version, commit and Go version",
 		Args:    cobra.NoArgs,
-		Example: example("fleetgen version", "fleetgen version -o json | jq -r .version"),
+		Example: example("fleetgen version", "fleetgen version --output json | jq -r .version"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFormat(cmd, format, formatText, formatJSON); err != nil {
 				return err
@@ -343,8 +354,8 @@ func newVersion(stdout io.Writer) *cobra.Command {
 			return wrap(err)
 		},
 	}
-	cmd.Flags().StringVarP(&format, "output", "o", formatText, "text or json ({version, commit, go})")
-	_ = cmd.RegisterFlagCompletionFunc("output", completeValues(formatText, formatJSON))
+	addFormat(cmd, &format, "text or json ({version, commit, go})", formatText, formatJSON)
+	aliasShortFormat(cmd, &format)
 	return cmd
 }
 

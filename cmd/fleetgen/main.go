@@ -106,7 +106,7 @@ type globals struct {
 	verbose   bool
 	quiet     bool
 	errFormat string // text, json or github: how input problems are printed
-	// ageKeyFile verifies sealed Secrets by decrypting them (pipeline.Config.AgeKeyFile).
+	// ageKeyFile checks sealed Secrets by decrypting them (pipeline.Config.AgeKeyFile).
 	ageKeyFile string
 	logger     *slog.Logger
 	progress   io.Writer
@@ -137,6 +137,7 @@ Exit codes: 0 ok, 1 runtime failure, 2 invalid input or usage, 3 drift (render -
 		SilenceUsage:      true,
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			warnDeprecated(cmd, stderr)
 			return g.setup(stderr)
 		},
 	}
@@ -152,7 +153,7 @@ Exit codes: 0 ok, 1 runtime failure, 2 invalid input or usage, 3 drift (render -
 	pf.BoolVarP(&g.quiet, "quiet", "q", false, "log only errors")
 	pf.StringVar(&g.envPrefix, "kubeconfig-env-prefix", "", "also let {env: VAR} read variables whose names start with this (always: FLEETGEN_KUBECONFIG_)")
 	_ = root.RegisterFlagCompletionFunc("log-format", completeValues("text", "json"))
-	pf.StringVar(&g.ageKeyFile, "age-key-file", "", "age identities with which render, check and publish decrypt and verify the sealed Secrets of the output folder (default $SOPS_AGE_KEY_FILE)")
+	pf.StringVar(&g.ageKeyFile, "age-key-file", "", "age identities with which render, check and publish decrypt and check the sealed Secrets of the output folder (default $SOPS_AGE_KEY_FILE)")
 
 	root.AddCommand(
 		newValidate(g),
@@ -166,6 +167,8 @@ Exit codes: 0 ok, 1 runtime failure, 2 invalid input or usage, 3 drift (render -
 		newVersion(stdout),
 		newCompletion(stdout),
 		newSchema(stdout),
+		newExplain(stdout),
+		newInit(stdout, stderr),
 	)
 	return root
 }
@@ -298,13 +301,6 @@ func addFile(g *globals, cmd *cobra.Command, file *string) {
 		cmd.Flags().StringVar(&g.errFormat, "error-format", formatText, "how input problems are printed: text (stderr), json or github (stdout)")
 		_ = cmd.RegisterFlagCompletionFunc("error-format", completeValues(formatText, formatJSON, formatGitHub))
 	}
-}
-
-func addOutput(cmd *cobra.Command, out *string) {
-	// The long name is --dir: render and diff take --output for a format.
-	// checkOutFlag requires it, naming -o rather than --dir.
-	cmd.Flags().StringVarP(out, "dir", "o", "", "output folder of the rendered tree (required)")
-	_ = cmd.MarkFlagDirname("dir")
 }
 
 func example(lines ...string) string {

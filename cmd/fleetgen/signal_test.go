@@ -130,7 +130,7 @@ func TestExitCodes(t *testing.T) {
 		want int
 	}{
 		"input":                  {&runError{problem.Invalid(errors.New("bad"))}, exitInvalid},
-		"field":                  {&runError{problem.Errors{{File: "fleet.yaml", Msg: "bad"}}}, exitInvalid},
+		"field":                  {&runError{problem.Errors{problem.Other("", "bad")}}, exitInvalid},
 		"runtime":                {&runError{errors.New("registry down")}, exitFailure},
 		"I/O error inside input": {&runError{problem.Invalid(fmt.Errorf("read x: %w", syscall.EIO))}, exitFailure},
 		"disk full inside input": {&runError{problem.Invalid(fmt.Errorf("write x: %w", syscall.ENOSPC))}, exitFailure},

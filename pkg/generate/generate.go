@@ -98,12 +98,6 @@ func newRenderer(f *schema.Fleet, l *lock.Lock, opts Options) (*renderer, error)
 	return r, nil
 }
 
-// fieldErr locates msg at field path p of fleet.yaml (line and column when the
-// fleet was loaded from a file).
-func (r *renderer) fieldErr(p, msg string) *problem.FieldError {
-	return r.f.Errorf(p, "%s", msg)
-}
-
 func (r *renderer) render() ([]layout.File, error) {
 	f := r.f
 	// Clusters in name order: the output does not depend on input order.
@@ -204,7 +198,7 @@ func (r *renderer) cluster(i int) clusterResult {
 		}
 	} else {
 		// Validate reports an unknown mode; Render takes a validated Fleet.
-		res.errs = append(res.errs, r.fieldErr(fmt.Sprintf("spec.clusters[%d].registration.mode", i), "no such registration mode (Render takes a validated Fleet)"))
+		res.errs = append(res.errs, r.f.At(problem.Required(fmt.Sprintf("spec.clusters[%d].registration.mode", i), "no such registration mode (Render takes a validated Fleet)")))
 	}
 
 	// The cluster's own Flux entry point.

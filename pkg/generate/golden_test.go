@@ -2,6 +2,7 @@ package generate_test
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"math/rand"
 	"os"
@@ -120,6 +121,14 @@ func TestGolden(t *testing.T) {
 				}
 				if !problem.IsInvalid(err) {
 					t.Errorf("Render error is not an input error (problem.IsInvalid): %T", err)
+				}
+				var es problem.Errors
+				if errors.As(err, &es) {
+					for _, e := range es {
+						if e.ErrorCode() == "" {
+							t.Errorf("an error without a code: %v", e)
+						}
+					}
 				}
 				if diff := cmp.Diff(string(wantErr), err.Error()+"\n"); diff != "" {
 					t.Errorf("error (-want +got):\n%s", diff)

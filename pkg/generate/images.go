@@ -21,16 +21,16 @@ func (r *renderer) fleetAgentImage() (*agentImage, *problem.FieldError) {
 	// checks its reference; Render takes a validated Fleet.
 	i, ok := r.f.AgentImage()
 	if !ok {
-		return nil, r.fieldErr("spec.images", "no fleet-agent image (Render takes a Fleet that Validate passed)")
+		return nil, r.f.At(problem.Required("spec.images", "no fleet-agent image (Render takes a Fleet that Validate passed)"))
 	}
 	p := fmt.Sprintf("spec.images[%d]", i)
 	n, err := lock.Normalize(r.f.Spec.Images[i])
 	if err != nil {
-		return nil, r.fieldErr(p, "not an image reference (Render takes a Fleet that Validate passed)")
+		return nil, r.f.At(problem.Other(p, "not an image reference (Render takes a Fleet that Validate passed)"))
 	}
 	img, ok := r.l.Image(n)
 	if !ok {
-		return nil, r.fieldErr(p, errUnlocked)
+		return nil, r.f.At(problem.Other(p, errUnlocked))
 	}
 	_, tag := lock.SplitRef(n)
 	if tag == "" {
@@ -131,9 +131,9 @@ func (r *renderer) layerErrors(results []clusterResult) problem.Errors {
 		where := strings.Join(uniq(paths), ", ")
 		p := fmt.Sprintf("spec.layers[%d]", k.layer)
 		if k.clash {
-			errs = append(errs, r.fieldErr(p, clashMsg(ly.Name, where)))
+			errs = append(errs, r.f.At(problem.Other(p, "%s", clashMsg(ly.Name, where))))
 		} else {
-			errs = append(errs, r.fieldErr(p, fmt.Sprintf("layer %s (%s) uses %s", ly.Name, where, errUnlocked)))
+			errs = append(errs, r.f.At(problem.Other(p, "layer %s (%s) uses %s", ly.Name, where, errUnlocked)))
 		}
 	}
 	return errs
@@ -170,7 +170,7 @@ func ImageClashes(f *schema.Fleet, l *lock.Lock, layerImages map[string][]string
 	var errs problem.Errors
 	for li, ps := range paths {
 		sort.Strings(ps)
-		errs = append(errs, r.fieldErr(fmt.Sprintf("spec.layers[%d]", li), clashMsg(f.Spec.Layers[li].Name, strings.Join(uniq(ps), ", "))))
+		errs = append(errs, r.f.At(problem.Other(fmt.Sprintf("spec.layers[%d]", li), "%s", clashMsg(f.Spec.Layers[li].Name, strings.Join(uniq(ps), ", ")))))
 	}
 	return errs
 }

@@ -37,8 +37,8 @@ func (r *renderer) agent(i int, c *schema.Cluster) ([]layout.File, *problem.Fiel
 	if clientID == "auto" {
 		id, ok := r.l.ClientID(c.Name)
 		if !ok {
-			return nil, r.fieldErr(fmt.Sprintf("spec.clusters[%d].registration.clientID", i),
-				fmt.Sprintf("cluster %s has clientID auto but %s has no client ID for it: `fleetgen render` generates one", c.Name, lock.FileName))
+			return nil, r.f.At(problem.Other(fmt.Sprintf("spec.clusters[%d].registration.clientID", i),
+				"cluster %s has clientID auto but %s has no client ID for it: `fleetgen render` generates one", c.Name, lock.FileName))
 		}
 		clientID = id
 	}

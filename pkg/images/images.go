@@ -16,6 +16,7 @@ import (
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/pkg/workload"
 )
 
 // Use is one image (or oci:// chart) the fleet needs.
@@ -28,6 +29,26 @@ type Use struct {
 	// Fields are the fields of fleet.yaml that ask for it, in document
 	// order: spec.images[0], spec.layers[2].path.
 	Fields []string
+	// Sources are the objects of layer builds that ask for it, sorted by
+	// file and field, each once: where a message about the image points in
+	// the layer's files.
+	Sources []Source
+}
+
+// Source is where an object a layer's build makes asks for an image.
+type Source struct {
+	// File is the file the object came from (layers.Object.Origin):
+	// slash-separated, relative to the folder of fleet.yaml.
+	File string
+	// Field is the image's field in the object, as review.FieldChanges
+	// writes paths: spec.template.spec.containers[name=app].image.
+	Field string
+	// Object names the object and container without quoting a value:
+	// "Deployment shop/web containers app".
+	Object string
+	// Written is the reference as the object holds it, after post-build
+	// substitution (not normalised).
+	Written string
 }
 
 // Result is what Discover found.
@@ -57,12 +78,14 @@ func (r *Result) Refs() []string {
 // chart references, after post-build substitution.
 //
 // Problems are problem.Errors located at the layer concerned in fleet.yaml: an
-// invalid image (naming the object, never the value). Sets that Flux would
-// fail (a missing variable, a failed substitution: layers.Model.Check
-// reports them) give no images.
+// invalid image (naming the object, never the value); the Result of every
+// other image comes with them. Sets that Flux would fail (a missing
+// variable, a failed substitution: layers.Model.Check reports them) give no
+// images.
 func Discover(f *schema.Fleet, m *layers.Model) (*Result, error) {
 	why := map[string]map[string]bool{}
 	fields := map[string]map[int]string{} // ref → document order → field
+	sources := map[string]map[Source]bool{}
 	var errs problem.Errors
 	add := func(ref, who string, order int, field string) bool {
 		n, err := lock.Normalize(ref)
@@ -79,7 +102,7 @@ func Discover(f *schema.Fleet, m *layers.Model) (*Result, error) {
 	for i, ref := range f.Spec.Images {
 		p := fmt.Sprintf("spec.images[%d]", i)
 		if !add(ref, p, i, p) {
-			errs = append(errs, f.Errorf(p, "invalid image reference: want [HOST[:PORT]/]PATH[:TAG][@sha256:DIGEST]"))
+			errs = append(errs, f.At(problem.InvalidValue(p, "invalid image reference: want [HOST[:PORT]/]PATH[:TAG][@sha256:DIGEST]")))
 		}
 	}
 	layerIdx := make(map[string]int, len(f.Spec.Layers))
@@ -117,7 +140,7 @@ func Discover(f *schema.Fleet, m *layers.Model) (*Result, error) {
 		for _, o := range bad {
 			if msg := fmt.Sprintf("layer %s: folder %s: %s", strings.Join(names, ", "), s.Path, o); !reported[msg] {
 				reported[msg] = true
-				errs = append(errs, f.Errorf(at, "layer %s: folder %s%s: %s", strings.Join(names, ", "), s.Path, expanded, o))
+				errs = append(errs, f.At(problem.Other(at, "layer %s: folder %s%s: %s", strings.Join(names, ", "), s.Path, expanded, o)))
 			}
 		}
 		for _, img := range found {
@@ -128,12 +151,18 @@ func Discover(f *schema.Fleet, m *layers.Model) (*Result, error) {
 			if !ok {
 				if msg := fmt.Sprintf("layer %s: folder %s: %s: invalid", strings.Join(names, ", "), s.Path, img.who); !reported[msg] {
 					reported[msg] = true
-					errs = append(errs, f.Errorf(at, "layer %s: folder %s%s: %s: invalid image reference: want [HOST[:PORT]/]PATH[:TAG][@sha256:DIGEST]", strings.Join(names, ", "), s.Path, expanded, img.who))
+					errs = append(errs, f.At(problem.Other(at, "layer %s: folder %s%s: %s: invalid image reference: want [HOST[:PORT]/]PATH[:TAG][@sha256:DIGEST]", strings.Join(names, ", "), s.Path, expanded, img.who)))
 				}
 				continue
 			}
 			if !img.chart {
 				written[s.Path] = append(written[s.Path], img.ref)
+			}
+			if n, err := lock.Normalize(img.ref); err == nil {
+				if sources[n] == nil {
+					sources[n] = map[Source]bool{}
+				}
+				sources[n][Source{File: img.file, Field: img.field, Object: img.who, Written: img.ref}] = true
 			}
 		}
 	}
@@ -142,11 +171,24 @@ func Discover(f *schema.Fleet, m *layers.Model) (*Result, error) {
 			res.LayerImages[p] = dedupe(written[p])
 		}
 	}
-	if len(errs) > 0 {
-		return nil, schema.Sorted(errs)
-	}
 	for _, ref := range sortedKeys(why) {
 		u := Use{Ref: ref, Why: sortedKeys(why[ref])}
+		for src := range sources[ref] {
+			u.Sources = append(u.Sources, src)
+		}
+		sort.Slice(u.Sources, func(i, j int) bool {
+			a, b := u.Sources[i], u.Sources[j]
+			if a.File != b.File {
+				return a.File < b.File
+			}
+			if a.Field != b.Field {
+				return a.Field < b.Field
+			}
+			if a.Object != b.Object {
+				return a.Object < b.Object
+			}
+			return a.Written < b.Written
+		})
 		var order []int
 		for o := range fields[ref] {
 			order = append(order, o)
@@ -156,6 +198,9 @@ func Discover(f *schema.Fleet, m *layers.Model) (*Result, error) {
 			u.Fields = append(u.Fields, fields[ref][o])
 		}
 		res.Images = append(res.Images, u)
+	}
+	if len(errs) > 0 {
+		return res, schema.Sorted(errs)
 	}
 	return res, nil
 }
@@ -180,9 +225,12 @@ type found struct {
 	// who names where ref was found without quoting it: kind,
 	// namespace/name and container.
 	who string
+	// file is the object's origin; field the reference's field in it
+	// (Source).
+	file, field string
 }
 
-// collect returns the images and charts objs refer to, in no particular
+// collect returns the images (workload.Containers) and charts objs refer to, in no particular
 // order, and the objects whose references cannot be mirrored (each named, its
 // values never quoted).
 func collect(objs []*layers.Object) (out []found, bad []string) {
@@ -197,17 +245,8 @@ func collect(objs []*layers.Object) (out []found, bad []string) {
 		if o == nil {
 			continue
 		}
-		for _, spec := range podSpecs(o) {
-			for _, field := range []string{"initContainers", "containers", "ephemeralContainers"} {
-				list, _ := spec[field].([]any)
-				for _, c := range list {
-					cm, _ := c.(map[string]any)
-					if img, _ := cm["image"].(string); img != "" {
-						cname, _ := cm["name"].(string)
-						out = append(out, found{ref: img, who: fmt.Sprintf("%s %s %s", objs[i].Describe(), field, cname)})
-					}
-				}
-			}
+		for _, c := range workload.Containers(o) {
+			out = append(out, found{ref: c.Image, who: fmt.Sprintf("%s %s %s", objs[i].Describe(), c.Field, c.Name), file: objs[i].Origin, field: c.Path})
 		}
 		if str(o, "kind") == "HelmRelease" && strings.HasPrefix(str(o, "apiVersion"), "helm.toolkit.fluxcd.io/") {
 			ref, err := chartRef(o, byKey)
@@ -216,32 +255,12 @@ func collect(objs []*layers.Object) (out []found, bad []string) {
 				continue
 			}
 			if ref != "" {
-				out = append(out, found{ref: ref, chart: true, who: objs[i].Describe() + " chart"})
+				out = append(out, found{ref: ref, chart: true, who: objs[i].Describe() + " chart", file: objs[i].Origin, field: "spec.chart"})
 			}
 		}
 	}
 	sort.Strings(bad)
 	return out, bad
-}
-
-// podSpecs returns the pod specs in o: a Pod's spec, spec.template.spec of every
-// workload (Deployment, StatefulSet, DaemonSet, ReplicaSet, Job,
-// ReplicationController, and any custom kind shaped like them) and CronJob's
-// spec.jobTemplate.spec.template.spec.
-func podSpecs(o map[string]any) []map[string]any {
-	var out []map[string]any
-	if str(o, "kind") == "Pod" {
-		if s := obj(o, "spec"); s != nil {
-			out = append(out, s)
-		}
-	}
-	if s := obj(o, "spec", "template", "spec"); s != nil {
-		out = append(out, s)
-	}
-	if s := obj(o, "spec", "jobTemplate", "spec", "template", "spec"); s != nil {
-		out = append(out, s)
-	}
-	return out
 }
 
 // chartRef returns the oci:// reference of a HelmRelease's chart, or "" when

@@ -3,6 +3,8 @@ package layers
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -18,25 +20,15 @@ import (
 // A layer folder that does not exist or does not build is a problem of
 // fleet.yaml, located at the first layer whose path expands to it and naming
 // the cluster whose labels expanded it; all of them are returned at once as
-// problem.Errors. A bound of Options is an input error (*problem.InvalidError);
+// problem.Errors, with the model of what did build (validate goes on to check
+// it: one run finds every problem). A bound of Options is an input error (*problem.InvalidError);
 // an I/O failure or a panic in kustomize is a runtime error.
-func Load(f *schema.Fleet) (*Model, error) {
-	return load(f, FromFleet(f))
-}
+func Load(f *schema.Fleet) (*Model, error) { return LoadUnits(f, FromFleet(f)) }
 
-// LoadCluster is Load for the layers of one cluster of f only (what
-// `fleetgen targets` reads of the cluster that runs Argo CD).
-func LoadCluster(f *schema.Fleet, cluster string) (*Model, error) {
-	var units []Unit
-	for _, u := range FromFleet(f) {
-		if u.Cluster == cluster {
-			units = append(units, u)
-		}
-	}
-	return load(f, units)
-}
-
-func load(f *schema.Fleet, units []Unit) (*Model, error) {
+// LoadUnits is Load of some of f's units (of FromFleet(f)): validate leaves
+// out the layers whose path fleet.yaml's own rules found wrong, and checks
+// the rest in the same run.
+func LoadUnits(f *schema.Fleet, units []Unit) (*Model, error) {
 	dir := f.Dir
 	if dir == "" {
 		dir = "."
@@ -57,13 +49,13 @@ func load(f *schema.Fleet, units []Unit) (*Model, error) {
 		}
 		at, names, expanded := whereFleet(f, units, p)
 		if errors.Is(b.Err, errNoFolder) {
-			errs = append(errs, f.Errorf(at+".path", "layer %s: folder %s%s does not exist: want a folder inside the folder of fleet.yaml", names, p, expanded))
+			errs = append(errs, f.At(problem.Other(at+".path", "layer %s: folder %s%s does not exist: want a folder inside the folder of fleet.yaml", names, p, expanded)))
 			continue
 		}
-		errs = append(errs, f.Errorf(at+".path", "layer %s: folder %s%s does not build with kustomize: %v", names, p, expanded, b.Err))
+		errs = append(errs, f.At(problem.Other(at+".path", "layer %s: folder %s%s does not build with kustomize: %v", names, p, expanded, b.Err)))
 	}
 	if len(errs) > 0 {
-		return nil, schema.Sorted(errs)
+		return m, schema.Sorted(errs)
 	}
 	return m, nil
 }
@@ -120,37 +112,101 @@ func sortedBuilds(m *Model) []string {
 //     2.9 substitutes strictly: the reconcile fails), once per layer,
 //     variable and file, naming the clusters;
 //   - a post-build substitution that fails for another reason;
-//   - a Secret holding plaintext (secrets.ObjectProblem), whatever made it
-//     one: a file, a generator, a patch, a replacement or a substituted
-//     variable; once per layer, file, object and problem, naming the
-//     clusters, never a value.
+//   - a value Kubernetes takes only as a string that is not one;
+//   - a Secret holding plaintext (Plaintext's findings).
 func (m *Model) Check(f *schema.Fleet) problem.Errors {
+	order, found := m.issues(f)
+	var errs problem.Errors
+	for _, k := range order {
+		l := f.Spec.Layers[k.layer]
+		at := fmt.Sprintf("spec.layers[%d]", k.layer)
+		file, obj := inert.Quote(k.file), k.quoted()
+		switch k.what {
+		case "missing":
+			errs = append(errs, f.At(problem.Other(at,
+				"layer %s: ${%s} in %s (%s) is not defined for %s, and Flux 2.9 substitutes strictly (the reconcile fails): want a label %s on the cluster, spec.layers[%d].substitute.%s, or a default ${%s:=VALUE}",
+				l.Name, k.ok, file, obj, problem.Clusters(found[k], ""), k.ok, k.layer, k.ok, k.ok)))
+		case "failed":
+			errs = append(errs, f.At(problem.Other(at, "layer %s: %s, for %s (Flux fails the reconcile)", l.Name, k.ok, problem.Clusters(found[k], ""))))
+		case "type":
+			errs = append(errs, f.At(problem.Other(at,
+				"layer %s: %s (%s): %s is not a string in what %s (the layer's build with post-build substitution), and the API server refuses it: want a string (post-build substitution decodes a value that reads as a number or boolean as one, whatever quotes the manifest had)",
+				l.Name, file, obj, inert.Quote(k.ok), problem.Clusters(found[k], "receive"))))
+		case "plaintext":
+			errs = append(errs, k.finding(f, found[k]).FieldError(f))
+		}
+	}
+	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
+	return errs
+}
+
+// Plaintext returns the Secrets holding plaintext (secrets.ObjectProblem) in
+// what each cluster receives, whatever made them one: a file, a generator, a
+// patch, a replacement or a substituted variable; one finding per layer,
+// file, object and problem, naming the clusters, never a value. An Argo CD
+// cluster Secret that holds no credential passes, as in the file scan.
+func (m *Model) Plaintext(f *schema.Fleet) []secrets.Finding {
+	order, found := m.issues(f)
+	var out []secrets.Finding
+	for _, k := range order {
+		if k.what == "plaintext" {
+			out = append(out, k.finding(f, found[k]))
+		}
+	}
+	return out
+}
+
+// issue is one problem Check reports: of a layer, a kind ("missing",
+// "failed", "type", "plaintext"), the file and object it is in (if any) and
+// what is wrong (the variable, the error, the field or the problem).
+type issue struct {
+	layer                             int
+	what, file, kind, namespace, name string
+	ok                                string
+}
+
+// quoted names k's object as Describe does, each untrusted part (a layer
+// writes them) quoted when it is not a plain token (inert.Quote), so that no
+// name reads as another or breaks the message's line.
+func (k issue) quoted() string {
+	name := k.name
+	if k.namespace != "" {
+		name = k.namespace + "/" + name
+	}
+	return inert.Quote(k.kind) + " " + inert.Quote(name)
+}
+
+func (k issue) finding(f *schema.Fleet, clusters []string) secrets.Finding {
+	return secrets.Finding{File: k.file, Kind: k.kind, Namespace: k.namespace, Name: k.name, Problem: k.ok,
+		Layer: f.Spec.Layers[k.layer].Name, Clusters: clusters}
+}
+
+// issues returns every issue of what the clusters receive, in the order of
+// the sets and of spec.layers, with the clusters that receive each.
+func (m *Model) issues(f *schema.Fleet) ([]issue, map[issue][]string) {
 	idx := layerIndex(f)
-	type key struct {
-		layer               int
-		what, file, obj, ok string
-	}
-	found := map[key][]string{} // → clusters
-	var order []key
-	note := func(k key, units []Unit) {
-		for _, u := range units {
-			if u.Layer != f.Spec.Layers[k.layer].Name {
-				continue
-			}
-			if len(found[k]) == 0 {
-				order = append(order, k)
-			}
-			if l := found[k]; len(l) == 0 || l[len(l)-1] != u.Cluster {
-				found[k] = append(found[k], u.Cluster)
-			}
-		}
-	}
+	found := map[issue][]string{}
+	var order []issue
 	for _, s := range m.Sets {
-		layers := map[int]bool{}
+		byLayer := map[int][]string{} // → clusters receiving s from that layer
 		for _, u := range s.Units {
-			layers[idx[u.Layer]] = true
+			byLayer[idx[u.Layer]] = append(byLayer[idx[u.Layer]], u.Cluster)
 		}
-		for li := range layers {
+		for _, li := range slices.Sorted(maps.Keys(byLayer)) {
+			note := func(what string, o *Object, ok string) {
+				k := issue{layer: li, what: what, ok: ok}
+				if o != nil {
+					k.file, k.kind, k.namespace, k.name = o.Origin, o.Kind, o.Namespace, o.Name
+				}
+				if len(found[k]) == 0 {
+					order = append(order, k)
+				}
+				for _, c := range byLayer[li] { // a cluster receives a set once per layer
+					if l := found[k]; len(l) == 0 || l[len(l)-1] != c {
+						found[k] = append(found[k], c)
+					}
+				}
+			}
 			switch {
 			case len(s.Missing) > 0:
 				for _, o := range s.build.Objects {
@@ -158,70 +214,24 @@ func (m *Model) Check(f *schema.Fleet) problem.Errors {
 						continue
 					}
 					for _, v := range o.tp.missing(s.vars) {
-						note(key{layer: li, what: "missing", file: inert.Quote(o.Origin), obj: quoted(o), ok: v}, s.Units)
+						note("missing", o, v)
 					}
 				}
 			case s.Err != nil:
-				note(key{layer: li, what: "failed", ok: s.Err.Error()}, s.Units)
+				note("failed", nil, s.Err.Error())
 			default:
 				for _, o := range s.Objects {
 					if p := secrets.ObjectProblem(o.Map); p != "" && !publicArgoCD(o) {
-						note(key{layer: li, what: "plaintext", file: inert.Quote(o.Origin), obj: quoted(o), ok: p}, s.Units)
+						note("plaintext", o, p)
 					}
 					for _, field := range notStrings(o) {
-						note(key{layer: li, what: "type", file: inert.Quote(o.Origin), obj: quoted(o), ok: inert.Quote(field)}, s.Units)
+						note("type", o, field)
 					}
 				}
 			}
 		}
 	}
-	var errs problem.Errors
-	for _, k := range order {
-		l := f.Spec.Layers[k.layer]
-		at := fmt.Sprintf("spec.layers[%d]", k.layer)
-		which := clusterList(found[k])
-		switch k.what {
-		case "missing":
-			errs = append(errs, f.Errorf(at,
-				"layer %s: ${%s} in %s (%s) is not defined for %s, and Flux 2.9 substitutes strictly (the reconcile fails): want a label %s on the cluster, spec.layers[%d].substitute.%s, or a default ${%s:=VALUE}",
-				l.Name, k.ok, k.file, k.obj, which, k.ok, k.layer, k.ok, k.ok))
-		case "failed":
-			errs = append(errs, f.Errorf(at, "layer %s: %s, for %s (Flux fails the reconcile)", l.Name, k.ok, which))
-		case "type":
-			errs = append(errs, f.Errorf(at,
-				"layer %s: %s (%s): %s is not a string in what %s (the layer's build with post-build substitution), and the API server refuses it: want a string (post-build substitution decodes a value that reads as a number or boolean as one, whatever quotes the manifest had)",
-				l.Name, k.file, k.obj, k.ok, receives(found[k])))
-		case "plaintext":
-			fix := "encrypt it with SOPS (docs/secrets.md)"
-			if strings.Contains(k.ok, "annotation") {
-				fix = "remove the annotation (SOPS encrypts only data and stringData)"
-			}
-			errs = append(errs, f.Errorf(at,
-				"layer %s: %s: %s %s in what %s (the layer's build with post-build substitution): %s; fleetgen publishes no plaintext credential",
-				l.Name, k.file, k.obj, k.ok, receives(found[k]), fix))
-		}
-	}
-	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
-	return errs
-}
-
-// receives is "cluster a receives" or "clusters a, b, … receive".
-func receives(clusters []string) string {
-	if len(clusters) == 1 {
-		return clusterList(clusters) + " receives"
-	}
-	return clusterList(clusters) + " receive"
-}
-
-// quoted names o as Describe does, each untrusted part (a layer writes
-// them) quoted when it is not a plain token (inert.Quote), so that no name
-// reads as another or breaks the message's line.
-func quoted(o *Object) string {
-	name := o.Name
-	if o.Namespace != "" {
-		name = o.Namespace + "/" + name
-	}
-	return inert.Quote(o.Kind) + " " + inert.Quote(name)
+	return order, found
 }
 
 // publicArgoCD reports whether o is an Argo CD cluster Secret that holds no
@@ -277,19 +287,6 @@ func sortedKeys(m map[string]any) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// clusterList names clusters: "cluster a", or "clusters a, b, c and 2 more".
-func clusterList(clusters []string) string {
-	sort.Strings(clusters)
-	if len(clusters) == 1 {
-		return "cluster " + clusters[0]
-	}
-	s := "clusters " + strings.Join(clusters[:min(3, len(clusters))], ", ")
-	if len(clusters) > 3 {
-		s += fmt.Sprintf(" and %d more", len(clusters)-3)
-	}
-	return s
 }
 
 // Decrypts reports whether what cluster receives from layer holds

@@ -106,6 +106,16 @@ var onHost = map[Kind]Kind{
 	OCMCluster:        HostOCMCluster,
 }
 
+// hostKinds are onHost's values: the registrations in the Flux folder of
+// the cluster that runs their manager.
+var hostKinds = func() map[Kind]bool {
+	m := map[Kind]bool{}
+	for _, h := range onHost {
+		m[h] = true
+	}
+	return m
+}()
+
 // Placed returns the path of k, a registration file under manager/
 // (ArgoCDCluster, KubeFleetMember, SveltosCluster, SveltosKubeconfig,
 // OCMCluster), about cluster member, when host runs its manager: k's own
@@ -197,3 +207,26 @@ func ReservedCluster(name string) string { return reservedClusters[name] }
 
 // ReservedLayer says why no layer may be called name, "" when one may.
 func ReservedLayer(name string) string { return reservedLayers[name] }
+
+// ClusterOf is the cluster the slash path p, relative to the output tree, is
+// about: Parse's Cluster (manager/fleet/<cluster>/…, clusters/<cluster>/…,
+// agents/<cluster>/…; the manager's name for its entry point; the member for
+// a registration in the folder of the cluster that runs its manager), or for a path
+// fleetgen does not write the cluster folder it lies in (clusters/<name>/…,
+// agents/<name>/…); "" for the manager's shared files (its kustomization,
+// namespaces, groups, GitRepos, policy) and anything else. `--cluster`
+// limits output to the paths of the named clusters.
+func ClusterOf(p string) string {
+	lp := Parse(p)
+	if hostKinds[lp.Kind] {
+		return lp.Name // a registration of Name in the folder of the cluster that runs its manager
+	}
+	if lp.Cluster != "" {
+		return lp.Cluster
+	}
+	parts := strings.SplitN(p, "/", 3)
+	if len(parts) == 3 && (parts[0] == ClustersDir || parts[0] == AgentsDir) && parts[1] != "" && parts[1] != "." && parts[1] != ".." {
+		return parts[1]
+	}
+	return ""
+}

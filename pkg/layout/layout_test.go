@@ -175,3 +175,33 @@ func TestPlaced(t *testing.T) {
 		t.Errorf("FleetCluster.Placed = %s: only registrations move", got)
 	}
 }
+
+// TestClusterOf: every path names the cluster it is about; the manager's
+// shared files none.
+func TestClusterOf(t *testing.T) {
+	t.Parallel()
+	for p, want := range map[string]string{
+		FleetCluster.Path("a"):                 "a",
+		FleetKubeconfig.Path("a"):              "a",
+		ArgoCDCluster.Path("a"):                "a",
+		HostArgoCDCluster.Path("ops", "a"):     "a", // about the member, in ops's folder
+		HostSveltosKubeconfig.Path("ops", "a"): "a",
+		KlusterletValues.Path("a"):             "a",
+		VerrazzanoCA.Path("a"):                 "a",
+		Layer.Path("a", "apps"):                "a",
+		ManagerEntry.Path("manager"):           "manager",
+		AgentValues.Path("a"):                  "a",
+		"clusters/a/notes/x.yaml":              "a",
+		"agents/a/other.yaml":                  "a",
+		ManagerKustomization.Path():            "",
+		FleetGroup.Path("prod"):                "",
+		FleetGitRepo.Path("monitoring"):        "",
+		VerrazzanoAdmin.Path():                 "",
+		"clusters/../x.yaml":                   "",
+		"README.md":                            "",
+	} {
+		if got := ClusterOf(p); got != want {
+			t.Errorf("ClusterOf(%q) = %q, want %q", p, got, want)
+		}
+	}
+}

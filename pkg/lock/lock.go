@@ -133,20 +133,20 @@ func Load(path string) (*Lock, error) {
 func Read(path string) (*Lock, []byte, error) {
 	data, err := safefs.ReadFile(filepath.Dir(path), filepath.Base(path), MaxSize)
 	if err != nil {
-		msg := ""
+		var e *problem.FieldError
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			return New(), nil, nil
 		case errors.Is(err, safefs.ErrOutside):
-			msg = "a symlink that leads out of the folder of fleet.yaml"
+			e = problem.Other("", "a symlink that leads out of the folder of fleet.yaml: %s", rewrite)
 		case errors.Is(err, safefs.ErrNotRegular):
-			msg = "not a regular file (a folder, FIFO or device)"
+			e = problem.Other("", "not a regular file (a folder, FIFO or device): %s", rewrite)
 		case errors.Is(err, safefs.ErrTooLarge):
-			msg = fmt.Sprintf("larger than %d bytes", MaxSize)
+			e = problem.TooLarge("", "larger than %d bytes: %s", MaxSize, rewrite)
 		default:
 			return nil, nil, fmt.Errorf("read %s: %w", path, err)
 		}
-		return nil, nil, problem.Errors{{File: path, Msg: msg + ": " + rewrite}}
+		return nil, nil, problem.Errors{e.At(path, 0, 0)}
 	}
 	l, err := Parse(data)
 	if err != nil {

@@ -2,16 +2,11 @@ package lock
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"regexp"
-	"unicode/utf8"
 
-	"go.yaml.in/yaml/v3"
-
+	"fleetgen.dev/fleetgen/internal/strictyaml"
 	"fleetgen.dev/fleetgen/pkg/problem"
-	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
 // MaxSize is the largest lock Load and Parse accept, and MaxItems the most
@@ -24,337 +19,98 @@ const (
 	MaxItems = 1_000_000
 )
 
-// digestRE is the only digest form mirror writes (go-containerregistry's
-// sha256 of the manifest or index).
-var digestRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+// rewrite ends every whole-file message: the lock is fleetgen's to write.
+const rewrite = "want the lock fleetgen writes (run fleetgen mirror to write it again)"
 
-// Parse decodes lock bytes strictly: unknown and duplicate fields, values that
-// are not strings, malformed digests and duplicate entries are errors, all of
-// them reported as problem.Errors naming fleet.lock.yaml, the line and column
-// and the field path. No message quotes the lock's content (not even the YAML
-// parser's, which may), only where it stands.
+// Parse decodes lock bytes strictly, with fleet.yaml's decoder: unknown and
+// duplicate fields, missing ones, values that are not non-empty strings,
+// malformed digests and duplicate entries are errors, all of them reported
+// in document order as problem.Errors naming fleet.lock.yaml, the line and
+// column and the field path. The lock is an opaque document: no message
+// quotes its content (not even the YAML parser's, which may), only where it
+// stands.
 func Parse(data []byte) (*Lock, error) {
 	l := New()
 	if len(bytes.TrimSpace(data)) == 0 {
 		return l, nil
 	}
-	p := &parser{}
-	p.document(data, l)
-	if len(p.errs) > 0 {
-		return nil, p.errs
+	pos, errs, ok := strictyaml.Decode(data, l, strictyaml.Doc{File: FileName, MaxSize: MaxSize, MaxItems: MaxItems, Opaque: true, Want: rewrite})
+	if ok {
+		errs = append(errs, l.check(pos)...)
+		errs.Sort()
+	}
+	if len(errs) > 0 {
+		return nil, errs
 	}
 	l.sort()
 	return l, nil
 }
 
-type parser struct {
-	errs problem.Errors
-}
-
-func (p *parser) errorf(n *yaml.Node, path, format string, args ...any) {
-	e := &problem.FieldError{File: FileName, Path: path, Msg: fmt.Sprintf(format, args...)}
-	if n != nil {
-		e.Line, e.Column = n.Line, n.Column
+// check reports what the decoder cannot: a header of another document, a
+// digest, tag or policy of another form, an image, artifact or cluster
+// listed twice. It skips empty values, which the decoder reported.
+func (l *Lock) check(pos map[string]strictyaml.Pos) problem.Errors {
+	var errs problem.Errors
+	// add places e where the field path at stands.
+	add := func(at string, e *problem.FieldError) {
+		errs = append(errs, e.At(FileName, pos[at].Line, pos[at].Column))
 	}
-	p.errs = append(p.errs, e)
-}
-
-// rewrite ends every whole-file message: the lock is fleetgen's to write.
-const rewrite = "want the lock fleetgen writes (run fleetgen mirror to write it again)"
-
-func (p *parser) document(data []byte, l *Lock) {
-	whole := func(line int, what string) {
-		p.errs = append(p.errs, &problem.FieldError{File: FileName, Line: line, Msg: what + ": " + rewrite})
-	}
-	switch {
-	case len(data) > MaxSize:
-		whole(0, fmt.Sprintf("larger than %d bytes", MaxSize))
-		return
-	case !utf8.Valid(data) || bytes.IndexByte(data, 0) >= 0:
-		whole(0, "not UTF-8 text")
-		return
-	case schema.CountItems(data) > MaxItems:
-		whole(0, fmt.Sprintf("more than %d YAML items", MaxItems))
-		return
-	}
-	var doc yaml.Node
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	if err := safeDecode(dec, &doc); err != nil {
-		whole(yamlLine(err), "invalid YAML")
-		return
-	}
-	var extra yaml.Node
-	switch err := safeDecode(dec, &extra); {
-	case err == nil:
-		whole(extra.Line, "a second YAML document")
-		return
-	case !errors.Is(err, io.EOF):
-		whole(yamlLine(err), "invalid YAML")
-		return
-	}
-	root := &doc
-	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
-		root = root.Content[0]
-	}
-	if a := findAlias(root); a != nil {
-		whole(a.Line, "a YAML alias")
-		return
-	}
-	if root.Kind != yaml.MappingNode {
-		whole(root.Line, "not a mapping")
-		return
-	}
-	p.fields(root, "", func(key string, k, v *yaml.Node) bool {
-		switch key {
-		case "apiVersion":
-			if s, ok := p.str(v, key); ok && s != APIVersion {
-				p.errorf(v, key, "want %s", APIVersion)
-			}
-			l.APIVersion = APIVersion
-		case "kind":
-			if s, ok := p.str(v, key); ok && s != Kind {
-				p.errorf(v, key, "want %s", Kind)
-			}
-			l.Kind = Kind
-		case "images":
-			l.Images = p.images(v)
-		case "clients":
-			l.Clients = p.clients(v)
-		default:
-			return false
+	form := func(path, s string, re *regexp.Regexp, what, want string) {
+		if s != "" && !re.MatchString(s) {
+			add(path, problem.InvalidValue(path, "malformed %s: want %s", what, want))
 		}
-		return true
-	}, "apiVersion, kind, images or clients", "apiVersion", "kind")
-}
-
-func (p *parser) images(n *yaml.Node) []Image {
-	var out []Image
-	seen := map[string]int{}
-	p.list(n, "images", func(i int, item *yaml.Node, path string) {
-		var img Image
-		p.fields(item, path, func(key string, _, v *yaml.Node) bool {
-			switch key {
-			case "source":
-				img.Source, _ = p.str(v, path+".source")
-			case "target":
-				img.Target, _ = p.str(v, path+".target")
-			case "digest":
-				img.Digest = p.digest(v, path+".digest")
-			case "referrers":
-				img.Referrers = p.referrers(v, path+".referrers")
-			case "verified":
-				img.Verified = p.verified(v, path+".verified")
-			default:
-				return false
+	}
+	digest := func(path, s string) { form(path, s, digestRE, "digest", "sha256: and 64 lower-case hex digits") }
+	for _, h := range []struct{ path, got, want string }{{"apiVersion", l.APIVersion, APIVersion}, {"kind", l.Kind, Kind}} {
+		if h.got != "" && h.got != h.want {
+			add(h.path, problem.NotSupported(h.path, "want %s", h.want))
+		}
+	}
+	images := map[string]int{}
+	for i, img := range l.Images {
+		path := fmt.Sprintf("images[%d]", i)
+		digest(path+".digest", img.Digest)
+		referrers := map[Referrer]int{}
+		for j, r := range img.Referrers {
+			rpath := fmt.Sprintf("%s.referrers[%d]", path, j)
+			digest(rpath+".digest", r.Digest)
+			form(rpath+".tag", r.Tag, cosignTagRE, "tag", "sha256-, 64 lower-case hex digits and .sig, .att or .sbom")
+			key := Referrer{Digest: r.Digest, Tag: r.Tag}
+			if k, dup := referrers[key]; dup && r.Digest != "" {
+				add(rpath, problem.Duplicate(rpath+".digest", "duplicate referrer (also %s.referrers[%d]): want one entry per artifact", path, k))
+			} else {
+				referrers[key] = j
 			}
-			return true
-		}, "source, target, digest, referrers or verified", "source", "target", "digest")
-		if j, dup := seen[img.Source]; dup && img.Source != "" {
-			p.errorf(item, path+".source", "duplicate source (also images[%d]): want one entry per image", j)
+		}
+		if v := img.Verified; v != nil {
+			form(path+".verified.policy", v.Policy, policyRE, "policy", "spec.verify[N]")
+			digest(path+".verified.policyDigest", v.PolicyDigest)
+			digest(path+".verified.signature", v.Signature)
+		}
+		if j, dup := images[img.Source]; dup && img.Source != "" {
+			add(path, problem.Duplicate(path+".source", "duplicate source (also images[%d]): want one entry per image", j))
 		} else {
-			seen[img.Source] = i
+			images[img.Source] = i
 		}
-		out = append(out, img)
-	})
-	return out
-}
-
-// digest reads a digest field, reporting one that is not sha256 in hex.
-func (p *parser) digest(v *yaml.Node, path string) string {
-	s, ok := p.str(v, path)
-	if ok && !digestRE.MatchString(s) {
-		p.errorf(v, path, "malformed digest: want sha256: and 64 lower-case hex digits")
 	}
-	return s
+	clients := map[string]int{}
+	for i, c := range l.Clients {
+		path := fmt.Sprintf("clients[%d]", i)
+		if j, dup := clients[c.Cluster]; dup && c.Cluster != "" {
+			add(path, problem.Duplicate(path+".cluster", "duplicate cluster (also clients[%d]): want one client ID per cluster", j))
+		} else {
+			clients[c.Cluster] = i
+		}
+	}
+	return errs
 }
 
-func (p *parser) referrers(n *yaml.Node, path string) []Referrer {
-	var out []Referrer
-	seen := map[Referrer]int{}
-	p.list(n, path, func(i int, item *yaml.Node, ipath string) {
-		var r Referrer
-		p.fields(item, ipath, func(key string, _, v *yaml.Node) bool {
-			switch key {
-			case "digest":
-				r.Digest = p.digest(v, ipath+".digest")
-			case "artifactType":
-				r.ArtifactType, _ = p.str(v, ipath+".artifactType")
-			case "tag":
-				if s, ok := p.str(v, ipath+".tag"); ok {
-					if !cosignTagRE.MatchString(s) {
-						p.errorf(v, ipath+".tag", "malformed tag: want sha256-, 64 lower-case hex digits and .sig, .att or .sbom")
-					}
-					r.Tag = s
-				}
-			default:
-				return false
-			}
-			return true
-		}, "digest, artifactType or tag", "digest", "artifactType")
-		key := Referrer{Digest: r.Digest, Tag: r.Tag}
-		if j, dup := seen[key]; dup && r.Digest != "" {
-			p.errorf(item, ipath+".digest", "duplicate referrer (also %s[%d]): want one entry per artifact", path, j)
-		} else {
-			seen[key] = i
-		}
-		out = append(out, r)
-	})
-	return out
-}
+// digestRE is the only digest form mirror writes (go-containerregistry's
+// sha256 of the manifest or index).
+var digestRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 
 // policyRE is the only policy name a verified entry may carry.
 var policyRE = regexp.MustCompile(`^spec\.verify\[(0|[1-9][0-9]{0,5})\]$`)
 
-func (p *parser) verified(n *yaml.Node, path string) *Verified {
-	v := &Verified{}
-	p.fields(n, path, func(key string, _, val *yaml.Node) bool {
-		switch key {
-		case "policy":
-			if s, ok := p.str(val, path+".policy"); ok {
-				if !policyRE.MatchString(s) {
-					p.errorf(val, path+".policy", "malformed policy: want spec.verify[N]")
-				}
-				v.Policy = s
-			}
-		case "policyDigest":
-			v.PolicyDigest = p.digest(val, path+".policyDigest")
-		case "signature":
-			v.Signature = p.digest(val, path+".signature")
-		default:
-			return false
-		}
-		return true
-	}, "policy, policyDigest or signature", "policy", "policyDigest", "signature")
-	return v
-}
-
 // cosignTagRE is the only tag a referrer entry may carry: cosign's scheme.
 var cosignTagRE = regexp.MustCompile(`^sha256-[0-9a-f]{64}\.(sig|att|sbom)$`)
-
-func (p *parser) clients(n *yaml.Node) []Client {
-	var out []Client
-	seen := map[string]int{}
-	p.list(n, "clients", func(i int, item *yaml.Node, path string) {
-		var c Client
-		p.fields(item, path, func(key string, _, v *yaml.Node) bool {
-			switch key {
-			case "cluster":
-				c.Cluster, _ = p.str(v, path+".cluster")
-			case "clientID":
-				c.ClientID, _ = p.str(v, path+".clientID")
-			default:
-				return false
-			}
-			return true
-		}, "cluster or clientID", "cluster", "clientID")
-		if j, dup := seen[c.Cluster]; dup && c.Cluster != "" {
-			p.errorf(item, path+".cluster", "duplicate cluster (also clients[%d]): want one client ID per cluster", j)
-		} else {
-			seen[c.Cluster] = i
-		}
-		out = append(out, c)
-	})
-	return out
-}
-
-// list calls item for every element of the list n (null is an empty list).
-func (p *parser) list(n *yaml.Node, path string, item func(i int, n *yaml.Node, path string)) {
-	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
-		return
-	}
-	if n.Kind != yaml.SequenceNode {
-		p.errorf(n, path, "want a list")
-		return
-	}
-	for i, c := range n.Content {
-		item(i, c, fmt.Sprintf("%s[%d]", path, i))
-	}
-}
-
-// fields walks the mapping n, calling field for each key; field returns false
-// for a key it does not know. Unknown, duplicate, non-string and missing
-// required keys are errors; none quotes the key.
-func (p *parser) fields(n *yaml.Node, path string, field func(key string, k, v *yaml.Node) bool, known string, required ...string) {
-	if n.Kind != yaml.MappingNode {
-		p.errorf(n, path, "want a mapping with %s", known)
-		return
-	}
-	seen := map[string]bool{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
-		if k.Kind != yaml.ScalarNode || k.ShortTag() != "!!str" {
-			p.errorf(k, path, "a key that is not a string: want %s", known)
-			continue
-		}
-		if seen[k.Value] {
-			p.errorf(k, path, "duplicate field: want each of %s once", known)
-			continue
-		}
-		seen[k.Value] = true
-		if !field(k.Value, k, v) {
-			p.errorf(k, path, "unknown field: want %s", known)
-		}
-	}
-	for _, r := range required {
-		if !seen[r] {
-			p.errorf(n, join(path, r), "missing: want %s set", r)
-		}
-	}
-}
-
-// str returns the string value of the scalar n, reporting anything else
-// (a number, a list, null, an empty string) at path.
-func (p *parser) str(n *yaml.Node, path string) (string, bool) {
-	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" || n.Value == "" {
-		p.errorf(n, path, "want a non-empty string")
-		return "", false
-	}
-	return n.Value, true
-}
-
-func join(path, field string) string {
-	if path == "" {
-		return field
-	}
-	return path + "." + field
-}
-
-// safeDecode turns a panic inside the YAML library into an error: the lock
-// comes with pull requests and must never crash the program.
-func safeDecode(dec *yaml.Decoder, n *yaml.Node) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = errors.New("yaml: unparsable input")
-		}
-	}()
-	return dec.Decode(n)
-}
-
-var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+):`)
-
-// yamlLine returns the line a YAML parser error names, 0 when none; the rest
-// of the message may quote the input and is dropped.
-func yamlLine(err error) int {
-	m := yamlLineRE.FindStringSubmatch(err.Error())
-	if m == nil {
-		return 0
-	}
-	line := 0
-	fmt.Sscan(m[1], &line)
-	return line
-}
-
-// findAlias returns the first alias node in document order. Aliases are
-// refused, not expanded: fleetgen never writes one, and that rules out alias
-// bombs.
-func findAlias(n *yaml.Node) *yaml.Node {
-	if n.Kind == yaml.AliasNode {
-		return n
-	}
-	for _, c := range n.Content {
-		if a := findAlias(c); a != nil {
-			return a
-		}
-	}
-	return nil
-}

@@ -31,13 +31,13 @@ func TestParseErrors(t *testing.T) {
 		in   string
 		want []string // one entry per error, in order
 	}{
-		"yaml syntax":       {in: head + "images: [" + marker + "\n", want: []string{"fleet.lock.yaml:2: invalid YAML: want the lock fleetgen writes"}},
-		"bad token":         {in: head + "images:\n  - source: \"\\" + marker + "\"\n", want: []string{"fleet.lock.yaml:4: invalid YAML"}},
+		"yaml syntax":       {in: head + "images: [" + marker + "\n", want: []string{"fleet.lock.yaml:3:9: invalid YAML: want the lock fleetgen writes"}},
+		"bad token":         {in: head + "images:\n  - source: \"\\" + marker + "\"\n", want: []string{"fleet.lock.yaml:4:5: invalid YAML"}},
 		"tab":               {in: head + "images:\n\t- " + marker + "\n", want: []string{"invalid YAML"}},
 		"second document":   {in: head + "---\n" + marker + "\n", want: []string{"fleet.lock.yaml:3: a second YAML document"}},
 		"alias":             {in: head + "images: &" + marker + " []\nclients: *" + marker + "\n", want: []string{"fleet.lock.yaml:4: a YAML alias"}},
 		"not a mapping":     {in: "- " + marker + "\n", want: []string{"fleet.lock.yaml:1: not a mapping"}},
-		"not utf-8":         {in: head + "images: [\xff" + marker + "]\n", want: []string{"fleet.lock.yaml: not UTF-8 text"}},
+		"not utf-8":         {in: head + "images: [\xff" + marker + "]\n", want: []string{"fleet.lock.yaml:3: not UTF-8 text"}},
 		"nul":               {in: head + "\x00" + marker, want: []string{"not UTF-8 text"}},
 		"unknown field":     {in: head + marker + ": 1\n", want: []string{"fleet.lock.yaml:3:1: unknown field: want apiVersion, kind, images or clients"}},
 		"duplicate field":   {in: head + "kind: Lock\n", want: []string{"fleet.lock.yaml:3:1: duplicate field"}},
@@ -52,7 +52,7 @@ func TestParseErrors(t *testing.T) {
 		"number":            {in: head + "images:\n- {source: 12, target: b, digest: " + digest + "}\n", want: []string{"images[0].source: want a non-empty string"}},
 		"empty string":      {in: head + "clients:\n- {cluster: '', clientID: x}\n", want: []string{"clients[0].cluster: want a non-empty string"}},
 		"list as string":    {in: head + "clients:\n- {cluster: [" + marker + "], clientID: x}\n", want: []string{"clients[0].cluster: want a non-empty string"}},
-		"merge key":         {in: head + "clients:\n- {<<: {cluster: a}, clientID: x}\n", want: []string{"a key that is not a string", "clients[0].cluster: missing"}},
+		"merge key":         {in: head + "clients:\n- {<<: {cluster: a}, clientID: x}\n", want: []string{"4:3: clients[0].cluster: missing", "4:4: clients[0]: a key that is not a string"}},
 		"duplicate source":  {in: head + "images:\n" + goodImg + goodImg, want: []string{"fleet.lock.yaml:5:3: images[1].source: duplicate source (also images[0])"}},
 		"duplicate cluster": {in: head + "clients:\n- {cluster: a, clientID: x}\n- {cluster: a, clientID: y}\n", want: []string{"clients[1].cluster: duplicate cluster (also clients[0])"}},
 		"many problems":     {in: "apiVersion: x\nkind: y\nimages: 1\nclients: 2\n", want: []string{"apiVersion: want", "kind: want", "images: want a list", "clients: want a list"}},
@@ -80,6 +80,31 @@ func TestParseErrors(t *testing.T) {
 				t.Error("not an input error")
 			}
 		})
+	}
+}
+
+// TestParseCodes: the lock's problems carry the codes fleet.yaml's of the
+// same kind carry (docs/cli.md).
+func TestParseCodes(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"# " + marker + "\n":                                    problem.CodeEmpty,
+		head + "images: [" + marker + "\n":                      problem.CodeYAMLSyntax,
+		head + "---\n" + marker + "\n":                          problem.CodeMultiDoc,
+		head + "\x00":                                           problem.CodeNotText,
+		head + marker + ": 1\n":                                 problem.CodeUnknownField,
+		head + "kind: Lock\n":                                   problem.CodeDuplicateKey,
+		head + "images: 1\n":                                    problem.CodeWrongType,
+		head + "images:\n- {source: a}\n":                       problem.CodeRequired,
+		"apiVersion: x\nkind: Lock\n":                           problem.CodeUnsupported,
+		head + "images:\n" + goodImg + goodImg:                  problem.CodeDuplicate,
+		head + "images:\n- {source: a, target: b, digest: x}\n": problem.CodeInvalid,
+	} {
+		_, err := Parse([]byte(in))
+		var es problem.Errors
+		if !errors.As(err, &es) || len(es) == 0 || es[0].ErrorCode() != want {
+			t.Errorf("Parse(%q) = %v, want a first error with code %s", in, err, want)
+		}
 	}
 }
 
@@ -261,7 +286,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(head + "images: [" + marker + "\n"))
 	f.Add([]byte(head + "clients:\n- {cluster: a, clientID: x}\n- {cluster: a, clientID: y}\n"))
 	var source []byte
-	for _, name := range []string{"parse.go", "lock.go"} {
+	for _, name := range []string{"parse.go", "lock.go", "../../internal/strictyaml/decode.go", "../../internal/strictyaml/document.go"} {
 		b, err := os.ReadFile(name)
 		if err != nil {
 			f.Fatal(err)

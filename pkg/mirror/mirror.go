@@ -1,5 +1,12 @@
-// Package mirror copies images into the private registry, by digest, on
-// go-containerregistry. Plan is pure; Run does the copying.
+// Package mirror is fleetgen's one home of registry access, on
+// go-containerregistry: Plan (pure) says where each image goes, Run copies it
+// there by digest, Check says whether the registry holds what the lock names;
+// every request goes through one Keychain, transport and retry policy.
+//
+// "Verify" means signature verification only: Run verifies at the source
+// (WithVerify), Verify at the mirror. Both call pkg/verify's Policy.Image and
+// Policy.Signature, nothing else (verify.go): the verifier behind those two
+// methods can be swapped (sigstore-go, notation-go) without touching the copier.
 package mirror
 
 import (
@@ -9,6 +16,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -23,6 +31,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"fleetgen.dev/fleetgen/pkg/lock"
+	"fleetgen.dev/fleetgen/pkg/schema"
 	"fleetgen.dev/fleetgen/pkg/verify"
 )
 
@@ -113,9 +122,9 @@ func WithKeychain(k authn.Keychain) Option {
 }
 
 // WithTargetCredentials uses user and password (basic auth, or an ACR token)
-// for the target registries of the pairs, ahead of the keychain; empty user
-// leaves the keychain alone. The CLI passes FLEETGEN_REGISTRY_USERNAME and
-// FLEETGEN_REGISTRY_PASSWORD.
+// for the target registries, ahead of the keychain, as Keychain scopes them;
+// with either empty the keychain alone answers. The CLI passes
+// EnvRegistryUsername and EnvRegistryPassword.
 func WithTargetCredentials(user, password string) Option {
 	return func(o *options) error { o.user, o.password = user, password; return nil }
 }
@@ -128,7 +137,7 @@ func WithTransport(t http.RoundTripper) Option {
 }
 
 // Run copies every pair (all platforms of an index, by digest, skipping what the
-// target has), verifies digests, and returns one lock entry per pair, sorted by
+// target has), checks digests, and returns one lock entry per pair, sorted by
 // Source. All failures are collected and returned sorted; on any failure the
 // returned entries must not be written to the lock.
 //
@@ -148,53 +157,17 @@ func WithTransport(t http.RoundTripper) Option {
 // response body is bounded by Timeouts.BodyIdle (*StallError).
 func Run(ctx context.Context, pairs []Pair, opts ...Option) ([]lock.Image, Stats, error) {
 	start := time.Now()
-	o := &options{jobs: 8, keychain: authn.DefaultKeychain, timeouts: DefaultTimeouts, backoff: DefaultBackoff, referrers: true}
-	for _, opt := range opts {
-		if err := opt(o); err != nil {
-			return nil, Stats{}, err
+	o, err := newOptions(opts)
+	if err != nil {
+		return nil, Stats{}, err
+	}
+	var targets []schema.Registry
+	for _, p := range pairs {
+		if r, err := name.ParseReference(p.Target, o.nameOpts()...); err == nil {
+			targets = append(targets, schema.Registry{Host: r.Context().RegistryStr(), Insecure: o.insecure})
 		}
 	}
-	if o.logger == nil {
-		o.logger = slog.New(slog.DiscardHandler)
-	}
-	if o.transport == nil {
-		o.transport = newTransport(o.timeouts)
-	}
-	// Retried, but never silently: a truncated upload is worth a warning.
-	retry := func(err error) bool {
-		if !transient(err) {
-			return false
-		}
-		if digestInvalid(err) {
-			o.logger.Warn("the registry received a blob that does not match its digest; uploading it again", "err", err)
-		}
-		return true
-	}
-	var nameOpts []name.Option
-	if o.insecure {
-		nameOpts = append(nameOpts, name.Insecure)
-	}
-	keychain := o.keychain
-	if o.user != "" {
-		hosts := map[string]string{}
-		for _, p := range pairs {
-			if r, err := name.ParseReference(p.Target, nameOpts...); err == nil {
-				hosts[r.Context().RegistryStr()] = r.Context().Scheme()
-			}
-		}
-		keychain = targetKeychain{hosts: hosts, user: o.user, password: o.password, next: keychain}
-	}
-	pings := &pingCache{next: o.transport}
-	ropts := []remote.Option{
-		remote.WithContext(ctx),
-		remote.WithAuthFromKeychain(keychain),
-		remote.WithTransport(pings),
-		remote.WithJobs(o.jobs),
-		remote.WithRetryBackoff(o.backoff),
-		remote.WithRetryStatusCodes(retryCodes...),
-		remote.WithRetryPredicate(retry),
-		remote.WithUserAgent("fleetgen"),
-	}
+	ropts, pings := o.remote(ctx, slices.Compact(targets)...) // one target registry, in practice
 	puller, err := remote.NewPuller(ropts...)
 	if err != nil {
 		return nil, Stats{}, err
@@ -204,15 +177,14 @@ func Run(ctx context.Context, pairs []Pair, opts ...Option) ([]lock.Image, Stats
 		return nil, Stats{}, err
 	}
 	r := &runner{
-		o:        o,
-		nameOpts: nameOpts,
-		puller:   puller,
-		pusher:   pusher,
-		blobSem:  make(chan struct{}, o.jobs),
-		blobs:    map[string]*blobState{},
-		pings:    pings,
-		tags:     map[string]*tagList{},
-		probes:   map[string]chan struct{}{},
+		o:       o,
+		puller:  puller,
+		pusher:  pusher,
+		blobSem: make(chan struct{}, o.jobs),
+		blobs:   map[string]*blobState{},
+		pings:   pings,
+		tags:    map[string]*tagList{},
+		probes:  map[string]chan struct{}{},
 	}
 
 	var (
@@ -349,11 +321,10 @@ func interleave(pairs []Pair) []Pair {
 }
 
 type runner struct {
-	o        *options
-	nameOpts []name.Option // for targets
-	puller   *remote.Puller
-	pusher   *remote.Pusher
-	blobSem  chan struct{}
+	o       *options
+	puller  *remote.Puller
+	pusher  *remote.Pusher
+	blobSem chan struct{}
 
 	pings *pingCache
 
@@ -385,7 +356,7 @@ func (r *runner) copyPair(ctx context.Context, p Pair, pushed *atomic.Int64) (pa
 	if err != nil {
 		return res, err
 	}
-	dst, err := name.ParseReference(p.Target, r.nameOpts...)
+	dst, err := name.ParseReference(p.Target, r.o.nameOpts()...)
 	if err != nil {
 		return res, err
 	}
@@ -461,10 +432,10 @@ func (r *runner) copyImage(ctx context.Context, srcRepo name.Repository, dst nam
 	}
 	got, err := r.puller.Head(ctx, dst)
 	if err != nil {
-		return fmt.Errorf("verify: %w", err)
+		return fmt.Errorf("check digest: %w", err)
 	}
 	if got.Digest != want {
-		return fmt.Errorf("verify: %w: source %s, target %s", ErrDigestMismatch, want, got.Digest)
+		return fmt.Errorf("check digest: %w: source %s, target %s", ErrDigestMismatch, want, got.Digest)
 	}
 	return nil
 }

@@ -176,20 +176,14 @@ func (v argoCDView) applicationWarnings(f *schema.Fleet, previews []ApplicationS
 		at := fmt.Sprintf("spec.layers[%d]", p.layerIndex)
 		what := fmt.Sprintf("layer %s: %s (ApplicationSet %s)", p.Layer, inert.Quote(p.Origin), inert.Quote(p.Ref()))
 		for _, n := range p.NotEvaluated {
-			e := f.Errorf(at, "%s: %s; targets and diff do not show what it creates", what, inert.Prose(n))
-			e.Code = problem.CodeNotEvaluated
-			ws = append(ws, e)
+			ws = append(ws, f.At(problem.NotEvaluated(at, "%s: %s; targets and diff do not show what it creates", what, inert.Prose(n))))
 		}
 		for _, n := range p.Errors {
-			e := f.Errorf(at, "%s: Argo CD would refuse it on cluster %s: %s", what, v.host, inert.Prose(n))
-			e.Code = problem.CodeApplicationSet
-			ws = append(ws, e)
+			ws = append(ws, f.At(problem.ApplicationSetRefused(at, "%s: Argo CD would refuse it on cluster %s: %s", what, v.host, inert.Prose(n))))
 		}
 	}
 	for _, s := range v.sealed {
-		e := f.Errorf("spec.argocd", "%s is an Argo CD cluster Secret whose name and server are SOPS-encrypted: the ApplicationSet preview cannot see that cluster", s)
-		e.Code = problem.CodeNotEvaluated
-		ws = append(ws, e)
+		ws = append(ws, f.At(problem.NotEvaluated("spec.argocd", "%s is an Argo CD cluster Secret whose name and server are SOPS-encrypted: the ApplicationSet preview cannot see that cluster", s)))
 	}
 	return ws
 }
@@ -211,6 +205,14 @@ func sortedPaths(m map[string][]byte) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// warnings are schema.Warnings and those of the ApplicationSets the cluster
+// that runs Argo CD receives (applicationWarnings), in document order.
+func (ld *Loaded) warnings() problem.Errors {
+	ws := append(schema.Warnings(ld.Fleet), ld.applicationWarnings()...)
+	ws.Sort()
+	return ws
 }
 
 // applicationWarnings are the warnings of the ApplicationSets the cluster

@@ -16,13 +16,6 @@ import (
 	"fleetgen.dev/fleetgen/pkg/verify"
 )
 
-// Environment variables with the target registry's credentials (CI). The
-// Docker config and its credential helpers serve everything else.
-const (
-	EnvRegistryUsername = "FLEETGEN_REGISTRY_USERNAME"
-	EnvRegistryPassword = "FLEETGEN_REGISTRY_PASSWORD"
-)
-
 // Image is one image the fleet needs (`fleetgen images`; -o json prints
 // these keys). Its strings come from fleet.yaml, the layers and the lock.
 type Image struct {
@@ -100,8 +93,9 @@ type MirrorResult struct {
 //
 // The lock's image entries are replaced by this run's (one per image the fleet
 // needs now); its client IDs are kept. The target registry's credentials come
-// from FLEETGEN_REGISTRY_USERNAME and FLEETGEN_REGISTRY_PASSWORD when set, and
-// from the Docker config and credential helpers otherwise.
+// from FLEETGEN_REGISTRY_USERNAME and FLEETGEN_REGISTRY_PASSWORD when both are
+// set, and from the Docker config and credential helpers otherwise
+// (mirror.Keychain).
 //
 // It runs every input check but the lock's (Validate), the lock being what it
 // brings up to date.
@@ -114,6 +108,14 @@ func Mirror(ctx context.Context, cfg Config, o MirrorOptions) (*MirrorResult, er
 		return nil, err
 	}
 	return mirrorLoaded(ctx, cfg, ld, o)
+}
+
+// registryCredentials are spec.registry's from the environment
+// (mirror.Keychain scopes them).
+func registryCredentials(cfg Config) mirror.Option {
+	user, _ := cfg.lookupEnv(mirror.EnvRegistryUsername)
+	pass, _ := cfg.lookupEnv(mirror.EnvRegistryPassword)
+	return mirror.WithTargetCredentials(user, pass)
 }
 
 // mirrorLoaded mirrors ld's images and, unless o.DryRun, writes the lock and
@@ -133,12 +135,9 @@ func mirrorLoaded(ctx context.Context, cfg Config, ld *Loaded, o MirrorOptions) 
 		mirror.WithLogger(log),
 		mirror.WithJobs(o.Jobs),
 		mirror.WithInsecure(f.Spec.Registry.Insecure),
+		registryCredentials(cfg),
+		mirror.WithReferrers(!o.NoReferrers),
 	}
-	if user, ok := cfg.lookupEnv(EnvRegistryUsername); ok && user != "" {
-		pass, _ := cfg.lookupEnv(EnvRegistryPassword)
-		opts = append(opts, mirror.WithTargetCredentials(user, pass))
-	}
-	opts = append(opts, mirror.WithReferrers(!o.NoReferrers))
 	if ps, err := ld.Policies(); err != nil {
 		return nil, err
 	} else if len(ps) > 0 {

@@ -15,6 +15,7 @@ import (
 
 	"fleetgen.dev/fleetgen/pkg/layout"
 	"fleetgen.dev/fleetgen/pkg/lock"
+	"fleetgen.dev/fleetgen/pkg/mirror"
 	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/pkg/publish"
 	"fleetgen.dev/fleetgen/pkg/schema"
@@ -47,7 +48,7 @@ type PublishResult struct {
 }
 
 // Publish renders in memory, checks that o.OutDir holds exactly that render,
-// verifies that every locked image is in the registry at its digest, and
+// checks that every locked image is in the registry at its digest, and
 // publishes the render (from memory, never from OutDir) plus the layer
 // folders to spec.source.
 //
@@ -62,8 +63,9 @@ type PublishResult struct {
 // `render --check` runs it) equals OutDir, hand edits and stale fleetgen files
 // included; every image digest a rendered file names is in the lock (a mirror
 // reference repo@sha256:… must match its lock entry); every lock image is
-// present in the registry at its digest (publish.Verify), the only check that
-// needs the network. Each sealed Secret then keeps the ciphertext already
+// present in the registry at its digest (mirror.Check) and, under
+// spec.verify, its signature verifies there (mirror.Verify): the only checks
+// that need the network. Each sealed Secret then keeps the ciphertext already
 // published at its path when that still seals the same plaintext
 // (keepPublished): a merge job from a fresh clone, with no OutDir before it,
 // makes no commit for an unchanged fleet. Files in OutDir that the render does not write (a file
@@ -101,6 +103,7 @@ func publishLoaded(ctx context.Context, cfg Config, ld *Loaded, o PublishOptions
 	if err != nil {
 		return nil, err
 	}
+	log.Info("checked", "dir", o.OutDir, "files", len(r.files), "drift", diff != "")
 	if diff != "" {
 		return nil, fmt.Errorf("publish: nothing pushed: %s differs from a fresh render (hand edits, or run `fleetgen render -o %s`):\n%s",
 			o.OutDir, o.OutDir, truncateLines(diff, 40))
@@ -119,16 +122,13 @@ func publishLoaded(ctx context.Context, cfg Config, ld *Loaded, o PublishOptions
 	if cfg.LookupEnv != nil {
 		opts = append(opts, publish.WithLookupEnv(cfg.LookupEnv))
 	}
-	vopts := opts
-	if o.Jobs > 0 {
-		vopts = append(vopts, publish.WithJobs(o.Jobs))
-	}
-	if err := publish.Verify(ctx, f.Spec.Registry, l.Images, vopts...); err != nil {
+	mopts := []mirror.Option{mirror.WithLogger(log), mirror.WithJobs(o.Jobs), registryCredentials(cfg)}
+	if err := mirror.Check(ctx, f.Spec.Registry, l.Images, mopts...); err != nil {
 		return nil, fmt.Errorf("publish: nothing pushed: %w", err)
 	}
-	if signed, err := ld.signedImages(l); err != nil {
+	if ps, err := ld.Policies(); err != nil {
 		return nil, err
-	} else if err := publish.VerifySignatures(ctx, f.Spec.Registry, l.Images, signed, vopts...); err != nil {
+	} else if err := mirror.Verify(ctx, f.Spec.Registry, l.Images, ps, mopts...); err != nil {
 		return nil, fmt.Errorf("publish: nothing pushed: %w", err)
 	}
 

@@ -63,7 +63,7 @@ func keepPublished(ctx context.Context, cfg Config, r *rendered, opts []publish.
 	}
 	var forged []string
 	again, err := secrets.Seal(todo, f.Spec.Encryption.SOPS, pub.File,
-		secrets.Verify(ids, func(p string) { forged = append(forged, p) }))
+		secrets.WithDecryptCheck(ids, func(p string) { forged = append(forged, p) }))
 	if err != nil {
 		return nil, nil, 0, err
 	}

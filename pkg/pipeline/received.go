@@ -166,7 +166,8 @@ func holdsAny(dir string, units []layers.Unit) bool {
 
 // compareSets returns the objects added, removed or changed from old to new
 // (nil sets, or sets Flux fails, receive nothing), by kind, namespace and
-// name; Layer is left for the caller.
+// name, a changed one with the fields that moved (review.FieldChanges);
+// Layer is left for the caller.
 func compareSets(old, new *layers.Set) []review.Object {
 	if old == new {
 		return nil
@@ -179,7 +180,9 @@ func compareSets(old, new *layers.Set) []review.Object {
 		case !ok:
 			out = append(out, objectChange(n, review.Added))
 		case o != n && o.Digest() != n.Digest():
-			out = append(out, objectChange(n, review.Update))
+			c := objectChange(n, review.Update)
+			c.Changes, c.MoreChanges = review.FieldChanges(n.Kind, o.Map, n.Map)
+			out = append(out, c)
 		}
 	}
 	for k, o := range was {
@@ -187,19 +190,7 @@ func compareSets(old, new *layers.Set) []review.Object {
 			out = append(out, objectChange(o, review.Removed))
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if a.Kind != b.Kind {
-			return a.Kind < b.Kind
-		}
-		if a.Namespace != b.Namespace {
-			return a.Namespace < b.Namespace
-		}
-		if a.Name != b.Name {
-			return a.Name < b.Name
-		}
-		return a.APIVersion < b.APIVersion
-	})
+	review.SortObjects(out)
 	return out
 }
 

@@ -21,8 +21,6 @@ import (
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/pipeline"
 	"fleetgen.dev/fleetgen/pkg/problem"
-	"fleetgen.dev/fleetgen/pkg/publish"
-	"fleetgen.dev/fleetgen/pkg/schema"
 	"fleetgen.dev/fleetgen/pkg/verify"
 	"fleetgen.dev/fleetgen/test/testenv"
 )
@@ -217,54 +215,6 @@ func TestValidateVerifyPolicies(t *testing.T) {
 	}
 	if _, err := pipeline.Validate(ctx, cfg); err != nil {
 		t.Errorf("validate after mirror: %v", err)
-	}
-}
-
-// TestVerifySignaturesAtMirror: publish.VerifySignatures refuses a covered
-// image whose lock names no verification, or a signature at the mirror that
-// another key made; it passes the one the policy's key made.
-func TestVerifySignaturesAtMirror(t *testing.T) {
-	ctx := context.Background()
-	key, other := testenv.NewKey(t), testenv.NewKey(t)
-	s := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	t.Cleanup(s.Close)
-	host := strings.TrimPrefix(s.URL, "http://")
-	f := &schema.Fleet{Spec: schema.Spec{Verify: []schema.VerifyPolicy{{Cosign: &schema.CosignVerify{Keys: []schema.FileRef{{File: "k.pub", Data: key.PublicPEM}}}}}}}
-	ps, err := verify.Compile(f, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var images []lock.Image
-	policies := map[string]*verify.Policy{}
-	for i, signer := range []*testenv.Key{key, other, nil} {
-		img, _ := random.Image(128, 1)
-		repo := []string{"good", "stranger", "unlocked"}[i]
-		ref, _ := name.NewTag(host + "/" + repo + ":1")
-		if err := remote.Write(ref, img); err != nil {
-			t.Fatal(err)
-		}
-		d, _ := img.Digest()
-		sz, _ := img.Size()
-		mt, _ := img.MediaType()
-		e := lock.Image{Source: "ghcr.io/contoso/" + repo + ":1", Target: ref.String(), Digest: d.String()}
-		if signer != nil {
-			sig := testenv.PushBundle(t, ref.Context(), v1.Descriptor{MediaType: mt, Digest: d, Size: sz}, signer.Bundle(t, testenv.CosignStatement(d)))
-			e.Verified = &lock.Verified{Policy: ps[0].Name, PolicyDigest: ps[0].Digest, Signature: sig.String()}
-		}
-		images = append(images, e)
-		policies[e.Source] = ps[0]
-	}
-	err = publish.VerifySignatures(ctx, schema.Registry{Host: host}, images, policies)
-	var ue *publish.UnsignedError
-	if !errors.As(err, &ue) {
-		t.Fatalf("err = %v, want *UnsignedError", err)
-	}
-	if len(ue.Images) != 2 || !strings.Contains(ue.Images[0], "stranger") || !strings.Contains(ue.Images[0], "wrong key") ||
-		!strings.Contains(ue.Images[1], "unlocked") || !strings.Contains(ue.Images[1], "locked without a signature") {
-		t.Errorf("refused %q", ue.Images)
-	}
-	if err := publish.VerifySignatures(ctx, schema.Registry{Host: host}, images[:1], policies); err != nil {
-		t.Errorf("the good signature: %v", err)
 	}
 }
 

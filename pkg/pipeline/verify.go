@@ -12,7 +12,7 @@ import (
 
 // Signature policies (spec.verify, SPEC §4): compiled once per load, their
 // input rules run with the others (validate reports them), mirror verifies
-// at the source and publish at the mirror.
+// at the source (mirror.WithVerify) and publish at the mirror (mirror.Verify).
 
 // Policies returns spec.verify compiled: the trusted roots read, the keys
 // parsed. Its error is an input error located in fleet.yaml.
@@ -37,7 +37,7 @@ func (ld *Loaded) verifyInput() problem.Errors {
 		if es, ok := err.(problem.Errors); ok {
 			errs = append(errs, es...)
 		} else {
-			errs = append(errs, f.Errorf("spec.verify", "%v", err))
+			errs = append(errs, f.At(problem.Other("spec.verify", "%v", err)))
 		}
 	}
 	var repos []string
@@ -58,8 +58,8 @@ func (ld *Loaded) verifyInput() problem.Errors {
 				}
 			}
 			if !matched {
-				errs = append(errs, f.Errorf(fmt.Sprintf("spec.verify[%d].images[%d]", i, j),
-					"%q matches no image of the fleet: want a glob of normalised source repositories, e.g. docker.io/library/busybox or ghcr.io/contoso/** (`fleetgen images` lists them)", g))
+				errs = append(errs, f.At(problem.Other(fmt.Sprintf("spec.verify[%d].images[%d]", i, j),
+					"%q matches no image of the fleet: want a glob of normalised source repositories, e.g. docker.io/library/busybox or ghcr.io/contoso/** (`fleetgen images` lists them)", g)))
 			}
 		}
 	}
@@ -97,26 +97,9 @@ func (ld *Loaded) verifyLock() problem.Errors {
 	}
 	var errs problem.Errors
 	for _, name := range order {
-		errs = append(errs, ld.Fleet.Errorf(name, "%d image(s) this policy covers are locked without a signature verified under it (the policy is new or changed): run `fleetgen mirror`", count[name]))
+		errs = append(errs, ld.Fleet.At(problem.Other(name, "%d image(s) this policy covers are locked without a signature verified under it (the policy is new or changed): run `fleetgen mirror`", count[name])))
 	}
 	return errs
-}
-
-// signedImages returns the lock's images each policy covers now, with the
-// policy, for publish to verify at the mirror.
-func (ld *Loaded) signedImages(l *lock.Lock) (map[string]*verify.Policy, error) {
-	ps, err := ld.Policies()
-	if err != nil || len(ps) == 0 {
-		return nil, err
-	}
-	out := map[string]*verify.Policy{}
-	for _, img := range l.Images {
-		repo, _ := lock.SplitRef(img.Source)
-		if p := ps.For(repo); p != nil {
-			out[img.Source] = p
-		}
-	}
-	return out, nil
 }
 
 // verificationChanges says, per locked image, where the policy that covers

@@ -7,97 +7,32 @@ package problem
 import (
 	"errors"
 	"fmt"
-	"regexp"
+	"sort"
 	"strings"
 )
 
 // FieldError is one problem with the input: where it is, which field, what is
 // wrong and what would be valid.
 type FieldError struct {
-	File   string // path of fleet.yaml as given; may be empty
+	File   string // path of the input (fleet.yaml, the lock) as given; may be empty
 	Line   int    // 1-based; 0 when unknown
 	Column int    // 1-based; 0 when unknown
 	Path   string // field path, e.g. spec.clusters[3].registration.mode
 	Msg    string // what is wrong and what would be valid
-	// Code names the rule that failed, stable across releases, for machines
-	// (CI annotations, editors); see the Code* constants. Empty means "derive
-	// it from the message" (ErrorCode).
-	Code string
-}
-
-// Stable problem codes (FieldError.Code). docs/cli.md lists them; a code once
-// published keeps its meaning.
-const (
-	// Whole-document problems.
-	CodeYAMLSyntax   = "yaml-syntax"   // not well-formed YAML
-	CodeEmpty        = "empty"         // no document at all
-	CodeTooLarge     = "too-large"     // over MaxFileSize or MaxItems
-	CodeNotText      = "not-text"      // invalid UTF-8 or a NUL byte
-	CodeMultiDoc     = "multiple-docs" // more than one YAML document
-	CodeYAMLAlias    = "yaml-alias"    // aliases are not supported
-	CodeNotAMapping  = "not-a-mapping" // the top level is not a mapping
-	CodeUnknownField = "unknown-field" // a key the type does not have
-	CodeDuplicateKey = "duplicate-key" // a key given twice in one mapping
-	CodeWrongType    = "wrong-type"    // a list where a string belongs, …
-
-	// Rules of Validate (and the checks of later steps).
-	CodeRequired      = "required"          // a required field is missing or empty
-	CodeUnsupported   = "unsupported-value" // a value outside an enum
-	CodeInvalid       = "invalid-value"     // a value of the wrong form
-	CodeDuration      = "invalid-duration"  // not a Flux duration, or out of range
-	CodeDuplicate     = "duplicate"         // a name or ID given twice
-	CodeUnknownRef    = "unknown-reference" // names something that does not exist
-	CodeCycle         = "dependency-cycle"  // dependsOn loops
-	CodeNotApplicable = "not-applicable"    // a field the mode does not use
-	CodeUnreadable    = "unreadable-file"   // a {file: …} that cannot be read
-	CodeUnsetEnv      = "unset-env"         // an {env: …} that is not set
-	CodeMissingLabel  = "missing-label"     // ${label} a selected cluster lacks
-	CodeOther         = "invalid"           // any other rule
-
-	// Warnings (Warnings): valid input that is likely a mistake.
-	CodeEmptyGroup      = "empty-group"      // a ClusterGroup that holds no Fleet cluster
-	CodeUnmatchedTarget = "unmatched-target" // a delivery target that reaches no cluster
-	CodeEmptySelection  = "empty-selection"  // a manager (spec.argocd, …) selects no cluster
-	CodeNotEvaluated    = "not-evaluated"    // an ApplicationSet generator or template fleetgen does not preview
-	CodeApplicationSet  = "applicationset"   // an ApplicationSet Argo CD's controller would refuse
-)
-
-// codeRules derive a code from the message of a FieldError made without one
-// (Validate's rules and later checks write their messages to one pattern:
-// "X is required: want …", "unsupported value …", "invalid X …"). First match
-// wins.
-var codeRules = []struct {
-	re   *regexp.Regexp
+	// code names the rule that failed, for machines (CI annotations,
+	// editors): a Code* constant, set by its constructor (ErrorCode).
 	code string
-}{
-	{regexp.MustCompile(`^unknown field `), CodeUnknownField},
-	{regexp.MustCompile(`^file (is|has) (larger|more) `), CodeTooLarge},
-	{regexp.MustCompile(`^duplicate key `), CodeDuplicateKey},
-	{regexp.MustCompile(`^(invalid duration|duration .* out of range|token TTL .* not positive)`), CodeDuration},
-	{regexp.MustCompile(`^duplicate `), CodeDuplicate},
-	{regexp.MustCompile(`^dependency cycle|depends on itself`), CodeCycle},
-	{regexp.MustCompile(`^unknown `), CodeUnknownRef},
-	{regexp.MustCompile(`applies only to |is not accepted here`), CodeNotApplicable},
-	{regexp.MustCompile(`^cannot read `), CodeUnreadable},
-	{regexp.MustCompile(`^environment variable .* not set`), CodeUnsetEnv},
-	{regexp.MustCompile(`has no label `), CodeMissingLabel},
-	{regexp.MustCompile(`^unsupported `), CodeUnsupported},
-	{regexp.MustCompile(`(^| )(is )?required\b|^no |^want exactly one`), CodeRequired},
-	{regexp.MustCompile(`^(invalid|got) `), CodeInvalid},
 }
 
-// ErrorCode returns e.Code, or when it is empty the code its message's
-// pattern implies, CodeOther when none does. It never returns "".
-func (e *FieldError) ErrorCode() string {
-	if e.Code != "" {
-		return e.Code
-	}
-	for _, r := range codeRules {
-		if r.re.MatchString(e.Msg) {
-			return r.code
-		}
-	}
-	return CodeOther
+// ErrorCode returns the code of the rule that failed, set by the
+// constructor that made e (Required, NotSupported, …): never "" for a
+// FieldError made by one, and a FieldError is made by nothing else.
+func (e *FieldError) ErrorCode() string { return e.code }
+
+// At places e in file at line and column (0: unknown) and returns it.
+func (e *FieldError) At(file string, line, column int) *FieldError {
+	e.File, e.Line, e.Column = file, line, column
+	return e
 }
 
 // Error formats as file:line:col: path: msg, leaving out the parts it lacks
@@ -125,6 +60,17 @@ func (e *FieldError) Error() string {
 // Errors is every problem found in one input, in document order. The CLI exits 2
 // for it.
 type Errors []*FieldError
+
+// Sort puts es in document order, by line and column; problems without a
+// line keep their relative order ahead of the rest.
+func (es Errors) Sort() {
+	sort.SliceStable(es, func(i, j int) bool {
+		if es[i].Line != es[j].Line {
+			return es[i].Line < es[j].Line
+		}
+		return es[i].Column < es[j].Column
+	})
+}
 
 // Error lists the problems one per line.
 func (es Errors) Error() string {

@@ -144,7 +144,7 @@ func ociTag(f *schema.Fleet, o *options) (name.Tag, error) {
 		return name.Tag{}, problem.Invalid(fmt.Errorf("publish: OCI URL %s: want oci://host/repository", redact(target)))
 	}
 	var nopts []name.Option
-	if f.Spec.Source.Insecure || o.insecure {
+	if f.Spec.Source.Insecure {
 		nopts = append(nopts, name.Insecure)
 	}
 	ref, err := name.NewTag(repoStr+":"+tag, nopts...)

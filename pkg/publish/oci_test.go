@@ -4,25 +4,17 @@ import (
 	"archive/tar"
 	"compress/gzip"
 	"context"
-	"errors"
 	"io"
-	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/pkg/schema"
 	"fleetgen.dev/fleetgen/test/testenv"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
@@ -168,98 +160,6 @@ func TestArtifactReproducible(t *testing.T) {
 	}
 }
 
-func TestVerify(t *testing.T) {
-	ctx := context.Background()
-	srv := httptest.NewServer(registry.New())
-	t.Cleanup(srv.Close)
-	host := strings.TrimPrefix(srv.URL, "http://")
-	reg := schema.Registry{Host: host, Insecure: true}
-	push := func(repo string) lock.Image {
-		img, err := random.Image(256, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ref, _ := name.NewTag(host+"/library/"+repo+":1", name.Insecure)
-		if err := remote.Write(ref, img); err != nil {
-			t.Fatal(err)
-		}
-		d, _ := img.Digest()
-		return lock.Image{Source: "docker.io/library/" + repo + ":1", Target: host + "/library/" + repo + ":1", Digest: d.String()}
-	}
-	a, b := push("a"), push("b")
-	missing := lock.Image{Source: "docker.io/library/c:1", Target: host + "/library/c:1", Digest: "sha256:" + strings.Repeat("c", 64)}
-	wrongDigest := lock.Image{Source: "docker.io/library/a:2", Target: host + "/library/a:2", Digest: "sha256:" + strings.Repeat("d", 64)}
-
-	if err := Verify(ctx, reg, []lock.Image{a, b}); err != nil {
-		t.Errorf("all present: %v", err)
-	}
-	if err := Verify(ctx, reg, nil); err != nil {
-		t.Errorf("no images: %v", err)
-	}
-	err := Verify(ctx, reg, []lock.Image{missing, a, wrongDigest, b}, WithJobs(2))
-	var me *MissingError
-	if !errors.As(err, &me) {
-		t.Fatalf("err = %v, want *MissingError", err)
-	}
-	want := []string{host + "/library/a@sha256:" + strings.Repeat("d", 64), host + "/library/c@sha256:" + strings.Repeat("c", 64)}
-	if diff := cmp.Diff(want, me.Images); diff != "" {
-		t.Errorf("missing (-want +got):\n%s", diff)
-	}
-	if !strings.Contains(err.Error(), "fleetgen mirror") {
-		t.Errorf("error does not say what to run: %v", err)
-	}
-}
-
-// TestKeychainUsesEnvCredentials: FLEETGEN_REGISTRY_* go to spec.registry's
-// host, reached as it is declared, and nowhere else (SPEC §4): not to an OCI
-// source on another host, not to the same host over plain HTTP when it is
-// declared secure.
-func TestKeychainUsesEnvCredentials(t *testing.T) {
-	creds := map[string]string{EnvRegistryUsername: "ci", EnvRegistryPassword: "fake-password"}
-	secure := schema.Registry{Host: "contoso.azurecr.io"}
-	for _, tc := range []struct {
-		name     string
-		env      map[string]string
-		reg      schema.Registry
-		ref      string
-		insecure bool // the reference is reached over plain HTTP
-		wantUser string
-	}{
-		{"both set", creds, secure, "contoso.azurecr.io/a:1", false, "ci"},
-		{"password missing", map[string]string{EnvRegistryUsername: "ci"}, secure, "contoso.azurecr.io/a:1", false, ""},
-		{"another host", creds, secure, "ghcr.io/contoso/fleet:1", false, ""},
-		{"the registry's host over plain HTTP", creds, secure, "contoso.azurecr.io/a:1", true, ""},
-		{"an insecure registry over plain HTTP", creds, schema.Registry{Host: "registry.lan:5000", Insecure: true}, "registry.lan:5000/a:1", true, "ci"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Setenv("DOCKER_CONFIG", t.TempDir()) // no user credentials
-			o, err := newOptions([]Option{WithLookupEnv(env(tc.env))})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var nopts []name.Option
-			if tc.insecure {
-				nopts = append(nopts, name.Insecure)
-			}
-			ref, err := name.NewTag(tc.ref, nopts...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			auth, err := o.keychain(tc.reg).Resolve(ref.Context())
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg, err := auth.Authorization()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if cfg.Username != tc.wantUser {
-				t.Errorf("user %q, want %q", cfg.Username, tc.wantUser)
-			}
-		})
-	}
-}
-
 func TestOCIRejectsNonOCIURL(t *testing.T) {
 	fx := newFixture(t, schema.SourceOCI, "oci://example.invalid/fleet", "", "")
 	_, err := OCI(context.Background(), fx.f, fx.l, fx.files, WithPushURL("https://example.invalid/fleet"))
@@ -278,53 +178,5 @@ func TestCollectRejectsEscapingPaths(t *testing.T) {
 	fx.f.Spec.Layers[0].Path = "./missing/${env}"
 	if _, err := collect(fx.f, fx.files, quiet(t)); err == nil || !strings.Contains(err.Error(), "missing") {
 		t.Errorf("missing layer folder: err = %v", err)
-	}
-}
-
-// TestVerifyRefusesStaleLock: a lock made for another registry (host or
-// prefix changed since the mirror) is refused before any request, and nothing
-// claims the new registry was verified.
-func TestVerifyRefusesStaleLock(t *testing.T) {
-	var requests atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		requests.Add(1)
-		http.NotFound(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	host := strings.TrimPrefix(srv.URL, "http://")
-	img := func(target string) lock.Image {
-		return lock.Image{Source: "ghcr.io/kubereboot/kured:1.12.0", Target: target, Digest: "sha256:" + strings.Repeat("a", 64)}
-	}
-	for _, tc := range []struct {
-		name string
-		reg  schema.Registry
-		img  lock.Image
-	}{
-		{"host changed", schema.Registry{Host: host, Insecure: true}, img("old.azurecr.io/kubereboot/kured:1.12.0")},
-		{"prefix changed", schema.Registry{Host: host, Prefix: "mirror", Insecure: true}, img(host + "/kubereboot/kured:1.12.0")},
-		{"layout changed", schema.Registry{Host: host, Layout: schema.LayoutPreserveHost, Insecure: true}, img(host + "/kubereboot/kured:1.12.0")},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var logs strings.Builder
-			err := Verify(context.Background(), tc.reg, []lock.Image{tc.img}, WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
-			var se *StaleLockError
-			if !errors.As(err, &se) {
-				t.Fatalf("err = %v, want *StaleLockError", err)
-			}
-			if problem.IsInvalid(err) {
-				t.Error("a stale lock at publish time is a runtime refusal (exit 1)")
-			}
-			for _, w := range []string{"made for another registry", tc.img.Target, "fleetgen mirror"} {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error lacks %q: %v", w, err)
-				}
-			}
-			if strings.Contains(logs.String(), "verified") {
-				t.Errorf("log claims a verification:\n%s", logs.String())
-			}
-			if n := requests.Load(); n != 0 {
-				t.Errorf("%d requests", n)
-			}
-		})
 	}
 }

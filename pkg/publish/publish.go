@@ -26,9 +26,11 @@ import (
 
 	"fleetgen.dev/fleetgen/pkg/layout"
 	"fleetgen.dev/fleetgen/pkg/lock"
+	"fleetgen.dev/fleetgen/pkg/mirror"
 	"fleetgen.dev/fleetgen/pkg/schema"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/google/go-containerregistry/pkg/authn"
 	"sigs.k8s.io/yaml"
 )
 
@@ -48,10 +50,6 @@ const (
 	EnvGitSSHKey = "FLEETGEN_GIT_SSH_KEY"
 	// EnvGitSSHPassphrase unlocks EnvGitSSHKey.
 	EnvGitSSHPassphrase = "FLEETGEN_GIT_SSH_PASSPHRASE"
-	// EnvRegistryUsername and EnvRegistryPassword authenticate to registries
-	// in CI, before the Docker config and credential helpers.
-	EnvRegistryUsername = "FLEETGEN_REGISTRY_USERNAME"
-	EnvRegistryPassword = "FLEETGEN_REGISTRY_PASSWORD"
 )
 
 // DefaultAuthor commits when FLEETGEN_GIT_AUTHOR is unset.
@@ -59,9 +57,6 @@ const DefaultAuthor = "fleetgen <fleetgen@localhost>"
 
 // DefaultRetries is how many times Git redoes its commit on a moved branch.
 const DefaultRetries = 5
-
-// DefaultJobs bounds Verify's parallel requests.
-const DefaultJobs = 8
 
 // Result says what a publish did.
 type Result struct {
@@ -80,8 +75,6 @@ type options struct {
 	pushURL    string
 	author     string
 	retries    int
-	insecure   bool
-	jobs       int
 	source     string
 	lookupEnv  func(string) (string, bool)
 	outDir     string
@@ -97,7 +90,7 @@ type options struct {
 	published *Published
 }
 
-// Option configures Git, OCI and Verify.
+// Option configures Git and OCI.
 type Option func(*options) error
 
 // WithLogger logs to l (default: discard).
@@ -131,27 +124,13 @@ func WithRetries(n int) Option {
 	}
 }
 
-// WithInsecure talks plain HTTP to registries (Verify and OCI), in addition to
-// spec.registry.insecure and spec.source.insecure.
-func WithInsecure(b bool) Option { return func(o *options) error { o.insecure = b; return nil } }
-
-// WithJobs bounds Verify's parallel requests (default DefaultJobs).
-func WithJobs(n int) Option {
-	return func(o *options) error {
-		if n < 1 {
-			return fmt.Errorf("jobs %d: want 1 or more", n)
-		}
-		o.jobs = n
-		return nil
-	}
-}
-
 // WithSource sets the OCI artifact's org.opencontainers.image.source
 // annotation (default spec.source.url), e.g. the URL of the repository that
 // holds fleet.yaml.
 func WithSource(s string) Option { return func(o *options) error { o.source = s; return nil } }
 
-// WithLookupEnv resolves the FLEETGEN_* variables (default os.LookupEnv).
+// WithLookupEnv resolves the FLEETGEN_* variables (default os.LookupEnv):
+// the Git ones and the registry's (mirror.EnvRegistryUsername, Password).
 func WithLookupEnv(fn func(string) (string, bool)) Option {
 	return func(o *options) error { o.lookupEnv = fn; return nil }
 }
@@ -185,7 +164,6 @@ func newOptions(opts []Option) (*options, error) {
 	o := &options{
 		logger:    slog.New(slog.DiscardHandler),
 		retries:   DefaultRetries,
-		jobs:      DefaultJobs,
 		lookupEnv: os.LookupEnv,
 		now:       time.Now,
 	}
@@ -206,6 +184,12 @@ func newOptions(opts []Option) (*options, error) {
 func (o *options) env(key string) string {
 	v, _ := o.lookupEnv(key)
 	return v
+}
+
+// keychain is mirror.Keychain for spec.registry reg, with the credentials
+// of the environment.
+func (o *options) keychain(reg schema.Registry) authn.Keychain {
+	return mirror.Keychain(reg, o.env(mirror.EnvRegistryUsername), o.env(mirror.EnvRegistryPassword), authn.DefaultKeychain)
 }
 
 // InputDigest is the sha256 of fleet.yaml's bytes followed by the lock's

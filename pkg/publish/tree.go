@@ -68,24 +68,14 @@ func (c *content) generateFiles() []layout.File {
 // PlaintextError refuses a publish whose content holds a Secret with
 // plaintext data, in the render or in a layer folder.
 type PlaintextError struct {
-	// Found names each file and Secret ("path: Secret ns/name holds
-	// unencrypted data"), never content.
-	Found []string
+	// Found names each file and Secret, never content.
+	Found []secrets.Finding
 }
 
 func (e *PlaintextError) Error() string {
-	list := e.Found
-	more := ""
-	if len(list) > maxListed {
-		more = fmt.Sprintf("\n  … and %d more", len(list)-maxListed)
-		list = list[:maxListed]
-	}
 	return fmt.Sprintf("nothing pushed: %d Secret(s) with plaintext data would be published (encrypt them with SOPS, see docs/secrets.md; "+
-		"publish never pushes plaintext credentials):\n  %s%s", len(e.Found), strings.Join(list, "\n  "), more)
+		"publish never pushes plaintext credentials):%s", len(e.Found), secrets.List(e.Found))
 }
-
-// maxListed bounds how many findings one error lists.
-const maxListed = 20
 
 // collect builds what a publish pushes: the rendered files (placed at
 // spec.source.path) and every file of the top-level folder of every layer

@@ -217,6 +217,9 @@ type Reach struct {
 	// Unmatched are the targets that are first for no cluster, in input
 	// order.
 	Unmatched []Unmatched `json:"unmatched"`
+	// UnmatchedLayers are the layers whose selector selects no cluster, in
+	// input order.
+	UnmatchedLayers []UnmatchedLayer `json:"unmatchedLayers"`
 	// EmptyManagers are the managers (spec.argocd, spec.kubefleet, …)
 	// whose selector selects no cluster, in Registrars order.
 	EmptyManagers []EmptyManager `json:"emptyManagers"`
@@ -225,7 +228,7 @@ type Reach struct {
 // EmptyManager is a manager whose selector selects no cluster.
 type EmptyManager struct {
 	Manager string `json:"manager"`
-	// Why is its selector and the values the clusters have for its keys.
+	// Why says which label values do exist (LabelHint).
 	Why string `json:"-"`
 }
 
@@ -296,13 +299,13 @@ type Unmatched struct {
 	Path string `json:"-"`
 }
 
-// Reach returns what reaches each cluster of f (defaulted and validated):
-// its layers (spec.layers[].selector) and its deliveries (Fleet's target
-// matching: package fleetmatch), and every delivery target that reaches no
-// cluster, with the reason.
+// Reach returns what reaches each cluster of f (defaulted; LoadPartial's
+// Fleet will do): its layers (spec.layers[].selector) and its deliveries
+// (Fleet's target matching: package fleetmatch), and every delivery target
+// and layer selector that reaches no cluster, with the reason.
 func (f *Fleet) Reach() *Reach {
 	dr := f.reach()
-	out := &Reach{Clusters: make([]ClusterReach, len(f.Spec.Clusters)), Unmatched: f.unmatched(dr)}
+	out := &Reach{Clusters: make([]ClusterReach, len(f.Spec.Clusters)), Unmatched: f.unmatched(dr), UnmatchedLayers: f.unmatchedLayers()}
 	// Each selector and target described once, not once per cluster.
 	layerWhy := make([]string, len(f.Spec.Layers))
 	for i, l := range f.Spec.Layers {
@@ -341,17 +344,16 @@ func (f *Fleet) Reach() *Reach {
 		}
 		out.Clusters[ci] = cr
 	}
-	out.EmptyManagers = []EmptyManager{}
 	for i := range Registrars {
 		r := &Registrars[i]
 		host, why := r.Host(f), r.Why(f)
-		selected := r.Clusters(f)
-		for _, ci := range selected {
+		for _, ci := range r.Clusters(f) {
 			out.Clusters[ci].Managers = append(out.Clusters[ci].Managers, ManagerReach{Manager: r.Name, Host: host, Why: why})
 		}
-		if r.Used(f) && len(selected) == 0 {
-			out.EmptyManagers = append(out.EmptyManagers, EmptyManager{Manager: r.Name, Why: why + "; the clusters' labels: " + labelValues(f, r.Selector(f))})
-		}
+	}
+	out.EmptyManagers = []EmptyManager{}
+	for _, m := range f.emptyManagers() {
+		out.EmptyManagers = append(out.EmptyManagers, m.EmptyManager)
 	}
 	return out
 }
@@ -386,5 +388,15 @@ func (f *Fleet) unmatchedWhy(d *Delivery, ti, matched int) string {
 	case t.ClusterGroupSelector != nil && len(t.ClusterGroupSelector) > 0:
 		return "its clusterGroupSelector matches no ClusterGroup: fleetgen's groups carry no labels (" + t.Criteria() + ")"
 	}
-	return "no cluster registered with Fleet (mode agent, manager or capi) matches " + t.Criteria()
+	why := "no cluster registered with Fleet (mode agent, manager or capi) matches " + t.Criteria()
+	if len(t.ClusterSelector) > 0 {
+		var fc []*Cluster
+		for i := range f.Spec.Clusters {
+			if m := f.Spec.Clusters[i].ModeOf(); m != nil && m.Fleet {
+				fc = append(fc, &f.Spec.Clusters[i])
+			}
+		}
+		why += " (" + LabelHint(t.ClusterSelector, fc) + ")"
+	}
+	return why
 }

@@ -62,6 +62,11 @@ func loadCase(t testing.TB, dir string) (*Fleet, map[string]string) {
 		if !errors.As(err, &es) {
 			t.Fatalf("Load: want problem.Errors, got %T: %v", err, err)
 		}
+		for _, e := range es {
+			if e.ErrorCode() == "" {
+				t.Errorf("an error without a code: %v", e)
+			}
+		}
 		msg := strings.ReplaceAll(err.Error(), dir+string(filepath.Separator), "")
 		return nil, map[string]string{"error.txt": msg + "\n"}
 	}
@@ -76,6 +81,11 @@ func loadCase(t testing.TB, dir string) (*Fleet, map[string]string) {
 	}
 	got := map[string]string{"fleet.json": string(b) + "\n", "refs.txt": refs.String()}
 	if ws := Warnings(f); len(ws) > 0 {
+		for _, w := range ws {
+			if w.ErrorCode() == "" {
+				t.Errorf("a warning without a code: %v", w)
+			}
+		}
 		got["warnings.txt"] = strings.ReplaceAll(ws.Error(), dir+string(filepath.Separator), "") + "\n"
 	}
 	return f, got

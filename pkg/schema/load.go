@@ -11,7 +11,18 @@ import (
 	"strings"
 
 	"fleetgen.dev/fleetgen/internal/safefs"
+	"fleetgen.dev/fleetgen/internal/strictyaml"
 	"fleetgen.dev/fleetgen/pkg/problem"
+)
+
+// MaxFileSize is the largest fleet.yaml Load and Parse accept, and MaxItems
+// the most YAML separators (',' ':' '-' '[' '{' and line breaks, a bound on
+// the number of YAML nodes) in it. A fleet of 10,000 clusters is about 1 MiB
+// and 160,000 separators; the caps keep a runaway or hostile file from
+// exhausting memory (a file at the cap parses in about 2 s and 400 MiB).
+const (
+	MaxFileSize = 16 << 20
+	MaxItems    = 1_000_000
 )
 
 // MaxRefSize is the largest content a {file: …} or {env: …} reference may
@@ -43,8 +54,28 @@ type LoadOptions struct {
 // (symlinks included), and {env: …} only for names starting with
 // KubeconfigEnvPrefix or opts.EnvPrefix: fleet.yaml is untrusted input.
 func Load(path string, opts LoadOptions) (*Fleet, error) {
-	if err := checkEnvPrefix(opts.EnvPrefix); err != nil {
+	f, errs, err := LoadPartial(path, opts)
+	if err != nil {
 		return nil, err
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return f, nil
+}
+
+// LoadPartial is Load that keeps what it could read: the Fleet, defaulted,
+// whenever fleet.yaml decodes to one (a misspelled field, a missing file or
+// a rule that fails does not stop it: the field is left out, or zero), with
+// every problem found, sorted, so that later checks can run on the parts
+// without a problem (`fleetgen validate` reports every phase in one run).
+// The Fleet is nil when there is none (a syntax error, an empty file), and
+// err is set only when no problem list can be made (a bad EnvPrefix, an I/O
+// failure, a fleet.yaml that does not exist). A Fleet with problems is not
+// valid: nothing may be rendered from it.
+func LoadPartial(path string, opts LoadOptions) (*Fleet, problem.Errors, error) {
+	if err := checkEnvPrefix(opts.EnvPrefix); err != nil {
+		return nil, nil, err
 	}
 	// The path is the user's, but its last part may be a symlink that a pull
 	// request planted: fleet.yaml, too, is read inside its folder.
@@ -52,28 +83,25 @@ func Load(path string, opts LoadOptions) (*Fleet, error) {
 	if err != nil {
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			return nil, problem.Invalid(fmt.Errorf("read fleet: %w", err))
+			return nil, nil, problem.Invalid(fmt.Errorf("read fleet: %w", err))
 		case errors.Is(err, safefs.ErrTooLarge):
-			return nil, problem.Errors{{File: path, Msg: fmt.Sprintf("file is larger than %d bytes: want a fleet.yaml (is this the right file?)", MaxFileSize)}}
+			return nil, problem.Errors{problem.TooLarge("", "file is larger than %d bytes: want a fleet.yaml (is this the right file?)", MaxFileSize).At(path, 0, 0)}, nil
 		case errors.Is(err, safefs.ErrNotRegular):
-			return nil, problem.Errors{{File: path, Msg: "not a regular file (a folder, FIFO or device): want fleet.yaml as a regular file"}}
+			return nil, problem.Errors{problem.Other("", "not a regular file (a folder, FIFO or device): want fleet.yaml as a regular file").At(path, 0, 0)}, nil
 		case errors.Is(err, safefs.ErrOutside):
-			return nil, problem.Errors{{File: path, Msg: "a symlink that leads out of its folder: want fleet.yaml as a regular file in the folder it names (the fleet's root)"}}
+			return nil, problem.Errors{problem.Other("", "a symlink that leads out of its folder: want fleet.yaml as a regular file in the folder it names (the fleet's root)").At(path, 0, 0)}, nil
 		}
-		return nil, fmt.Errorf("read fleet: %w", err)
+		return nil, nil, fmt.Errorf("read fleet: %w", err)
 	}
 	f, errs, ok := parse(path, data)
 	if !ok {
-		return nil, errs
+		return nil, errs, nil
 	}
 	Default(f)
 	errs = append(errs, resolveRefs(f, opts)...)
 	errs = append(errs, dropUnder(validate(f), errs)...)
-	if len(errs) > 0 {
-		sortErrors(errs)
-		return nil, errs
-	}
-	return f, nil
+	errs.Sort()
+	return f, errs, nil
 }
 
 // credentialEnv are the prefixes of the environment variables that hold
@@ -116,10 +144,12 @@ func Parse(file string, data []byte) (*Fleet, error) {
 // there is no Fleet at all (syntax error, empty file, top-level list…).
 func parse(file string, data []byte) (*Fleet, problem.Errors, bool) {
 	var f Fleet
-	errs, ok := decodeDocument(file, data, &f)
+	pos, errs, ok := strictyaml.Decode(data, &f, strictyaml.Doc{File: file, MaxSize: MaxFileSize, MaxItems: MaxItems,
+		Name: "fleet.yaml", Kind: Kind, APIVersion: APIVersion})
 	if !ok {
 		return nil, errs, false
 	}
+	f.pos = pos
 	f.File = file
 	f.Dir = filepath.Dir(file)
 	return &f, errs, true
@@ -143,18 +173,6 @@ next:
 		out = append(out, e)
 	}
 	return out
-}
-
-// sortErrors puts errors in document order; errors without a line keep their
-// relative order ahead of the rest.
-func sortErrors(errs problem.Errors) {
-	sort.SliceStable(errs, func(i, j int) bool {
-		a, b := errs[i], errs[j]
-		if a.Line != b.Line {
-			return a.Line < b.Line
-		}
-		return a.Column < b.Column
-	})
 }
 
 // Which forms of FileRef each field accepts.
@@ -193,14 +211,14 @@ func (f *Fleet) refShape(path string, r *FileRef, forms int) problem.Errors {
 		}
 		set++
 		if forms&x.form == 0 {
-			errs = append(errs, f.Errorf(path+"."+x.name, "%s is not accepted here: want %s", x.name, formNames(forms)))
+			errs = append(errs, f.At(problem.NotApplicable(path+"."+x.name, "%s is not accepted here: want %s", x.name, formNames(forms))))
 		}
 	}
 	if set != 1 && len(errs) == 0 {
-		errs = append(errs, f.Errorf(path, "want exactly one of %s", formNames(forms)))
+		errs = append(errs, f.At(problem.Required(path, "want exactly one of %s", formNames(forms))))
 	}
 	if r.Env != "" && !envNameRE.MatchString(r.Env) {
-		errs = append(errs, f.Errorf(path+".env", "invalid environment variable name %q: want letters, digits and _ not starting with a digit", r.Env))
+		errs = append(errs, f.At(problem.InvalidValue(path+".env", "invalid environment variable name %q: want letters, digits and _ not starting with a digit", r.Env)))
 	}
 	return errs
 }
@@ -297,7 +315,7 @@ func resolveRefs(f *Fleet, opts LoadOptions) problem.Errors {
 				root, rootErr = safefs.OpenRoot(f.Dir)
 			}
 			if rootErr != nil {
-				errs = append(errs, f.Errorf(e.path+".file", "cannot open the folder of fleet.yaml: %v", rootErr))
+				errs = append(errs, f.At(problem.Other(e.path+".file", "cannot open the folder of fleet.yaml: %v", rootErr)))
 				continue
 			}
 			rd, ok := reads[r.File]
@@ -307,7 +325,7 @@ func resolveRefs(f *Fleet, opts LoadOptions) problem.Errors {
 			}
 			b, err := rd.data, rd.err
 			if err != nil {
-				errs = append(errs, f.Errorf(e.path+".file", "%s", fileRefProblem(r.File, err)))
+				errs = append(errs, f.At(fileRefProblem(e.path+".file", r.File, err)))
 				continue
 			}
 			r.Data = b
@@ -317,16 +335,16 @@ func resolveRefs(f *Fleet, opts LoadOptions) problem.Errors {
 				if opts.EnvPrefix != "" {
 					allowed += " or " + opts.EnvPrefix
 				}
-				errs = append(errs, f.Errorf(e.path+".env", "fleetgen does not read %s: want a variable whose name starts with %s (the command line may allow another prefix with --kubeconfig-env-prefix; fleet.yaml may not)", r.Env, allowed))
+				errs = append(errs, f.At(problem.Other(e.path+".env", "fleetgen does not read %s: want a variable whose name starts with %s (the command line may allow another prefix with --kubeconfig-env-prefix; fleet.yaml may not)", r.Env, allowed)))
 				continue
 			}
 			v, ok := lookup(r.Env)
 			if !ok || v == "" {
-				errs = append(errs, f.Errorf(e.path+".env", "environment variable %s is not set or empty: want it to hold the content", r.Env))
+				errs = append(errs, f.At(problem.UnsetEnv(e.path+".env", "environment variable %s is not set or empty: want it to hold the content", r.Env)))
 				continue
 			}
 			if len(v) > MaxRefSize {
-				errs = append(errs, f.Errorf(e.path+".env", "environment variable %s holds more than %d bytes: want a kubeconfig", r.Env, MaxRefSize))
+				errs = append(errs, f.At(problem.Other(e.path+".env", "environment variable %s holds more than %d bytes: want a kubeconfig", r.Env, MaxRefSize)))
 				continue
 			}
 			r.Data = []byte(v)
@@ -337,27 +355,27 @@ func resolveRefs(f *Fleet, opts LoadOptions) problem.Errors {
 	return errs
 }
 
-// fileRefProblem says why the {file: name} reference could not be read and
-// what would be valid. It names the path as fleet.yaml spells it, never the
+// fileRefProblem says why the {file: name} reference at path could not be
+// read and what would be valid. It names the path as fleet.yaml spells it, never the
 // content or where a symlink points.
-func fileRefProblem(name string, err error) string {
+func fileRefProblem(path, name string, err error) *problem.FieldError {
 	switch {
 	case errors.Is(err, safefs.ErrOutside) && filepath.IsAbs(name):
-		return fmt.Sprintf("%q is an absolute path: want a path relative to the folder of fleet.yaml, inside it", name)
+		return problem.Other(path, "%q is an absolute path: want a path relative to the folder of fleet.yaml, inside it", name)
 	case errors.Is(err, safefs.ErrOutside) && !filepath.IsLocal(filepath.FromSlash(name)):
-		return fmt.Sprintf("%q leads out of the folder of fleet.yaml: want a path inside it (no ..)", name)
+		return problem.Other(path, "%q leads out of the folder of fleet.yaml: want a path inside it (no ..)", name)
 	case errors.Is(err, safefs.ErrOutside):
-		return fmt.Sprintf("%q leads out of the folder of fleet.yaml through a symlink: want a file inside it", name)
+		return problem.Other(path, "%q leads out of the folder of fleet.yaml through a symlink: want a file inside it", name)
 	case errors.Is(err, safefs.ErrNotRegular):
-		return fmt.Sprintf("%q is not a regular file (a folder, FIFO or device): want a regular file", name)
+		return problem.Other(path, "%q is not a regular file (a folder, FIFO or device): want a regular file", name)
 	case errors.Is(err, safefs.ErrTooLarge):
-		return fmt.Sprintf("%q is larger than %d bytes: want a certificate or kubeconfig file", name, MaxRefSize)
+		return problem.Other(path, "%q is larger than %d bytes: want a certificate or kubeconfig file", name, MaxRefSize)
 	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Sprintf("cannot read %q: no such file: want a file in the folder of fleet.yaml (a relative path starts there)", name)
+		return problem.Unreadable(path, "cannot read %q: no such file: want a file in the folder of fleet.yaml (a relative path starts there)", name)
 	}
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		err = pe.Err
 	}
-	return fmt.Sprintf("cannot read %q: %v: want a readable file in the folder of fleet.yaml", name, err)
+	return problem.Unreadable(path, "cannot read %q: %v: want a readable file in the folder of fleet.yaml", name, err)
 }

@@ -1,11 +1,5 @@
 package schema
 
-import (
-	"maps"
-	"slices"
-	"strings"
-)
-
 // KubeFleet registers the fleet's clusters with KubeFleet (Azure
 // Kubernetes Fleet Manager): a MemberCluster on the hub per selected
 // cluster, whose identity is the member agent's Entra identity
@@ -258,23 +252,31 @@ func (o Object) ref() string {
 	return o.Namespace + "/" + o.Name
 }
 
-// labelValues says, for each key of selector, which values the clusters of
-// f have for it, so that a selector that selects nothing shows what would
-// ("region=eu,us; tier: no cluster has it").
-func labelValues(f *Fleet, selector map[string]string) string {
-	var parts []string
-	for _, k := range sortedKeys(selector) {
-		vals := map[string]bool{}
-		for i := range f.Spec.Clusters {
-			if v, ok := f.Spec.Clusters[i].Labels[k]; ok {
-				vals[v] = true
-			}
-		}
-		if len(vals) == 0 {
-			parts = append(parts, k+": no cluster has it")
+// emptyManager is a manager of f whose selector selects no cluster.
+type emptyManager struct {
+	EmptyManager
+	path, field, title, object string
+}
+
+// emptyManagers lists, in Registrars order, the managers f uses whose
+// selector selects no cluster, each with the label values that exist
+// (LabelHint).
+func (f *Fleet) emptyManagers() []emptyManager {
+	var out []emptyManager
+	if len(f.Spec.Clusters) == 0 {
+		return out
+	}
+	all := make([]*Cluster, len(f.Spec.Clusters))
+	for i := range f.Spec.Clusters {
+		all[i] = &f.Spec.Clusters[i]
+	}
+	for i := range Registrars {
+		r := &Registrars[i]
+		if !r.Used(f) || len(r.Clusters(f)) > 0 {
 			continue
 		}
-		parts = append(parts, k+"="+strings.Join(slices.Sorted(maps.Keys(vals)), ","))
+		out = append(out, emptyManager{EmptyManager: EmptyManager{Manager: r.Name, Why: LabelHint(r.Selector(f), all)},
+			path: r.Field() + ".selector", field: r.Field(), title: r.Title, object: r.Object})
 	}
-	return strings.Join(parts, "; ")
+	return out
 }

@@ -1,7 +1,6 @@
 package schema
 
 import (
-	"fmt"
 	"strings"
 
 	"fleetgen.dev/fleetgen/pkg/problem"
@@ -31,12 +30,12 @@ func (f *Fleet) Has(path string) bool {
 	return ok
 }
 
-// Errorf returns a *FieldError for the field at path, located with Pos. The
-// message should say what is wrong and what would be valid; it must never
-// contain a credential.
-func (f *Fleet) Errorf(path, format string, args ...any) *problem.FieldError {
-	p := f.Pos(path)
-	return &problem.FieldError{File: f.File, Line: p.Line, Column: p.Column, Path: path, Msg: oneLine(fmt.Sprintf(format, args...))}
+// At places e, a problem made by one of problem's constructors, in f.File
+// where its path stands (Pos), and returns it. Its message says what is
+// wrong and what would be valid; it must never contain a credential.
+func (f *Fleet) At(e *problem.FieldError) *problem.FieldError {
+	p := f.Pos(e.Path)
+	return e.At(f.File, p.Line, p.Column)
 }
 
 // parentPath strips the last element of a field path: a[1] -> a, a.b -> a,

@@ -2,7 +2,6 @@ package schema
 
 import (
 	"fmt"
-	"strings"
 
 	"fleetgen.dev/fleetgen/pkg/problem"
 )
@@ -108,14 +107,6 @@ func modeNames(keep func(*Mode) bool) []string {
 	return names
 }
 
-// orList joins names as "a, b or c".
-func orList(names []string) string {
-	if len(names) < 2 {
-		return strings.Join(names, "")
-	}
-	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
-}
-
 // registrationFields are the registration fields besides mode, each with the
 // modes it applies to.
 var registrationFields = []struct {
@@ -158,7 +149,7 @@ func (f *Fleet) PlaintextCredentials() *problem.FieldError {
 	if n > 1 {
 		who = fmt.Sprintf("clusters %s and %d more register", c.Name, n-1)
 	}
-	return f.Errorf(fmt.Sprintf("spec.clusters[%d].registration.kubeconfig", first),
+	return f.At(problem.Other(fmt.Sprintf("spec.clusters[%d].registration.kubeconfig", first),
 		"%s in mode %s, whose kubeconfig Secret would be written in plaintext because spec.encryption is not set: want spec.encryption.sops.ageRecipients (Secrets SOPS-encrypted for age, see docs/secrets.md), or pass --allow-plaintext-secrets",
-		who, c.Registration.Mode)
+		who, c.Registration.Mode))
 }

@@ -184,18 +184,18 @@ spec:
 		t.Fatal(err)
 	}
 	for path, want := range map[string]Pos{
-		"":                                   {1, 1},
-		"kind":                               {2, 7},
-		"spec":                               {3, 1},
-		"spec.clusters":                      {4, 3},
-		"spec.clusters[0]":                   {5, 7},
-		"spec.clusters[0].name":              {5, 13},
-		"spec.clusters[0].labels[env]":       {6, 16},
-		"spec.clusters[0].labels[nope]":      {6, 7},
-		"spec.clusters[0].registration":      {7, 7},
-		"spec.clusters[0].registration.mode": {8, 15},
-		"spec.clusters[0].registration.kubeconfig.file": {7, 7},
-		"spec.manager.apiServerURL":                     {3, 1},
+		"":                                   {Line: 1, Column: 1},
+		"kind":                               {Line: 2, Column: 7},
+		"spec":                               {Line: 3, Column: 1},
+		"spec.clusters":                      {Line: 4, Column: 3},
+		"spec.clusters[0]":                   {Line: 5, Column: 7},
+		"spec.clusters[0].name":              {Line: 5, Column: 13},
+		"spec.clusters[0].labels[env]":       {Line: 6, Column: 16},
+		"spec.clusters[0].labels[nope]":      {Line: 6, Column: 7},
+		"spec.clusters[0].registration":      {Line: 7, Column: 7},
+		"spec.clusters[0].registration.mode": {Line: 8, Column: 15},
+		"spec.clusters[0].registration.kubeconfig.file": {Line: 7, Column: 7},
+		"spec.manager.apiServerURL":                     {Line: 3, Column: 1},
 	} {
 		if got := f.Pos(path); got != want {
 			t.Errorf("Pos(%q) = %v, want %v", path, got, want)
@@ -204,9 +204,9 @@ spec:
 	if !f.Has("spec.clusters[0].name") || f.Has("spec.manager") {
 		t.Error("Has: wrong answer")
 	}
-	e := f.Errorf("spec.clusters[0].registration.mode", "bad %s", "x")
+	e := f.At(problem.Other("spec.clusters[0].registration.mode", "bad %s", "x"))
 	if got, want := e.Error(), "fleet.yaml:8:15: spec.clusters[0].registration.mode: bad x"; got != want {
-		t.Errorf("Errorf: got %q, want %q", got, want)
+		t.Errorf("At: got %q, want %q", got, want)
 	}
 }
 

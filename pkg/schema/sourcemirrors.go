@@ -3,6 +3,8 @@ package schema
 import (
 	"strconv"
 	"strings"
+
+	"fleetgen.dev/fleetgen/pkg/problem"
 )
 
 // SourceMirror reads one source registry's images from another host (a
@@ -20,9 +22,9 @@ type SourceMirror struct {
 }
 
 func init() {
-	fieldDocs["spec.sourceMirrors"] = fieldDoc{desc: "Where to pull a source registry's images from instead of the registry itself; references, the lock and target names stay those of the source."}
-	fieldDocs["spec.sourceMirrors[].host"] = fieldDoc{desc: "The source registry, HOST[:PORT] as image references name it, e.g. docker.io (which also covers index.docker.io) or ghcr.io.", required: true}
-	fieldDocs["spec.sourceMirrors[].mirror"] = fieldDoc{desc: "HOST[:PORT][/PREFIX] whose repositories hold the source's under the same paths, e.g. proxy.contoso.example/dockerhub.", required: true}
+	fieldDocs["spec.sourceMirrors"] = fieldDoc{desc: "Where to pull a source registry's images from instead of the registry itself; references, the lock and target names stay those of the source.", example: []any{map[string]any{"host": "docker.io", "mirror": "proxy.contoso.example/dockerhub"}}}
+	fieldDocs["spec.sourceMirrors[].host"] = fieldDoc{desc: "The source registry, HOST[:PORT] as image references name it, e.g. docker.io (which also covers index.docker.io) or ghcr.io.", required: true, example: "docker.io"}
+	fieldDocs["spec.sourceMirrors[].mirror"] = fieldDoc{desc: "HOST[:PORT][/PREFIX] whose repositories hold the source's under the same paths, e.g. proxy.contoso.example/dockerhub.", required: true, example: "proxy.contoso.example/dockerhub"}
 	fieldDocs["spec.sourceMirrors[].insecure"] = fieldDoc{desc: "Talk plain HTTP to the mirror (local registries only).", def: false}
 }
 
@@ -43,23 +45,23 @@ func (v *validator) sourceMirrors() {
 		path := "spec.sourceMirrors[" + strconv.Itoa(i) + "]"
 		switch why := hostPort(m.Host); {
 		case m.Host == "":
-			v.add(path+".host", "host is required: want the source registry as images name it, e.g. docker.io or ghcr.io")
+			v.add(problem.Required(path+".host", "host is required: want the source registry as images name it, e.g. docker.io or ghcr.io"))
 		case why != "":
-			v.add(path+".host", "invalid source registry host %q: %s", m.Host, why)
+			v.add(problem.InvalidValue(path+".host", "invalid source registry host %q: %s", m.Host, why))
 		default:
 			key := CanonicalRegistry(m.Host)
 			if j, dup := seen[key]; dup {
-				v.add(path+".host", "duplicate source registry %q (also spec.sourceMirrors[%d]): want one mirror per source registry", m.Host, j)
+				v.add(problem.Duplicate(path+".host", "duplicate source registry %q (also spec.sourceMirrors[%d]): want one mirror per source registry", m.Host, j))
 			} else {
 				seen[key] = i
 			}
 		}
 		if m.Mirror == "" {
-			v.add(path+".mirror", "mirror is required: want HOST[:PORT][/PREFIX] of the registry to read from, e.g. proxy.contoso.example/dockerhub")
+			v.add(problem.Required(path+".mirror", "mirror is required: want HOST[:PORT][/PREFIX] of the registry to read from, e.g. proxy.contoso.example/dockerhub"))
 			continue
 		}
 		if why := mirrorRef(m.Mirror); why != "" {
-			v.add(path+".mirror", "invalid mirror %q: %s", m.Mirror, why)
+			v.add(problem.InvalidValue(path+".mirror", "invalid mirror %q: %s", m.Mirror, why))
 		}
 	}
 }

@@ -44,13 +44,14 @@ func TestSyntaxErrorPosition(t *testing.T) {
 	}
 }
 
-// TestSyntaxErrorLargeFile: past maxSearch no prefix is parsed again; the
-// error names the line yaml.v3 names, where the broken block began.
+// TestSyntaxErrorLargeFile: past strictyaml's maxSearch (256 KiB) no prefix
+// is parsed again; the error names the line yaml.v3 names, where the broken
+// block began.
 func TestSyntaxErrorLargeFile(t *testing.T) {
 	t.Parallel()
 	data := append(fleetYAML(3000), "   - name: bad\n"...)
-	if len(data) <= maxSearch {
-		t.Fatalf("fixture is %d bytes: want more than %d", len(data), maxSearch)
+	if len(data) <= 256<<10 {
+		t.Fatalf("fixture is %d bytes: want more than 256 KiB", len(data))
 	}
 	_, err := Parse("fleet.yaml", data)
 	errs, ok := err.(problem.Errors)

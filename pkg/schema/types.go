@@ -10,6 +10,8 @@
 // document order, as Errors.
 package schema
 
+import "fleetgen.dev/fleetgen/internal/strictyaml"
+
 // APIVersion and Kind identify a fleet.yaml document.
 const (
 	APIVersion = "fleetgen.dev/v1alpha1"
@@ -69,9 +71,7 @@ type Fleet struct {
 }
 
 // Pos is a line and column (both 1-based) in fleet.yaml.
-type Pos struct {
-	Line, Column int
-}
+type Pos = strictyaml.Pos
 
 // Metadata names the fleet.
 type Metadata struct {

@@ -13,7 +13,7 @@ func Validate(f *Fleet) error {
 	if len(errs) == 0 {
 		return nil
 	}
-	sortErrors(errs)
+	errs.Sort()
 	return errs
 }
 
@@ -41,9 +41,7 @@ func (v *validator) kubeconfig(data []byte) error {
 	return err
 }
 
-func (v *validator) add(path, format string, args ...any) {
-	v.errs = append(v.errs, v.f.Errorf(path, format, args...))
-}
+func (v *validator) add(e *problem.FieldError) { v.errs = append(v.errs, v.f.At(e)) }
 
 func validate(f *Fleet) problem.Errors {
 	v := &validator{f: f, okLabels: map[string]bool{}}
@@ -77,16 +75,16 @@ func (v *validator) top() {
 	switch f.APIVersion {
 	case APIVersion:
 	case "":
-		v.add("apiVersion", "apiVersion is required: want %s", APIVersion)
+		v.add(problem.Required("apiVersion", "apiVersion is required: want %s", APIVersion))
 	default:
-		v.add("apiVersion", "unsupported apiVersion %q: want %s", f.APIVersion, APIVersion)
+		v.add(problem.NotSupported("apiVersion", "unsupported apiVersion %q: want %s", f.APIVersion, APIVersion))
 	}
 	switch f.Kind {
 	case Kind:
 	case "":
-		v.add("kind", "kind is required: want %s", Kind)
+		v.add(problem.Required("kind", "kind is required: want %s", Kind))
 	default:
-		v.add("kind", "unsupported kind %q: want %s", f.Kind, Kind)
+		v.add(problem.NotSupported("kind", "unsupported kind %q: want %s", f.Kind, Kind))
 	}
 	v.name("metadata.name", "name", f.Metadata.Name)
 }
@@ -99,6 +97,6 @@ func Sorted(errs problem.Errors) error {
 	if len(errs) == 0 {
 		return nil
 	}
-	sortErrors(errs)
+	errs.Sort()
 	return errs
 }

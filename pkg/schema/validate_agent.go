@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"fleetgen.dev/fleetgen/pkg/problem"
 )
 
 // quantityRE is the Kubernetes resource quantity syntax (the pattern the
@@ -23,7 +25,7 @@ func (v *validator) agents() {
 		}
 		p := fmt.Sprintf("spec.clusters[%d].agent", i)
 		if m := c.ModeOf(); m != nil && !m.Fleet {
-			v.add(p, "agent applies only to clusters registered with Fleet (mode agent, manager or capi), not %s: remove it", c.Registration.Mode)
+			v.add(problem.NotApplicable(p, "agent applies only to clusters registered with Fleet (mode agent, manager or capi), not %s: remove it", c.Registration.Mode))
 			continue
 		}
 		for j, t := range a.Tolerations {
@@ -40,22 +42,22 @@ func (v *validator) agents() {
 			if pc := s.PriorityClass; pc != nil {
 				pp := p + ".schedulingCustomization.priorityClass"
 				if pc.Value > 1_000_000_000 || pc.Value < -2_147_483_648 {
-					v.add(pp+".value", "priority %d is out of range: want at most 1000000000 (higher values are reserved for system classes)", pc.Value)
+					v.add(problem.Other(pp+".value", "priority %d is out of range: want at most 1000000000 (higher values are reserved for system classes)", pc.Value))
 				}
 				switch pc.PreemptionPolicy {
 				case "", "PreemptLowerPriority", "Never":
 				default:
-					v.add(pp+".preemptionPolicy", "unsupported value %q: want PreemptLowerPriority or Never", pc.PreemptionPolicy)
+					v.add(problem.NotSupported(pp+".preemptionPolicy", "unsupported value %q: want PreemptLowerPriority or Never", pc.PreemptionPolicy))
 				}
 			}
 			if b := s.PodDisruptionBudget; b != nil {
 				pp := p + ".schedulingCustomization.podDisruptionBudget"
 				if b.MinAvailable != "" && b.MaxUnavailable != "" {
-					v.add(pp, "minAvailable and maxUnavailable exclude each other in a PodDisruptionBudget: want one")
+					v.add(problem.Other(pp, "minAvailable and maxUnavailable exclude each other in a PodDisruptionBudget: want one"))
 				}
 				for _, x := range []struct{ name, val string }{{"minAvailable", b.MinAvailable}, {"maxUnavailable", b.MaxUnavailable}} {
 					if x.val != "" && !intOrPercent(x.val) {
-						v.add(pp+"."+x.name, "invalid %s %q: want a number of pods (e.g. 1) or a percentage (e.g. 50%%)", x.name, x.val)
+						v.add(problem.InvalidValue(pp+"."+x.name, "invalid %s %q: want a number of pods (e.g. 1) or a percentage (e.g. 50%%)", x.name, x.val))
 					}
 				}
 			}
@@ -72,31 +74,31 @@ func intOrPercent(s string) bool {
 func (v *validator) toleration(p string, t Toleration) {
 	if t.Key != "" {
 		if why := labelKey(t.Key); why != "" {
-			v.add(p+".key", "invalid key %q: %s", t.Key, why)
+			v.add(problem.InvalidValue(p+".key", "invalid key %q: %s", t.Key, why))
 		}
 	}
 	switch t.Operator {
 	case "", "Equal":
 		if t.Key == "" {
-			v.add(p+".operator", "a toleration without a key must use operator Exists (it then tolerates every taint): want a key, or operator: Exists")
+			v.add(problem.Other(p+".operator", "a toleration without a key must use operator Exists (it then tolerates every taint): want a key, or operator: Exists"))
 		}
 		if !labelValue(t.Value) {
-			v.add(p+".value", "invalid value %q: want at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit", t.Value)
+			v.add(problem.InvalidValue(p+".value", "invalid value %q: want at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit", t.Value))
 		}
 	case "Exists":
 		if t.Value != "" {
-			v.add(p+".value", "operator Exists takes no value: remove it, or use operator Equal")
+			v.add(problem.Other(p+".value", "operator Exists takes no value: remove it, or use operator Equal"))
 		}
 	default:
-		v.add(p+".operator", "unsupported value %q: want Equal or Exists", t.Operator)
+		v.add(problem.NotSupported(p+".operator", "unsupported value %q: want Equal or Exists", t.Operator))
 	}
 	switch t.Effect {
 	case "", "NoSchedule", "PreferNoSchedule", "NoExecute":
 	default:
-		v.add(p+".effect", "unsupported value %q: want NoSchedule, PreferNoSchedule or NoExecute (or none for all)", t.Effect)
+		v.add(problem.NotSupported(p+".effect", "unsupported value %q: want NoSchedule, PreferNoSchedule or NoExecute (or none for all)", t.Effect))
 	}
 	if t.TolerationSeconds != nil && t.Effect != "NoExecute" {
-		v.add(p+".tolerationSeconds", "tolerationSeconds applies only to effect NoExecute: remove it or set effect: NoExecute")
+		v.add(problem.NotApplicable(p+".tolerationSeconds", "tolerationSeconds applies only to effect NoExecute: remove it or set effect: NoExecute"))
 	}
 }
 
@@ -106,7 +108,7 @@ func (v *validator) affinity(p string, a *Affinity) {
 		if n.Required != nil {
 			rp := np + ".requiredDuringSchedulingIgnoredDuringExecution"
 			if len(n.Required.NodeSelectorTerms) == 0 {
-				v.add(rp+".nodeSelectorTerms", "nodeSelectorTerms are required: want at least one term")
+				v.add(problem.Required(rp+".nodeSelectorTerms", "nodeSelectorTerms are required: want at least one term"))
 			}
 			for i, t := range n.Required.NodeSelectorTerms {
 				v.nodeTerm(fmt.Sprintf("%s.nodeSelectorTerms[%d]", rp, i), t)
@@ -139,13 +141,13 @@ func (v *validator) affinity(p string, a *Affinity) {
 
 func (v *validator) weight(p string, w int32) {
 	if w < 1 || w > 100 {
-		v.add(p, "weight %d is out of range: want 1 to 100", w)
+		v.add(problem.Other(p, "weight %d is out of range: want 1 to 100", w))
 	}
 }
 
 func (v *validator) nodeTerm(p string, t NodeSelectorTerm) {
 	if len(t.MatchExpressions) == 0 && len(t.MatchFields) == 0 {
-		v.add(p, "an empty node selector term matches no node: want matchExpressions or matchFields")
+		v.add(problem.Other(p, "an empty node selector term matches no node: want matchExpressions or matchFields"))
 	}
 	for i, r := range t.MatchExpressions {
 		v.requirement(fmt.Sprintf("%s.matchExpressions[%d]", p, i), r, true)
@@ -157,9 +159,9 @@ func (v *validator) nodeTerm(p string, t NodeSelectorTerm) {
 
 func (v *validator) podTerm(p string, t PodAffinityTerm) {
 	if t.TopologyKey == "" {
-		v.add(p+".topologyKey", "topologyKey is required: want a node label key, e.g. kubernetes.io/hostname")
+		v.add(problem.Required(p+".topologyKey", "topologyKey is required: want a node label key, e.g. kubernetes.io/hostname"))
 	} else if why := labelKey(t.TopologyKey); why != "" {
-		v.add(p+".topologyKey", "invalid topologyKey %q: %s", t.TopologyKey, why)
+		v.add(problem.InvalidValue(p+".topologyKey", "invalid topologyKey %q: %s", t.TopologyKey, why))
 	}
 	for _, s := range []struct {
 		name string
@@ -175,7 +177,7 @@ func (v *validator) podTerm(p string, t PodAffinityTerm) {
 	}
 	for i, ns := range t.Namespaces {
 		if !isDNSLabel(ns) {
-			v.add(fmt.Sprintf("%s.namespaces[%d]", p, i), "invalid namespace %q: %s", ns, wantDNSLabel)
+			v.add(problem.InvalidValue(fmt.Sprintf("%s.namespaces[%d]", p, i), "invalid namespace %q: %s", ns, wantDNSLabel))
 		}
 	}
 }
@@ -184,35 +186,35 @@ func (v *validator) podTerm(p string, t PodAffinityTerm) {
 // selector requirement.
 func (v *validator) requirement(p string, r Requirement, node bool) {
 	if r.Key == "" {
-		v.add(p+".key", "key is required: want a label key")
+		v.add(problem.Required(p+".key", "key is required: want a label key"))
 	} else if why := labelKey(r.Key); why != "" {
-		v.add(p+".key", "invalid key %q: %s", r.Key, why)
+		v.add(problem.InvalidValue(p+".key", "invalid key %q: %s", r.Key, why))
 	}
 	switch r.Operator {
 	case "In", "NotIn":
 		if len(r.Values) == 0 {
-			v.add(p+".values", "operator %s needs values: want at least one", r.Operator)
+			v.add(problem.Other(p+".values", "operator %s needs values: want at least one", r.Operator))
 		}
 	case "Exists", "DoesNotExist":
 		if len(r.Values) > 0 {
-			v.add(p+".values", "operator %s takes no values: remove them", r.Operator)
+			v.add(problem.Other(p+".values", "operator %s takes no values: remove them", r.Operator))
 		}
 	case "Gt", "Lt":
 		if !node {
-			v.add(p+".operator", "unsupported value %q: want In, NotIn, Exists or DoesNotExist", r.Operator)
+			v.add(problem.NotSupported(p+".operator", "unsupported value %q: want In, NotIn, Exists or DoesNotExist", r.Operator))
 			break
 		}
 		if len(r.Values) != 1 {
-			v.add(p+".values", "operator %s takes exactly one integer value", r.Operator)
+			v.add(problem.Other(p+".values", "operator %s takes exactly one integer value", r.Operator))
 		} else if _, err := strconv.ParseInt(r.Values[0], 10, 64); err != nil {
-			v.add(p+".values", "operator %s takes an integer value, not %q", r.Operator, r.Values[0])
+			v.add(problem.Other(p+".values", "operator %s takes an integer value, not %q", r.Operator, r.Values[0]))
 		}
 	default:
 		want := "In, NotIn, Exists or DoesNotExist"
 		if node {
 			want = "In, NotIn, Exists, DoesNotExist, Gt or Lt"
 		}
-		v.add(p+".operator", "unsupported value %q: want %s", r.Operator, want)
+		v.add(problem.NotSupported(p+".operator", "unsupported value %q: want %s", r.Operator, want))
 	}
 }
 
@@ -220,10 +222,10 @@ func (v *validator) requirement(p string, r Requirement, node bool) {
 func (v *validator) quantities(p string, m map[string]string) {
 	for _, k := range sortedKeys(m) {
 		if why := labelKey(k); why != "" {
-			v.add(p+"["+k+"]", "invalid resource name %q: want cpu, memory, ephemeral-storage or a qualified name", k)
+			v.add(problem.InvalidValue(p+"["+k+"]", "invalid resource name %q: want cpu, memory, ephemeral-storage or a qualified name", k))
 		}
 		if !quantityRE.MatchString(m[k]) {
-			v.add(p+"["+k+"]", "invalid quantity %q for %s: want a Kubernetes quantity, e.g. 100m, 0.5 or 128Mi", m[k], k)
+			v.add(problem.InvalidValue(p+"["+k+"]", "invalid quantity %q for %s: want a Kubernetes quantity, e.g. 100m, 0.5 or 128Mi", m[k], k))
 		}
 	}
 }

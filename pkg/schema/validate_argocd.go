@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+
+	"fleetgen.dev/fleetgen/pkg/problem"
 )
 
 var guidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
@@ -19,11 +21,11 @@ func (v *validator) apiServers() {
 		}
 		p := fmt.Sprintf("spec.clusters[%d].apiServer", i)
 		if m := c.ModeOf(); m != nil && m.Kubeconfig {
-			v.add(p, "apiServer does not apply to mode %s, whose server and CA fleetgen reads from registration.kubeconfig: remove it", c.Registration.Mode)
+			v.add(problem.Other(p, "apiServer does not apply to mode %s, whose server and CA fleetgen reads from registration.kubeconfig: remove it", c.Registration.Mode))
 			continue
 		}
-		if why := httpsURL(a.URL); why != "" {
-			v.add(p+".url", "%s", why)
+		if e := httpsURL(p+".url", a.URL); e != nil {
+			v.add(e)
 		}
 		if a.CA != nil {
 			v.ref(p+".ca", a.CA, formFile|formValue, true)
@@ -31,16 +33,16 @@ func (v *validator) apiServers() {
 	}
 }
 
-// httpsURL reports why s is not an https://HOST[:PORT][/PATH] URL.
-func httpsURL(s string) string {
+// httpsURL reports why s, at path, is not an https://HOST[:PORT][/PATH] URL.
+func httpsURL(path, s string) *problem.FieldError {
 	if s == "" {
-		return "url is required: want https://HOST[:PORT], the cluster's API server"
+		return problem.Required(path, "url is required: want https://HOST[:PORT], the cluster's API server")
 	}
 	u, err := url.Parse(s)
 	if err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return fmt.Sprintf("invalid API server URL %q: want https://HOST[:PORT]", s)
+		return problem.InvalidValue(path, "invalid API server URL %q: want https://HOST[:PORT]", s)
 	}
-	return ""
+	return nil
 }
 
 // argocd checks spec.argocd (SPEC §1): its namespace, selector and
@@ -53,22 +55,22 @@ func (v *validator) argocd() {
 		return
 	}
 	if !isDNSLabel(a.Namespace) {
-		v.add("spec.argocd.namespace", "invalid namespace %q: %s", a.Namespace, wantDNSLabel)
+		v.add(problem.InvalidValue("spec.argocd.namespace", "invalid namespace %q: %s", a.Namespace, wantDNSLabel))
 	}
 	v.labels("spec.argocd.selector", "selector", a.Selector, nil)
 	switch w := a.Auth.AzureWorkloadIdentity; {
 	case w == nil:
-		v.add("spec.argocd.auth", "auth is required: want azureWorkloadIdentity: {clientID: GUID, tenantID: GUID} (no static credential goes to Git)")
+		v.add(problem.Required("spec.argocd.auth", "auth is required: want azureWorkloadIdentity: {clientID: GUID, tenantID: GUID} (no static credential goes to Git)"))
 	default:
 		p := "spec.argocd.auth.azureWorkloadIdentity"
 		switch {
 		case w.ClientID == "":
-			v.add(p+".clientID", "clientID is required: want the client ID (a GUID) of the identity Argo CD's service accounts are federated with")
+			v.add(problem.Required(p+".clientID", "clientID is required: want the client ID (a GUID) of the identity Argo CD's service accounts are federated with"))
 		case !guidRE.MatchString(w.ClientID):
-			v.add(p+".clientID", "invalid clientID %q: want a GUID, e.g. 00000000-0000-0000-0000-000000000000", w.ClientID)
+			v.add(problem.InvalidValue(p+".clientID", "invalid clientID %q: want a GUID, e.g. 00000000-0000-0000-0000-000000000000", w.ClientID))
 		}
 		if w.TenantID != "" && !guidRE.MatchString(w.TenantID) {
-			v.add(p+".tenantID", "invalid tenantID %q: want a GUID, e.g. 00000000-0000-0000-0000-000000000000", w.TenantID)
+			v.add(problem.InvalidValue(p+".tenantID", "invalid tenantID %q: want a GUID, e.g. 00000000-0000-0000-0000-000000000000", w.TenantID))
 		}
 	}
 	servers := map[string]int{}
@@ -76,14 +78,14 @@ func (v *validator) argocd() {
 		c := &f.Spec.Clusters[i]
 		p := fmt.Sprintf("spec.clusters[%d]", i)
 		if _, ok := c.Labels[ArgoCDSecretTypeLabel]; ok {
-			v.add(p+".labels["+ArgoCDSecretTypeLabel+"]", "label %s is Argo CD's, set to cluster on every cluster Secret: want another label key on clusters spec.argocd selects", ArgoCDSecretTypeLabel)
+			v.add(problem.Other(p+".labels["+ArgoCDSecretTypeLabel+"]", "label %s is Argo CD's, set to cluster on every cluster Secret: want another label key on clusters spec.argocd selects", ArgoCDSecretTypeLabel))
 		}
 		server, _, ok := c.Server()
 		if !ok {
 			if m := c.ModeOf(); (m != nil && m.Kubeconfig) || c.APIServer != nil {
 				continue // the kubeconfig's or apiServer.url's own problem is reported there
 			}
-			v.add(p, "spec.argocd selects cluster %q, whose API server is unknown: want apiServer: {url: https://HOST[:PORT], ca: {file: PATH}} (mode manager reads it from the kubeconfig), or a spec.argocd.selector that leaves it out", c.Name)
+			v.add(problem.Other(p, "spec.argocd selects cluster %q, whose API server is unknown: want apiServer: {url: https://HOST[:PORT], ca: {file: PATH}} (mode manager reads it from the kubeconfig), or a spec.argocd.selector that leaves it out", c.Name))
 			continue
 		}
 		key := serverKey(server)
@@ -92,7 +94,7 @@ func (v *validator) argocd() {
 			if m := c.ModeOf(); m != nil && m.Kubeconfig {
 				at = p + ".registration.kubeconfig"
 			}
-			v.add(at, "cluster %q has the API server of cluster %q (spec.clusters[%d]): Argo CD keys clusters by server URL, so one Secret would hide the other; want one server per cluster", c.Name, f.Spec.Clusters[j].Name, j)
+			v.add(problem.Other(at, "cluster %q has the API server of cluster %q (spec.clusters[%d]): Argo CD keys clusters by server URL, so one Secret would hide the other; want one server per cluster", c.Name, f.Spec.Clusters[j].Name, j))
 			continue
 		}
 		servers[key] = i

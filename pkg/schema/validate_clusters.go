@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"fleetgen.dev/fleetgen/pkg/layout"
+	"fleetgen.dev/fleetgen/pkg/problem"
 )
 
 func (v *validator) groups() {
@@ -12,7 +13,7 @@ func (v *validator) groups() {
 		p := fmt.Sprintf("spec.groups[%d]", i)
 		if v.name(p+".name", "group name", g.Name) {
 			if j, dup := seen[g.Name]; dup {
-				v.add(p+".name", "duplicate group name %q (also spec.groups[%d]): want unique names", g.Name, j)
+				v.add(problem.Duplicate(p+".name", "duplicate group name %q (also spec.groups[%d]): want unique names", g.Name, j))
 			} else {
 				seen[g.Name] = i
 			}
@@ -39,14 +40,14 @@ func (v *validator) clusters() {
 		if v.name(p+".name", "cluster name", c.Name) {
 			switch j, dup := names[c.Name]; {
 			case dup:
-				v.add(p+".name", "duplicate cluster name %q (also spec.clusters[%d]): want unique names", c.Name, j)
+				v.add(problem.Duplicate(p+".name", "duplicate cluster name %q (also spec.clusters[%d]): want unique names", c.Name, j))
 			case c.Name == f.Spec.Manager.Name:
-				v.add(p+".name", "cluster name %q is the manager's name (spec.manager.name), whose entry point is %s/: want another name", c.Name, layout.ClusterDir(c.Name))
+				v.add(problem.Other(p+".name", "cluster name %q is the manager's name (spec.manager.name), whose entry point is %s/: want another name", c.Name, layout.ClusterDir(c.Name)))
 			default:
 				names[c.Name] = i
 			}
 			if why := layout.ReservedCluster(c.Name); why != "" { // a folder of the output tree
-				v.add(p+".name", "cluster name %q is reserved: %s; want another name", c.Name, why)
+				v.add(problem.Other(p+".name", "cluster name %q is reserved: %s; want another name", c.Name, why))
 			}
 		}
 		// Labels merged in from defaults.labels were checked there.
@@ -68,18 +69,18 @@ func (v *validator) clusters() {
 		}
 		for _, fld := range registrationFields {
 			if fld.set(r) && !fld.applies(m) {
-				v.add(rp+"."+fld.name, "%s applies only to mode %s, not %s: remove it", fld.name, orList(modeNames(fld.applies)), r.Mode)
+				v.add(problem.NotApplicable(rp+"."+fld.name, "%s applies only to mode %s, not %s: remove it", fld.name, problem.OrList(modeNames(fld.applies)), r.Mode))
 			}
 		}
 		switch {
 		case !m.Kubeconfig:
 		case r.Kubeconfig == nil:
-			v.add(rp+".kubeconfig", "mode %s needs the cluster's kubeconfig: want kubeconfig: {file: PATH} or {env: VAR}", r.Mode)
+			v.add(problem.Other(rp+".kubeconfig", "mode %s needs the cluster's kubeconfig: want kubeconfig: {file: PATH} or {env: VAR}", r.Mode))
 		default:
 			v.ref(rp+".kubeconfig", r.Kubeconfig, formFile|formEnv, false)
 			if len(r.Kubeconfig.Data) > 0 {
 				if err := v.kubeconfig(r.Kubeconfig.Data); err != nil {
-					v.add(rp+".kubeconfig", "%v", err)
+					v.add(problem.Other(rp+".kubeconfig", "%v", err))
 				}
 			}
 		}
@@ -94,7 +95,7 @@ func (v *validator) clusters() {
 		}
 		if r.ClientID != "" && r.ClientID != "auto" {
 			if j, dup := clientIDs[r.ClientID]; dup {
-				v.add(rp+".clientID", "duplicate clientID %q (also spec.clusters[%d]): want a unique client ID, or auto", r.ClientID, j)
+				v.add(problem.Duplicate(rp+".clientID", "duplicate clientID %q (also spec.clusters[%d]): want a unique client ID, or auto", r.ClientID, j))
 			} else {
 				clientIDs[r.ClientID] = i
 			}

@@ -11,6 +11,7 @@ import (
 
 	"fleetgen.dev/fleetgen/pkg/fleetmatch"
 	"fleetgen.dev/fleetgen/pkg/layout"
+	"fleetgen.dev/fleetgen/pkg/problem"
 )
 
 // deliveries checks spec.deliveries (SPEC §1): names, repository, ref, what
@@ -35,42 +36,42 @@ func (v *validator) deliveries() {
 		p := fmt.Sprintf("spec.deliveries[%d]", i)
 		if v.name(p+".name", "delivery name", d.Name) {
 			if j, dup := names[d.Name]; dup {
-				v.add(p+".name", "duplicate delivery name %q (also spec.deliveries[%d]): want unique names (each is a GitRepo of the workspace)", d.Name, j)
+				v.add(problem.Duplicate(p+".name", "duplicate delivery name %q (also spec.deliveries[%d]): want unique names (each is a GitRepo of the workspace)", d.Name, j))
 			} else {
 				names[d.Name] = i
 			}
 		}
 		if d.Repo == "" {
-			v.add(p+".repo", "repo is required: want the Git URL Fleet clones, e.g. https://github.com/org/repo.git")
+			v.add(problem.Required(p+".repo", "repo is required: want the Git URL Fleet clones, e.g. https://github.com/org/repo.git"))
 		} else if why := deliveryRepo(d.Repo); why != "" {
-			v.add(p+".repo", "invalid repo %q: %s", d.Repo, why)
+			v.add(problem.InvalidValue(p+".repo", "invalid repo %q: %s", d.Repo, why))
 		}
 		if d.Branch != "" && d.Revision != "" {
-			v.add(p+".revision", "branch and revision exclude each other (Fleet follows the branch and ignores the revision): want one")
+			v.add(problem.Other(p+".revision", "branch and revision exclude each other (Fleet follows the branch and ignores the revision): want one"))
 		}
 		if len(d.Bundles) > 0 && len(d.Paths) > 0 {
-			v.add(p+".paths", "paths and bundles exclude each other (Fleet scans only the bundles): want paths (a classic scan) or bundles (a driven scan)")
+			v.add(problem.Other(p+".paths", "paths and bundles exclude each other (Fleet scans only the bundles): want paths (a classic scan) or bundles (a driven scan)"))
 		}
 		for j, b := range d.Bundles {
 			bp := fmt.Sprintf("%s.bundles[%d]", p, j)
 			if b.Base == "" {
-				v.add(bp+".base", "bundle base is required: want the bundle's folder relative to the repository's root")
+				v.add(problem.Required(bp+".base", "bundle base is required: want the bundle's folder relative to the repository's root"))
 			} else if why := repoPath(b.Base); why != "" {
-				v.add(bp+".base", "invalid base %q: %s", b.Base, why)
+				v.add(problem.InvalidValue(bp+".base", "invalid base %q: %s", b.Base, why))
 			}
 			if b.Options != "" {
 				if why := repoPath(path.Join(b.Base, b.Options)); why != "" {
-					v.add(bp+".options", "invalid options %q: %s (options is relative to base)", b.Options, why)
+					v.add(problem.InvalidValue(bp+".options", "invalid options %q: %s (options is relative to base)", b.Options, why))
 				}
 			}
 		}
 		for j, dp := range d.Paths {
 			if dp == "" {
-				v.add(fmt.Sprintf("%s.paths[%d]", p, j), "empty path: want a folder relative to the repository's root (globs allowed)")
+				v.add(problem.Other(fmt.Sprintf("%s.paths[%d]", p, j), "empty path: want a folder relative to the repository's root (globs allowed)"))
 			} else if why := repoPath(dp); why != "" {
-				v.add(fmt.Sprintf("%s.paths[%d]", p, j), "invalid path %q: %s", dp, why)
+				v.add(problem.InvalidValue(fmt.Sprintf("%s.paths[%d]", p, j), "invalid path %q: %s", dp, why))
 			} else if _, err := path.Match(dp, ""); err != nil {
-				v.add(fmt.Sprintf("%s.paths[%d]", p, j), "invalid glob %q: want a path or a glob such as charts/*", dp)
+				v.add(problem.InvalidValue(fmt.Sprintf("%s.paths[%d]", p, j), "invalid glob %q: want a path or a glob such as charts/*", dp))
 			}
 		}
 		v.ownSource(p, d)
@@ -78,16 +79,16 @@ func (v *validator) deliveries() {
 		v.subdomain(p+".helmSecretName", "secret name", d.HelmSecretName)
 		if d.HelmRepoURLRegex != "" {
 			if d.HelmSecretName == "" {
-				v.add(p+".helmRepoURLRegex", "helmRepoURLRegex applies only with helmSecretName (it chooses the chart URLs that get the secret's credentials): set helmSecretName or remove it")
+				v.add(problem.Other(p+".helmRepoURLRegex", "helmRepoURLRegex applies only with helmSecretName (it chooses the chart URLs that get the secret's credentials): set helmSecretName or remove it"))
 			} else if _, err := regexp.Compile(d.HelmRepoURLRegex); err != nil {
-				v.add(p+".helmRepoURLRegex", "invalid regular expression %q: want Go (RE2) syntax, e.g. ^oci://contoso\\.azurecr\\.io/", d.HelmRepoURLRegex)
+				v.add(problem.InvalidValue(p+".helmRepoURLRegex", "invalid regular expression %q: want Go (RE2) syntax, e.g. ^oci://contoso\\.azurecr\\.io/", d.HelmRepoURLRegex))
 			}
 		}
 		v.subdomain(p+".clientSecretName", "secret name", d.ClientSecretName)
 		v.subdomain(p+".serviceAccount", "service account name", d.ServiceAccount)
 		v.duration(p+".pollingInterval", d.PollingInterval)
 		if d.TargetNamespace != "" && !isDNSLabel(d.TargetNamespace) {
-			v.add(p+".targetNamespace", "invalid namespace %q: %s", d.TargetNamespace, wantDNSLabel)
+			v.add(problem.InvalidValue(p+".targetNamespace", "invalid namespace %q: %s", d.TargetNamespace, wantDNSLabel))
 		}
 	}
 	dr := f.reach()
@@ -97,7 +98,7 @@ func (v *validator) deliveries() {
 			reached = reached || n > 0
 		}
 		if !reached && len(ds[i].Targets) > 0 {
-			v.add(fmt.Sprintf("spec.deliveries[%d].targets", i), "delivery %q selects no cluster of the fleet: want a target that selects a cluster registered with Fleet (mode agent, manager or capi); `fleetgen targets` explains each target", ds[i].Name)
+			v.add(problem.Other(fmt.Sprintf("spec.deliveries[%d].targets", i), "delivery %q selects no cluster of the fleet: want a target that selects a cluster registered with Fleet (mode agent, manager or capi); `fleetgen targets` explains each target", ds[i].Name))
 		}
 	}
 }
@@ -106,7 +107,7 @@ func (v *validator) deliveries() {
 func (v *validator) deliveryTargets(p string, d *Delivery, groups map[string]bool) {
 	f := v.f
 	if len(d.Targets) == 0 {
-		v.add(p+".targets", "targets are required: want at least one, e.g. {name: prod, clusterGroup: production} (Fleet would target the group \"default\")")
+		v.add(problem.Required(p+".targets", "targets are required: want at least one, e.g. {name: prod, clusterGroup: production} (Fleet would target the group \"default\")"))
 		return
 	}
 	seen := map[string]int{}
@@ -115,13 +116,13 @@ func (v *validator) deliveryTargets(p string, d *Delivery, groups map[string]boo
 		tp := fmt.Sprintf("%s.targets[%d]", p, j)
 		if v.name(tp+".name", "target name", t.Name) {
 			if k, dup := seen[t.Name]; dup {
-				v.add(tp+".name", "duplicate target name %q (also targets[%d]): want unique names", t.Name, k)
+				v.add(problem.Duplicate(tp+".name", "duplicate target name %q (also targets[%d]): want unique names", t.Name, k))
 			} else {
 				seen[t.Name] = j
 			}
 		}
 		if t.ClusterGroup != "" && !groups[t.ClusterGroup] {
-			v.add(tp+".clusterGroup", "unknown group %q%s: want one of spec.groups (%s)", t.ClusterGroup, didYouMean(t.ClusterGroup, groupNames(f)), strings.Join(groupNames(f), ", "))
+			v.add(problem.NotFound(tp+".clusterGroup", "unknown group %q%s: want one of spec.groups (%s)", t.ClusterGroup, problem.DidYouMean(t.ClusterGroup, groupNames(f)), strings.Join(groupNames(f), ", ")))
 		}
 		if t.ClusterName != "" {
 			v.targetCluster(tp+".clusterName", t.ClusterName)
@@ -145,14 +146,14 @@ func (v *validator) targetCluster(p, name string) {
 		}
 	}
 	if found != nil {
-		v.add(p, "cluster %q registers in mode %s, which is not registered with Fleet: want a cluster of mode agent, manager or capi", name, found.Registration.Mode)
+		v.add(problem.Other(p, "cluster %q registers in mode %s, which is not registered with Fleet: want a cluster of mode agent, manager or capi", name, found.Registration.Mode))
 		return
 	}
 	var all []string
 	for _, c := range v.f.Spec.Clusters {
 		all = append(all, c.Name)
 	}
-	v.add(p, "unknown cluster %q%s: want the name of one of spec.clusters", name, didYouMean(name, all))
+	v.add(problem.NotFound(p, "unknown cluster %q%s: want the name of one of spec.clusters", name, problem.DidYouMean(name, all)))
 }
 
 func groupNames(f *Fleet) []string {
@@ -185,18 +186,18 @@ func (v *validator) ownSource(p string, d *Delivery) {
 	check := func(at, scan string) {
 		c := CleanPath(scan)
 		if c == "." {
-			v.add(at, "%s scans the root of the fleet's own source (repo is spec.source.url), the folder of %s: Fleet would read fleetgen's input as a bundle; want a folder below it", scan, file)
+			v.add(problem.Other(at, "%s scans the root of the fleet's own source (repo is spec.source.url), the folder of %s: Fleet would read fleetgen's input as a bundle; want a folder below it", scan, file))
 			return
 		}
 		for _, dir := range rendered {
 			if overlaps(c, dir) {
-				v.add(at, "%s takes in %s/, fleetgen's rendered tree in the fleet's own source (repo is spec.source.url): Fleet would deploy the manager's objects to the clusters; want a folder outside it", scan, dir)
+				v.add(problem.Other(at, "%s takes in %s/, fleetgen's rendered tree in the fleet's own source (repo is spec.source.url): Fleet would deploy the manager's objects to the clusters; want a folder outside it", scan, dir))
 				return
 			}
 		}
 	}
 	if len(d.Bundles) == 0 && len(d.Paths) == 0 {
-		v.add(p+".repo", "delivery %q scans the whole fleet's own source (repo is spec.source.url, and neither paths nor bundles is set), the folder of %s: Fleet would read fleetgen's input as a bundle; want paths or bundles below it", d.Name, file)
+		v.add(problem.Other(p+".repo", "delivery %q scans the whole fleet's own source (repo is spec.source.url, and neither paths nor bundles is set), the folder of %s: Fleet would read fleetgen's input as a bundle; want paths or bundles below it", d.Name, file))
 		return
 	}
 	for j, b := range d.Bundles {
@@ -205,7 +206,7 @@ func (v *validator) ownSource(p string, d *Delivery) {
 			check(bp+".base", b.Base)
 		}
 		if b.Options != "" && CleanPath(path.Join(b.Base, b.Options)) == file {
-			v.add(bp+".options", "options %s is fleetgen's %s (repo is spec.source.url): Fleet would read it as the bundle's options; want a Fleet options file of the bundle", b.Options, file)
+			v.add(problem.Other(bp+".options", "options %s is fleetgen's %s (repo is spec.source.url): Fleet would read it as the bundle's options; want a Fleet options file of the bundle", b.Options, file))
 		}
 	}
 	for j, dp := range d.Paths {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"fleetgen.dev/fleetgen/pkg/problem"
 )
 
 // Field rules shared by several fields.
@@ -43,9 +45,9 @@ func isDNSSubdomain(s string) bool { return len(s) <= 253 && dnsSubdomainRE.Matc
 func (v *validator) name(path, what, s string) bool {
 	switch {
 	case s == "":
-		v.add(path, "%s is required: %s", what, wantDNSLabel)
+		v.add(problem.Required(path, "%s is required: %s", what, wantDNSLabel))
 	case !isDNSLabel(s):
-		v.add(path, "invalid %s %q: %s", what, s, wantDNSLabel)
+		v.add(problem.InvalidValue(path, "invalid %s %q: %s", what, s, wantDNSLabel))
 	default:
 		return true
 	}
@@ -54,13 +56,13 @@ func (v *validator) name(path, what, s string) bool {
 
 func (v *validator) subdomain(path, what, s string) {
 	if s != "" && !isDNSSubdomain(s) {
-		v.add(path, "invalid %s %q: %s", what, s, wantDNSSubdomain)
+		v.add(problem.InvalidValue(path, "invalid %s %q: %s", what, s, wantDNSSubdomain))
 	}
 }
 
 func (v *validator) duration(path, s string) {
 	if s != "" && !durationRE.MatchString(s) {
-		v.add(path, "invalid duration %q: %s", s, wantDuration)
+		v.add(problem.InvalidDuration(path, "invalid duration %q: %s", s, wantDuration))
 	}
 }
 
@@ -69,15 +71,15 @@ func (v *validator) tokenTTL(path, s string) {
 		return
 	}
 	if !durationRE.MatchString(s) {
-		v.add(path, "invalid duration %q: %s", s, wantDuration)
+		v.add(problem.InvalidDuration(path, "invalid duration %q: %s", s, wantDuration))
 		return
 	}
 	d, err := time.ParseDuration(s)
 	switch {
 	case err != nil:
-		v.add(path, "duration %q is out of range: want at most 2562047h", s)
+		v.add(problem.InvalidDuration(path, "duration %q is out of range: want at most 2562047h", s))
 	case d <= 0:
-		v.add(path, "token TTL %q is not positive: want a duration > 0, e.g. 240h (newer Fleet rejects tokens without a TTL)", s)
+		v.add(problem.InvalidDuration(path, "token TTL %q is not positive: want a duration > 0, e.g. 240h (newer Fleet rejects tokens without a TTL)", s))
 	}
 }
 
@@ -121,12 +123,12 @@ func (v *validator) labels(path, what string, m map[string]string, skip func(k, 
 		}
 		p := path + "[" + k + "]"
 		if why := labelKey(k); why != "" {
-			v.add(p, "invalid %s key %q: %s", what, k, why)
+			v.add(problem.InvalidValue(p, "invalid %s key %q: %s", what, k, why))
 		} else {
 			v.okLabels["k"+k] = true
 		}
 		if !labelValue(m[k]) {
-			v.add(p, "invalid %s value %q for %q: want at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit, or empty", what, m[k], k)
+			v.add(problem.InvalidValue(p, "invalid %s value %q for %q: want at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit, or empty", what, m[k], k))
 		} else {
 			v.okLabels["v"+m[k]] = true
 		}
@@ -147,9 +149,9 @@ func (v *validator) mode(path, s string) {
 	switch {
 	case LookupMode(s) != nil:
 	case s == "":
-		v.add(path, "registration mode is required: want %s", orList(all))
+		v.add(problem.Required(path, "registration mode is required: want %s", problem.OrList(all)))
 	default:
-		v.add(path, "unsupported value %q%s: want %s", s, didYouMean(s, all), orList(all))
+		v.add(problem.NotSupported(path, "unsupported value %q%s: want %s", s, problem.DidYouMean(s, all), problem.OrList(all)))
 	}
 }
 
@@ -168,7 +170,7 @@ func (v *validator) ref(path string, r *FileRef, forms int, pemCerts bool) {
 		if r.Value != "" {
 			at = path + ".value"
 		}
-		v.add(at, "%s: want one or more PEM blocks -----BEGIN CERTIFICATE-----", why)
+		v.add(problem.Other(at, "%s: want one or more PEM blocks -----BEGIN CERTIFICATE-----", why))
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"fleetgen.dev/fleetgen/pkg/problem"
 )
 
 // hostSecurity refuses a registry host that fleet.yaml declares both secure
@@ -55,7 +57,7 @@ func (v *validator) hostSecurity() {
 		}
 		for _, i := range idx {
 			if d := decls[i]; d.insecure {
-				v.add(d.path+".insecure", "host %s is declared insecure (plain HTTP) here and secure at %s: a host is reached one way, or credentials meant for HTTPS would cross plain HTTP; want insecure: false here, or the same setting in both places", host, secure)
+				v.add(problem.Other(d.path+".insecure", "host %s is declared insecure (plain HTTP) here and secure at %s: a host is reached one way, or credentials meant for HTTPS would cross plain HTTP; want insecure: false here, or the same setting in both places", host, secure))
 			}
 		}
 	}

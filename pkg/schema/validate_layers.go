@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"fleetgen.dev/fleetgen/pkg/layout"
+	"fleetgen.dev/fleetgen/pkg/problem"
 )
 
 func (v *validator) layers() {
@@ -16,9 +17,9 @@ func (v *validator) layers() {
 		p := fmt.Sprintf("spec.layers[%d]", i)
 		if v.name(p+".name", "layer name", l.Name) {
 			if why := layout.ReservedLayer(l.Name); why != "" {
-				v.add(p+".name", "layer name %q is reserved: %s: want another name", l.Name, why)
+				v.add(problem.Other(p+".name", "layer name %q is reserved: %s: want another name", l.Name, why))
 			} else if j, dup := index[l.Name]; dup {
-				v.add(p+".name", "duplicate layer name %q (also spec.layers[%d]): want unique names", l.Name, j)
+				v.add(problem.Duplicate(p+".name", "duplicate layer name %q (also spec.layers[%d]): want unique names", l.Name, j))
 			} else {
 				index[l.Name] = i
 			}
@@ -28,7 +29,7 @@ func (v *validator) layers() {
 		v.labels(p+".selector", "selector", l.Selector, nil)
 		for _, k := range sortedKeys(l.Substitute) {
 			if !substVarRE.MatchString(k) {
-				v.add(p+".substitute["+k+"]", "invalid variable name %q: want letters, digits and _, not starting with a digit", k)
+				v.add(problem.InvalidValue(p+".substitute["+k+"]", "invalid variable name %q: want letters, digits and _, not starting with a digit", k))
 			}
 		}
 		v.layerPath(p+".path", l)
@@ -41,14 +42,14 @@ func (v *validator) layers() {
 			d, ok := index[dep]
 			switch {
 			case dep == l.Name:
-				v.add(p, "layer %q depends on itself: want other layer names", dep)
+				v.add(problem.Cycle(p, "layer %q depends on itself: want other layer names", dep))
 			case !ok:
-				v.add(p, "unknown layer %q%s: want one of %s", dep, didYouMean(dep, sortedNames(index)), strings.Join(sortedNames(index), ", "))
+				v.add(problem.NotFound(p, "unknown layer %q%s: want one of %s", dep, problem.DidYouMean(dep, sortedNames(index)), strings.Join(sortedNames(index), ", ")))
 			default:
 				for k := range v.f.Spec.Clusters {
 					c := &v.f.Spec.Clusters[k]
 					if Selects(l.Selector, c.Labels) && !Selects(ls[d].Selector, c.Labels) {
-						v.add(p, "layer %q is not selected for cluster %q, which layer %q is selected for (Flux would wait for it forever): want %q's selector to cover every cluster %q's does", dep, c.Name, l.Name, dep, l.Name)
+						v.add(problem.Other(p, "layer %q is not selected for cluster %q, which layer %q is selected for (Flux would wait for it forever): want %q's selector to cover every cluster %q's does", dep, c.Name, l.Name, dep, l.Name))
 						break
 					}
 				}
@@ -102,7 +103,7 @@ func (v *validator) cycles(index map[string]int) {
 					}
 				}
 				names = append(names, ls[d].Name)
-				v.add(fmt.Sprintf("spec.layers[%d].dependsOn[%d]", i, j), "dependency cycle %s: want dependsOn to form no cycle", strings.Join(names, " -> "))
+				v.add(problem.Cycle(fmt.Sprintf("spec.layers[%d].dependsOn[%d]", i, j), "dependency cycle %s: want dependsOn to form no cycle", strings.Join(names, " -> ")))
 			}
 		}
 		stack = stack[:len(stack)-1]
@@ -119,16 +120,16 @@ func (v *validator) cycles(index map[string]int) {
 // cluster, and that every expansion stays inside the source root.
 func (v *validator) layerPath(p string, l *Layer) {
 	if l.Path == "" {
-		v.add(p, "layer path is required: want a folder relative to fleet.yaml, e.g. ./infrastructure/${env}")
+		v.add(problem.Required(p, "layer path is required: want a folder relative to fleet.yaml, e.g. ./infrastructure/${env}"))
 		return
 	}
 	rest := pathVarRE.ReplaceAllString(l.Path, "")
 	if strings.Contains(rest, "${") {
-		v.add(p, "unterminated ${ in path %q: want ${cluster} or ${LABEL}", l.Path)
+		v.add(problem.Other(p, "unterminated ${ in path %q: want ${cluster} or ${LABEL}", l.Path))
 		return
 	}
 	if why := relPath(l.Path); why != "" {
-		v.add(p, "invalid path %q: %s", l.Path, why)
+		v.add(problem.InvalidValue(p, "invalid path %q: %s", l.Path, why))
 		return
 	}
 	ok := true
@@ -138,14 +139,14 @@ func (v *validator) layerPath(p string, l *Layer) {
 			continue
 		}
 		if labelKey(name) != "" {
-			v.add(p, "invalid variable ${%s} in path: want ${cluster} or ${LABEL} with a label key", name)
+			v.add(problem.InvalidValue(p, "invalid variable ${%s} in path: want ${cluster} or ${LABEL} with a label key", name))
 			ok = false
 			continue
 		}
 		for k := range v.f.Spec.Clusters {
 			c := &v.f.Spec.Clusters[k]
 			if _, has := c.Labels[name]; !has && Selects(l.Selector, c.Labels) {
-				v.add(p, "cluster %q has no label %q for ${%s}, and layer %q is selected for it: want the label on every selected cluster (or in defaults.labels), or a selector that leaves the cluster out", c.Name, name, name, l.Name)
+				v.add(problem.MissingLabel(p, "cluster %q has no label %q for ${%s}, and layer %q is selected for it: want the label on every selected cluster (or in defaults.labels), or a selector that leaves the cluster out", c.Name, name, name, l.Name))
 				ok = false
 				break
 			}
@@ -160,7 +161,7 @@ func (v *validator) layerPath(p string, l *Layer) {
 			continue
 		}
 		if e := ExpandPath(l.Path, c); relPath(e) != "" {
-			v.add(p, "path %q expands to %q for cluster %q, which leaves the folder of fleet.yaml: want a path inside it", l.Path, e, c.Name)
+			v.add(problem.Other(p, "path %q expands to %q for cluster %q, which leaves the folder of fleet.yaml: want a path inside it", l.Path, e, c.Name))
 			return
 		}
 	}

@@ -1,6 +1,10 @@
 package schema
 
-import "fmt"
+import (
+	"fmt"
+
+	"fleetgen.dev/fleetgen/pkg/problem"
+)
 
 // Expansion caps: what a small fleet.yaml may make fleetgen render. A layer
 // becomes one Flux Kustomization per cluster it selects, and each of those
@@ -58,15 +62,15 @@ func (v *validator) limits() {
 		}
 	}
 	if kustomizations > MaxLayerKustomizations {
-		v.add("spec.layers", "%d layers on %d clusters make %d layer Kustomizations (each layer counts once per cluster it selects), more than fleetgen renders (%d): want fewer layers or narrower selectors, or split the fleet (docs/security.md, Bounds)",
-			len(f.Spec.Layers), len(f.Spec.Clusters), kustomizations, MaxLayerKustomizations)
+		v.add(problem.Other("spec.layers", "%d layers on %d clusters make %d layer Kustomizations (each layer counts once per cluster it selects), more than fleetgen renders (%d): want fewer layers or narrower selectors, or split the fleet (docs/security.md, Bounds)",
+			len(f.Spec.Layers), len(f.Spec.Clusters), kustomizations, MaxLayerKustomizations))
 	}
 	if substBytes > MaxSubstituteBytes {
 		p := "spec.layers"
 		if worst >= 0 {
 			p = fmt.Sprintf("spec.layers[%d].substitute", worst)
 		}
-		v.add(p, "the layer Kustomizations would carry %d MiB of postBuild.substitute (substitute values and cluster labels, once per cluster each layer selects; this layer adds %d MiB), more than fleetgen renders (%d MiB): want shorter values (a large value belongs in a file of the layer) (docs/security.md, Bounds)",
-			substBytes>>20, worstBytes>>20, MaxSubstituteBytes>>20)
+		v.add(problem.Other(p, "the layer Kustomizations would carry %d MiB of postBuild.substitute (substitute values and cluster labels, once per cluster each layer selects; this layer adds %d MiB), more than fleetgen renders (%d MiB): want shorter values (a large value belongs in a file of the layer) (docs/security.md, Bounds)",
+			substBytes>>20, worstBytes>>20, MaxSubstituteBytes>>20))
 	}
 }

@@ -1,6 +1,10 @@
 package schema
 
-import "net/url"
+import (
+	"net/url"
+
+	"fleetgen.dev/fleetgen/pkg/problem"
+)
 
 func (v *validator) manager() {
 	m := &v.f.Spec.Manager
@@ -17,16 +21,16 @@ func (v *validator) manager() {
 	const wantURL = "want https://HOST[:PORT]"
 	if m.APIServerURL == "" {
 		if needs != nil {
-			v.add("spec.manager.apiServerURL", "apiServerURL is required because cluster %q uses mode %s: %s", needs.Name, needs.Registration.Mode, wantURL)
+			v.add(problem.Required("spec.manager.apiServerURL", "apiServerURL is required because cluster %q uses mode %s: %s", needs.Name, needs.Registration.Mode, wantURL))
 		}
 	} else if u, err := url.Parse(m.APIServerURL); err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		v.add("spec.manager.apiServerURL", "invalid API server URL %q: %s (agents only talk TLS)", m.APIServerURL, wantURL)
+		v.add(problem.InvalidValue("spec.manager.apiServerURL", "invalid API server URL %q: %s (agents only talk TLS)", m.APIServerURL, wantURL))
 	}
 	if ca := m.APIServerCA; ca != nil {
 		v.ref("spec.manager.apiServerCA", ca, formFile|formValue, true)
 		// The agents' values carry it as text, unchanged.
 		if len(ca.Data) > 0 && !yamlText(ca.Data) {
-			v.add("spec.manager.apiServerCA", "not a PEM text file (control characters or not UTF-8): want PEM certificates")
+			v.add(problem.Other("spec.manager.apiServerCA", "not a PEM text file (control characters or not UTF-8): want PEM certificates"))
 		}
 	}
 }

@@ -3,6 +3,8 @@ package schema
 import (
 	"fmt"
 	"sort"
+
+	"fleetgen.dev/fleetgen/pkg/problem"
 )
 
 // managers checks spec.kubefleet, spec.sveltos, spec.ocm, the host and
@@ -22,7 +24,7 @@ func (v *validator) managers() {
 			v.labels(p+".selector", "selector", sel, nil)
 		}
 		if *host != f.Spec.Manager.Name && v.clusterIndex(*host) < 0 {
-			v.add(p+"."+r.HostField, "unknown cluster %q: want the manager (%s) or one of spec.clusters, the cluster that runs %s", *host, f.Spec.Manager.Name, r.Title)
+			v.add(problem.NotFound(p+"."+r.HostField, "unknown cluster %q: want the manager (%s) or one of spec.clusters, the cluster that runs %s", *host, f.Spec.Manager.Name, r.Title))
 		}
 	}
 	for i := range f.Spec.Clusters {
@@ -33,11 +35,11 @@ func (v *validator) managers() {
 		p := fmt.Sprintf("spec.clusters[%d].identity", i)
 		switch {
 		case id.Azure == nil:
-			v.add(p, "identity needs azure: want azure: {principalID: GUID}, the object ID of the cluster's Entra identity")
+			v.add(problem.Required(p, "identity needs azure: want azure: {principalID: GUID}, the object ID of the cluster's Entra identity"))
 		case id.Azure.PrincipalID == "":
-			v.add(p+".azure.principalID", "principalID is required: want the object (principal) ID of the cluster's Entra identity, a GUID")
+			v.add(problem.Required(p+".azure.principalID", "principalID is required: want the object (principal) ID of the cluster's Entra identity, a GUID"))
 		case !guidRE.MatchString(id.Azure.PrincipalID):
-			v.add(p+".azure.principalID", "invalid principalID %q: want a GUID, e.g. 00000000-0000-0000-0000-000000000000", id.Azure.PrincipalID)
+			v.add(problem.InvalidValue(p+".azure.principalID", "invalid principalID %q: want a GUID, e.g. 00000000-0000-0000-0000-000000000000", id.Azure.PrincipalID))
 		}
 	}
 	if f.Spec.KubeFleet != nil {
@@ -45,10 +47,10 @@ func (v *validator) managers() {
 			c := &f.Spec.Clusters[i]
 			p := fmt.Sprintf("spec.clusters[%d]", i)
 			if c.Identity == nil {
-				v.add(p+".identity", "spec.kubefleet selects cluster %q, which has no identity: want identity: {azure: {principalID: GUID}}, the Entra identity its member agent authenticates to the hub as (no token goes to Git), or a spec.kubefleet.selector that leaves it out", c.Name)
+				v.add(problem.Required(p+".identity", "spec.kubefleet selects cluster %q, which has no identity: want identity: {azure: {principalID: GUID}}, the Entra identity its member agent authenticates to the hub as (no token goes to Git), or a spec.kubefleet.selector that leaves it out", c.Name))
 			}
 			if len(c.Name) > 63-len("fleet-member-") {
-				v.add(p+".name", "cluster name %q is longer than %d characters: KubeFleet's hub makes the namespace fleet-member-<name>, at most 63; want a shorter name, or a spec.kubefleet.selector that leaves it out", c.Name, 63-len("fleet-member-"))
+				v.add(problem.InvalidValue(p+".name", "cluster name %q is longer than %d characters: KubeFleet's hub makes the namespace fleet-member-<name>, at most 63; want a shorter name, or a spec.kubefleet.selector that leaves it out", c.Name, 63-len("fleet-member-")))
 			}
 		}
 	}
@@ -63,18 +65,18 @@ func (v *validator) managers() {
 			if c.Registration.Mode == ModeCAPI {
 				why = "which Sveltos registers itself (its ClusterProfiles select cluster-api Clusters by their labels)"
 			}
-			v.add(fmt.Sprintf("spec.clusters[%d].registration.mode", i), "spec.sveltos selects cluster %q of mode %s, %s: Sveltos reaches a cluster through a kubeconfig Secret; want mode %s, or a spec.sveltos.selector that leaves it out",
-				c.Name, c.Registration.Mode, why, orList(modeNames(func(m *Mode) bool { return m.Kubeconfig })))
+			v.add(problem.NotSupported(fmt.Sprintf("spec.clusters[%d].registration.mode", i), "spec.sveltos selects cluster %q of mode %s, %s: Sveltos reaches a cluster through a kubeconfig Secret; want mode %s, or a spec.sveltos.selector that leaves it out",
+				c.Name, c.Registration.Mode, why, problem.OrList(modeNames(func(m *Mode) bool { return m.Kubeconfig }))))
 		}
 	}
 	if o := f.Spec.OCM; o != nil && len(LookupRegistrar("ocm").Clusters(f)) > 0 {
 		if o.Hub == f.Spec.Manager.Name {
 			if f.Spec.Manager.APIServerURL == "" {
-				v.add("spec.manager.apiServerURL", "apiServerURL is required: spec.ocm's klusterlets register with the hub (the manager) there; want https://HOST[:PORT]")
+				v.add(problem.Required("spec.manager.apiServerURL", "apiServerURL is required: spec.ocm's klusterlets register with the hub (the manager) there; want https://HOST[:PORT]"))
 			}
 		} else if j := v.clusterIndex(o.Hub); j >= 0 {
 			if _, _, ok := f.Spec.Clusters[j].Server(); !ok && f.Spec.Clusters[j].APIServer == nil && !f.Spec.Clusters[j].ModeOf().Kubeconfig {
-				v.add(fmt.Sprintf("spec.clusters[%d]", j), "cluster %q is spec.ocm's hub, whose API server is unknown: the klusterlets register with it there; want apiServer: {url: https://HOST[:PORT], ca: {file: PATH}}", o.Hub)
+				v.add(problem.Required(fmt.Sprintf("spec.clusters[%d]", j), "cluster %q is spec.ocm's hub, whose API server is unknown: the klusterlets register with it there; want apiServer: {url: https://HOST[:PORT], ca: {file: PATH}}", o.Hub))
 			}
 		}
 	}
@@ -149,14 +151,14 @@ func (v *validator) collisions() {
 	for _, o := range objs {
 		k := [4]string{o.host, o.Kind, o.Namespace, o.Name}
 		if prev, dup := seen[k]; dup && prev.cluster != o.cluster {
-			v.add(o.path, "%s %s of cluster %q would be %s of cluster %q (%s), on cluster %s: one would replace the other; want another cluster name, or the managers' objects in different namespaces",
-				o.What, o.ref(), o.cluster, prev.What, prev.cluster, fmt.Sprintf("spec.clusters[%d]", prev.index), o.host)
+			v.add(problem.Duplicate(o.path, "%s %s of cluster %q would be %s of cluster %q (%s), on cluster %s: one would replace the other; want another cluster name, or the managers' objects in different namespaces",
+				o.What, o.ref(), o.cluster, prev.What, prev.cluster, fmt.Sprintf("spec.clusters[%d]", prev.index), o.host))
 			continue
 		}
 		seen[k] = o
 		if o.Kind == "Namespace" && o.Made {
 			if what, ok := used[[2]string{o.host, o.Name}]; ok {
-				v.add(o.path, "%s for cluster %q is namespace %s on cluster %s, where %s: the hub would take it over and delete it with the registration; want another cluster name", o.What, o.cluster, o.Name, o.host, what)
+				v.add(problem.Duplicate(o.path, "%s for cluster %q is namespace %s on cluster %s, where %s: the hub would take it over and delete it with the registration; want another cluster name", o.What, o.cluster, o.Name, o.host, what))
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"fleetgen.dev/fleetgen/pkg/layout"
+	"fleetgen.dev/fleetgen/pkg/problem"
 )
 
 // output checks the fields that shape the output tree beyond single values:
@@ -17,7 +18,7 @@ func (v *validator) output() {
 	switch s.Bootstrap {
 	case BootstrapFlux, BootstrapNone:
 	default:
-		v.add("spec.source.bootstrap", "unsupported value %q: want flux (clusters bootstrapped with `flux bootstrap --path %s`) or none (fleetgen writes each cluster's source)", s.Bootstrap, layout.ClusterDir("<name>"))
+		v.add(problem.NotSupported("spec.source.bootstrap", "unsupported value %q: want flux (clusters bootstrapped with `flux bootstrap --path %s`) or none (fleetgen writes each cluster's source)", s.Bootstrap, layout.ClusterDir("<name>")))
 	}
 }
 
@@ -32,7 +33,7 @@ func (v *validator) agentImage() {
 			continue
 		}
 		if first >= 0 {
-			v.add(fmt.Sprintf("spec.images[%d]", i), "a second fleet-agent image (spec.images[%d] is one): agent values pin one image; want one", first)
+			v.add(problem.Other(fmt.Sprintf("spec.images[%d]", i), "a second fleet-agent image (spec.images[%d] is one): agent values pin one image; want one", first))
 			continue
 		}
 		first = i
@@ -53,5 +54,5 @@ func (v *validator) agentImage() {
 	if len(agents) > 1 {
 		who = fmt.Sprintf("clusters %s and %d more register", agents[0], len(agents)-1)
 	}
-	v.add("spec.images", "%s in mode agent but spec.images lists no fleet-agent image: add %s, which %s pins to the mirror", who, FleetAgentImage, layout.AgentValues)
+	v.add(problem.Other("spec.images", "%s in mode agent but spec.images lists no fleet-agent image: add %s, which %s pins to the mirror", who, FleetAgentImage, layout.AgentValues))
 }

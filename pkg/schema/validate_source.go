@@ -4,6 +4,8 @@ import (
 	"net/url"
 	"path"
 	"strings"
+
+	"fleetgen.dev/fleetgen/pkg/problem"
 )
 
 func (v *validator) source() {
@@ -13,26 +15,26 @@ func (v *validator) source() {
 		v.gitURL(s.URL)
 	case SourceOCI:
 		if s.URL == "" {
-			v.add("spec.source.url", "source url is required: want oci://HOST/REPOSITORY")
+			v.add(problem.Required("spec.source.url", "source url is required: want oci://HOST/REPOSITORY"))
 		} else if u, err := url.Parse(s.URL); err != nil || u.Scheme != "oci" || u.Host == "" || strings.Trim(u.Path, "/") == "" {
-			v.add("spec.source.url", "invalid OCI URL %q: want oci://HOST/REPOSITORY", s.URL)
+			v.add(problem.InvalidValue("spec.source.url", "invalid OCI URL %q: want oci://HOST/REPOSITORY", s.URL))
 		}
 	case "":
-		v.add("spec.source.kind", "source kind is required: want git or oci")
+		v.add(problem.Required("spec.source.kind", "source kind is required: want git or oci"))
 	default:
-		v.add("spec.source.kind", "unsupported value %q: want git or oci", s.Kind)
+		v.add(problem.NotSupported("spec.source.kind", "unsupported value %q: want git or oci", s.Kind))
 	}
 	if s.Insecure && s.Kind != SourceOCI {
-		v.add("spec.source.insecure", "insecure applies only to kind oci (a plain HTTP registry): for git, use an http:// URL")
+		v.add(problem.NotApplicable("spec.source.insecure", "insecure applies only to kind oci (a plain HTTP registry): for git, use an http:// URL"))
 	}
 	if s.Ref == "" {
-		v.add("spec.source.ref", "source ref is required: want a branch (git) or tag (oci)")
+		v.add(problem.Required("spec.source.ref", "source ref is required: want a branch (git) or tag (oci)"))
 	}
 	v.subdomain("spec.source.secretRef", "secret name", s.SecretRef)
 	v.duration("spec.source.interval", s.Interval)
 	if s.Path != "" {
 		if why := relPath(s.Path); why != "" {
-			v.add("spec.source.path", "invalid path %q: %s", s.Path, why)
+			v.add(problem.InvalidValue("spec.source.path", "invalid path %q: %s", s.Path, why))
 		}
 	}
 }
@@ -40,7 +42,7 @@ func (v *validator) source() {
 func (v *validator) gitURL(raw string) {
 	const want = "want https://, http:// or ssh:// (e.g. ssh://git@github.com/org/repo.git)"
 	if raw == "" {
-		v.add("spec.source.url", "source url is required: %s", want)
+		v.add(problem.Required("spec.source.url", "source url is required: %s", want))
 		return
 	}
 	if !strings.Contains(raw, "://") {
@@ -49,13 +51,13 @@ func (v *validator) gitURL(raw string) {
 			if m[1] != "" {
 				user = m[1] + "@"
 			}
-			v.add("spec.source.url", "scp-style Git URL %q is not accepted by Flux: want ssh://%s%s/%s", raw, user, m[2], strings.TrimPrefix(m[3], "/"))
+			v.add(problem.Other("spec.source.url", "scp-style Git URL %q is not accepted by Flux: want ssh://%s%s/%s", raw, user, m[2], strings.TrimPrefix(m[3], "/")))
 			return
 		}
 	}
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http" && u.Scheme != "ssh") {
-		v.add("spec.source.url", "invalid Git URL %q: %s", raw, want)
+		v.add(problem.InvalidValue("spec.source.url", "invalid Git URL %q: %s", raw, want))
 	}
 }
 

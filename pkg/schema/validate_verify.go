@@ -12,6 +12,8 @@ import (
 	"regexp"
 	"regexp/syntax"
 	"strings"
+
+	"fleetgen.dev/fleetgen/pkg/problem"
 )
 
 // VerifyPolicy is one entry of spec.verify (SPEC §4): the signatures the
@@ -49,17 +51,17 @@ type KeylessIdentity struct {
 }
 
 func init() {
-	fieldDocs["spec.verify"] = fieldDoc{desc: "Signature policies: images a policy covers are mirrored and published only with a cosign signature that verifies, offline (SPEC §4)."}
-	fieldDocs["spec.verify[].images"] = fieldDoc{desc: "Source repositories the policy covers, as globs (* within a path element, ** any depth), e.g. ghcr.io/contoso/**. Default all images; the first policy that matches an image covers it."}
-	fieldDocs["spec.verify[].images[]"] = fieldDoc{desc: "A repository glob without tag or digest, e.g. ghcr.io/contoso/** or docker.io/library/*."}
-	fieldDocs["spec.verify[].cosign"] = fieldDoc{desc: "Which cosign signatures verify: keys, keyless identities or both; any one is enough.", required: true}
-	fieldDocs["spec.verify[].cosign.keys"] = fieldDoc{desc: "PEM public keys (cosign.pub)."}
-	fieldDocs["spec.verify[].cosign.keys[]"] = fieldDoc{desc: "A PEM public key file, {file: PATH} relative to fleet.yaml.", forms: formFile}
-	fieldDocs["spec.verify[].cosign.identities"] = fieldDoc{desc: "Keyless signers: a Fulcio certificate from this OIDC issuer for this subject."}
-	fieldDocs["spec.verify[].cosign.identities[].issuer"] = fieldDoc{desc: "The OIDC issuer, e.g. https://token.actions.githubusercontent.com.", required: true}
-	fieldDocs["spec.verify[].cosign.identities[].subject"] = fieldDoc{desc: "The certificate's subject (URI or email) exactly; or subjectRegExp."}
-	fieldDocs["spec.verify[].cosign.identities[].subjectRegExp"] = fieldDoc{desc: "An RE2 regular expression the subject must match, e.g. ^https://github\\.com/contoso/."}
-	fieldDocs["spec.verify[].cosign.trustedRoot"] = fieldDoc{desc: "A Sigstore trusted_root.json, {file: PATH}: the Fulcio, Rekor and CT keys keyless signatures are checked against, offline. Default the public-good root built into fleetgen.", forms: formFile}
+	fieldDocs["spec.verify"] = fieldDoc{desc: "Signature policies: images a policy covers are mirrored and published only with a cosign signature that verifies, offline (SPEC §4).", example: []any{map[string]any{"images": []any{"ghcr.io/contoso/**"}, "cosign": map[string]any{"keys": []any{map[string]any{"file": "keys/cosign.pub"}}}}}}
+	fieldDocs["spec.verify[].images"] = fieldDoc{desc: "Source repositories the policy covers, as globs (* within a path element, ** any depth), e.g. ghcr.io/contoso/**. Default all images; the first policy that matches an image covers it.", example: []any{"ghcr.io/contoso/**"}}
+	fieldDocs["spec.verify[].images[]"] = fieldDoc{desc: "A repository glob without tag or digest, e.g. ghcr.io/contoso/** or docker.io/library/*.", example: "ghcr.io/contoso/**"}
+	fieldDocs["spec.verify[].cosign"] = fieldDoc{desc: "Which cosign signatures verify: keys, keyless identities or both; any one is enough.", required: true, example: map[string]any{"keys": []any{map[string]any{"file": "keys/cosign.pub"}}}}
+	fieldDocs["spec.verify[].cosign.keys"] = fieldDoc{desc: "PEM public keys (cosign.pub).", example: []any{map[string]any{"file": "keys/cosign.pub"}}}
+	fieldDocs["spec.verify[].cosign.keys[]"] = fieldDoc{desc: "A PEM public key file, {file: PATH} relative to fleet.yaml.", forms: formFile, example: map[string]any{"file": "keys/cosign.pub"}}
+	fieldDocs["spec.verify[].cosign.identities"] = fieldDoc{desc: "Keyless signers: a Fulcio certificate from this OIDC issuer for this subject.", example: []any{map[string]any{"issuer": "https://token.actions.githubusercontent.com", "subjectRegExp": "^https://github\\.com/contoso/.*$"}}}
+	fieldDocs["spec.verify[].cosign.identities[].issuer"] = fieldDoc{desc: "The OIDC issuer, e.g. https://token.actions.githubusercontent.com.", required: true, example: "https://token.actions.githubusercontent.com"}
+	fieldDocs["spec.verify[].cosign.identities[].subject"] = fieldDoc{desc: "The certificate's subject (URI or email) exactly; or subjectRegExp.", example: "https://github.com/contoso/app/.github/workflows/release.yml@refs/heads/main"}
+	fieldDocs["spec.verify[].cosign.identities[].subjectRegExp"] = fieldDoc{desc: "An RE2 regular expression the subject must match, e.g. ^https://github\\.com/contoso/.", example: "^https://github\\.com/contoso/.*$"}
+	fieldDocs["spec.verify[].cosign.trustedRoot"] = fieldDoc{desc: "A Sigstore trusted_root.json, {file: PATH}: the Fulcio, Rekor and CT keys keyless signatures are checked against, offline. Default the public-good root built into fleetgen.", forms: formFile, example: map[string]any{"file": "sigstore/trusted_root.json"}}
 }
 
 // verifyRefs lists the {file:} references of spec.verify for Load to read.
@@ -103,16 +105,16 @@ func (v *validator) verify() {
 		path := fmt.Sprintf("spec.verify[%d]", i)
 		for j, g := range p.Images {
 			if why := GlobProblem(g); why != "" {
-				v.add(fmt.Sprintf("%s.images[%d]", path, j), "invalid image glob %q: %s", g, why)
+				v.add(problem.InvalidValue(fmt.Sprintf("%s.images[%d]", path, j), "invalid image glob %q: %s", g, why))
 			}
 		}
 		c := p.Cosign
 		if c == nil {
-			v.add(path+".cosign", "cosign is required: want keys, identities or both")
+			v.add(problem.Required(path+".cosign", "cosign is required: want keys, identities or both"))
 			continue
 		}
 		if len(c.Keys) == 0 && len(c.Identities) == 0 {
-			v.add(path+".cosign", "no keys and no identities: want at least one PEM public key ({file: PATH}) or keyless identity (issuer and subject)")
+			v.add(problem.Required(path+".cosign", "no keys and no identities: want at least one PEM public key ({file: PATH}) or keyless identity (issuer and subject)"))
 		}
 		if c.TrustedRoot != nil {
 			v.ref(path+".cosign.trustedRoot", c.TrustedRoot, formFile, false)
@@ -124,24 +126,24 @@ func (v *validator) verify() {
 				continue // malformed or unreadable: reported here or by Load
 			}
 			if why := PublicKeyProblem(ref.Data); why != "" {
-				v.add(kp+".file", "%q %s", ref.File, why)
+				v.add(problem.Other(kp+".file", "%q %s", ref.File, why))
 			}
 		}
 		for k, id := range c.Identities {
 			ip := fmt.Sprintf("%s.cosign.identities[%d]", path, k)
 			if id.Issuer == "" {
-				v.add(ip+".issuer", "issuer is required: want the OIDC issuer URL, e.g. https://token.actions.githubusercontent.com")
+				v.add(problem.Required(ip+".issuer", "issuer is required: want the OIDC issuer URL, e.g. https://token.actions.githubusercontent.com"))
 			} else if u, err := url.Parse(id.Issuer); err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
-				v.add(ip+".issuer", "invalid issuer %q: want the OIDC issuer URL, e.g. https://token.actions.githubusercontent.com", id.Issuer)
+				v.add(problem.InvalidValue(ip+".issuer", "invalid issuer %q: want the OIDC issuer URL, e.g. https://token.actions.githubusercontent.com", id.Issuer))
 			}
 			switch {
 			case id.Subject == "" && id.SubjectRegExp == "":
-				v.add(ip, "no subject: want subject (exact) or subjectRegExp (RE2), e.g. subjectRegExp: ^https://github\\.com/contoso/")
+				v.add(problem.Required(ip, "no subject: want subject (exact) or subjectRegExp (RE2), e.g. subjectRegExp: ^https://github\\.com/contoso/"))
 			case id.Subject != "" && id.SubjectRegExp != "":
-				v.add(ip+".subjectRegExp", "subject and subjectRegExp both set: want one of them")
+				v.add(problem.Other(ip+".subjectRegExp", "subject and subjectRegExp both set: want one of them"))
 			case id.SubjectRegExp != "":
 				if _, err := regexp.Compile(id.SubjectRegExp); err != nil {
-					v.add(ip+".subjectRegExp", "invalid regular expression %q: want RE2 syntax (%s)", id.SubjectRegExp, reProblem(err))
+					v.add(problem.InvalidValue(ip+".subjectRegExp", "invalid regular expression %q: want RE2 syntax (%s)", id.SubjectRegExp, reProblem(err)))
 				}
 			}
 		}

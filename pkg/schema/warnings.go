@@ -9,19 +9,17 @@ import (
 
 // Warnings returns what Validate accepts but is likely a mistake, sorted in
 // document order: a ClusterGroup that holds no cluster registered with
-// Fleet, a delivery target that reaches no cluster (with the reason), and a
-// manager (spec.argocd, spec.kubefleet, spec.sveltos, spec.ocm) that selects
-// no cluster. Each is a *FieldError with its Code
+// Fleet, a delivery target that reaches no cluster (with the reason), a
+// layer whose selector selects no cluster (with the label values that
+// exist), and a manager (spec.argocd, spec.kubefleet, spec.sveltos,
+// spec.ocm) that selects no cluster (likewise). Each is a *FieldError with its Code
 // (CodeEmptyGroup, CodeUnmatchedTarget, CodeEmptySelection). A warning never
 // makes input invalid: `fleetgen validate` prints them and exits as it
-// would without them. f is defaulted and valid; Warnings reads nothing.
+// would without them. f is defaulted (LoadPartial's Fleet will do: validate
+// prints warnings beside errors); Warnings reads nothing.
 func Warnings(f *Fleet) problem.Errors {
 	var ws problem.Errors
-	warn := func(code, path, format string, args ...any) {
-		e := f.Errorf(path, format, args...)
-		e.Code = code
-		ws = append(ws, e)
-	}
+	warn := func(e *problem.FieldError) { ws = append(ws, f.At(e)) }
 	groups := f.FleetGroups()
 	for i, g := range groups {
 		n := 0
@@ -32,18 +30,18 @@ func Warnings(f *Fleet) problem.Errors {
 			}
 		}
 		if n == 0 {
-			warn(problem.CodeEmptyGroup, fmt.Sprintf("spec.groups[%d].selector", i), "group %q selects no cluster registered with Fleet (mode agent, manager or capi): its ClusterGroup stays empty, and targets naming it deliver nothing", g.Name)
+			warn(problem.EmptyGroup(fmt.Sprintf("spec.groups[%d].selector", i), "group %q selects no cluster registered with Fleet (mode agent, manager or capi): its ClusterGroup stays empty, and targets naming it deliver nothing", g.Name))
 		}
 	}
 	for _, u := range f.unmatched(f.reach()) {
-		warn(problem.CodeUnmatchedTarget, u.Path, "target %q of delivery %q reaches no cluster: %s", u.Target, u.Delivery, u.Why)
+		warn(problem.UnmatchedTarget(u.Path, "target %q of delivery %q reaches no cluster: %s", u.Target, u.Delivery, u.Why))
 	}
-	for i := range Registrars {
-		r := &Registrars[i]
-		if r.Used(f) && len(f.Spec.Clusters) > 0 && len(r.Clusters(f)) == 0 {
-			warn(problem.CodeEmptySelection, r.Field()+".selector", "%s selects no cluster: no %s %s is rendered (the clusters' labels: %s)", r.Field(), r.Title, r.Object, labelValues(f, r.Selector(f)))
-		}
+	for _, u := range f.unmatchedLayers() {
+		warn(problem.EmptySelection(u.Path, "layer %q selects no cluster: %s; its Flux Kustomization is rendered for none", u.Layer, u.Why))
 	}
-	sortErrors(ws)
+	for _, m := range f.emptyManagers() {
+		warn(problem.EmptySelection(m.path, "%s selects no cluster: no %s %s is rendered (%s)", m.field, m.title, m.object, m.Why))
+	}
+	ws.Sort()
 	return ws
 }

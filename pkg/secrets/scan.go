@@ -28,9 +28,6 @@ const (
 	verrazzanoCAKey     = "cacrt"
 )
 
-// maxListed bounds how many offending Secrets one error names.
-const maxListed = 20
-
 // Scan checks the output about to be written: any Secret whose data is not
 // SOPS-encrypted is an input error (*problem.InvalidError) that says how to
 // configure age or pass --allow-plaintext-secrets, unless allowPlaintext.
@@ -41,30 +38,17 @@ func Scan(files []layout.File, allowPlaintext bool) error {
 	if allowPlaintext {
 		return nil
 	}
-	problems, err := Plaintext(files)
-	if err != nil {
+	found, err := Plaintext(files)
+	if err != nil || len(found) == 0 {
 		return err
 	}
-	if len(problems) == 0 {
-		return nil
-	}
-	var b strings.Builder
-	b.WriteString("refusing to write credentials in plaintext:")
-	for i, p := range problems {
-		if i == maxListed {
-			fmt.Fprintf(&b, "\n  … and %d more", len(problems)-maxListed)
-			break
-		}
-		b.WriteString("\n  ")
-		b.WriteString(p)
-	}
-	b.WriteString("\nset spec.encryption.sops.ageRecipients to write Secrets SOPS-encrypted for age (see docs/secrets.md), " +
-		"or pass --allow-plaintext-secrets to write them in plaintext")
-	return problem.Invalid(errors.New(b.String()))
+	return problem.Invalid(errors.New("refusing to write credentials in plaintext:" + List(found) +
+		"\nset spec.encryption.sops.ageRecipients to write Secrets SOPS-encrypted for age (see docs/secrets.md), " +
+		"or pass --allow-plaintext-secrets to write them in plaintext"))
 }
 
-// Plaintext is Scan's finding without the verdict: one line per problem in
-// file order, naming files and Secrets, never content. publish uses it on
+// Plaintext is Scan's finding without the verdict: the findings in file
+// order, naming files and Secrets, never content. publish uses it on
 // everything it pushes, layer folders included, so it reads the files as
 // kustomize and Flux will, not as text:
 //
@@ -73,7 +57,7 @@ func Scan(files []layout.File, allowPlaintext bool) error {
 //     yaml.v3 into plain values, so that escapes, tags, block scalars,
 //     comments, complex keys, flow style, anchors, aliases and merge keys
 //     all spell what Flux will see. A Secret (also inside a List) whose data
-//     or stringData is not SOPS-encrypted is a problem ("path: Secret ns/name
+//     or stringData is not SOPS-encrypted is a finding ("path: Secret ns/name
 //     holds unencrypted data"); Verrazzano CA Secrets are exempt;
 //   - a kustomization file (kustomization.yaml, .yml, Kustomization), and
 //     any object of kind SecretGenerator, whose secretGenerator makes a Secret
@@ -84,7 +68,7 @@ func Scan(files []layout.File, allowPlaintext bool) error {
 //     pushed. Other files that do not parse are no manifest kustomize could
 //     load, and pass;
 //   - a File.Secret that is not sealed is a problem.
-func Plaintext(files []layout.File) ([]string, error) {
+func Plaintext(files []layout.File) ([]Finding, error) {
 	var todo []int
 	for i, f := range files {
 		if f.Secret || isKustomization(f.Path) || mayHoldSecret(f.Data) {
@@ -105,7 +89,7 @@ func Plaintext(files []layout.File) ([]string, error) {
 		d, ok := index[p]
 		return d, ok
 	}
-	found := make([][]string, len(todo))
+	found := make([][]Finding, len(todo))
 	var g errgroup.Group
 	g.SetLimit(runtime.GOMAXPROCS(0))
 	for j, i := range todo {
@@ -115,11 +99,7 @@ func Plaintext(files []layout.File) ([]string, error) {
 		})
 	}
 	_ = g.Wait()
-	var problems []string
-	for _, f := range found {
-		problems = append(problems, f...)
-	}
-	return problems, nil
+	return slices.Concat(found...), nil
 }
 
 // mayHoldSecret is Scan's cheap first pass: false only when no YAML reading of
@@ -198,9 +178,9 @@ func splitDocuments(data []byte) [][]byte {
 	return append(docs, data[prev:])
 }
 
-// scanFile returns one line per problem in f.
-func scanFile(f layout.File, lookup func(string) ([]byte, bool)) []string {
-	var out []string
+// scanFile returns the findings in f.
+func scanFile(f layout.File, lookup func(string) ([]byte, bool)) []Finding {
+	var out []Finding
 	sealed := false
 	n := 0
 	for _, chunk := range splitDocuments(f.Data) {
@@ -218,7 +198,7 @@ func scanFile(f layout.File, lookup func(string) ([]byte, bool)) []string {
 				var node yaml.Node
 				if mustParse(f) || yaml.Unmarshal(chunk, &node) == nil {
 					// The parser's message may quote the file: name the file only.
-					out = append(out, fmt.Sprintf("%s: document %d is not valid YAML, so it cannot be checked for plaintext Secrets", f.Path, n))
+					out = append(out, Finding{File: f.Path, Entry: fmt.Sprintf("document %d", n), Problem: "is not valid YAML, so it cannot be checked for plaintext Secrets"})
 				}
 				break
 			}
@@ -242,10 +222,11 @@ func scanFile(f layout.File, lookup func(string) ([]byte, bool)) []string {
 				md, _ := asMap(o["metadata"])
 				name, _ := md["name"].(string)
 				ns, _ := md["namespace"].(string)
+				secret := Finding{File: f.Path, Kind: "Secret", Namespace: ns, Name: name}
 				if encrypted(o) {
 					sealed = true
-					if p := annotationCopy(md); p != "" {
-						out = append(out, fmt.Sprintf("%s: Secret %s %s", f.Path, qualified(ns, name), p))
+					if secret.Problem = annotationCopy(md); secret.Problem != "" {
+						out = append(out, secret)
 					}
 					continue
 				}
@@ -255,21 +236,22 @@ func scanFile(f layout.File, lookup func(string) ([]byte, bool)) []string {
 				if !hasData(o) {
 					continue
 				}
-				out = append(out, fmt.Sprintf("%s: Secret %s holds unencrypted data", f.Path, qualified(ns, name)))
+				secret.Problem = "holds unencrypted data"
+				out = append(out, secret)
 			}
 		}
 	}
 	if f.Secret && !sealed && len(out) == 0 {
-		out = append(out, fmt.Sprintf("%s: credential file is not SOPS-encrypted", f.Path))
+		out = append(out, Finding{File: f.Path, Problem: "credential file is not SOPS-encrypted"})
 	}
 	return out
 }
 
 // inlineGenerators checks the generators of a kustomization given inline, as
 // YAML text in the generators list.
-func inlineGenerators(file string, v any, lookup func(string) ([]byte, bool)) []string {
+func inlineGenerators(file string, v any, lookup func(string) ([]byte, bool)) []Finding {
 	list, _ := v.([]any)
-	var out []string
+	var out []Finding
 	for _, e := range list {
 		s, ok := e.(string)
 		if !ok || !strings.Contains(s, "\n") {
@@ -277,7 +259,7 @@ func inlineGenerators(file string, v any, lookup func(string) ([]byte, bool)) []
 		}
 		var doc any
 		if err := yaml.Unmarshal([]byte(s), &doc); err != nil {
-			out = append(out, fmt.Sprintf("%s: an inline generator is not valid YAML, so it cannot be checked for plaintext Secrets", file))
+			out = append(out, Finding{File: file, Problem: "an inline generator is not valid YAML, so it cannot be checked for plaintext Secrets"})
 			continue
 		}
 		if m, _ := asMap(doc); m != nil && m["kind"] == "SecretGenerator" {
@@ -292,9 +274,9 @@ func inlineGenerators(file string, v any, lookup func(string) ([]byte, bool)) []
 // Secret made from literals, or from an env file or file that is not a
 // SOPS-encrypted file of the same set, is plaintext in the cluster's hands
 // and in the repository.
-func generators(file, dir string, v any, lookup func(string) ([]byte, bool)) []string {
+func generators(file, dir string, v any, lookup func(string) ([]byte, bool)) []Finding {
 	list, _ := v.([]any)
-	var out []string
+	var out []Finding
 	for i, e := range list {
 		m, _ := asMap(e)
 		if m == nil {
@@ -304,9 +286,10 @@ func generators(file, dir string, v any, lookup func(string) ([]byte, bool)) []s
 		if md, _ := asMap(m["metadata"]); name == "" && md != nil {
 			name, _ = md["name"].(string)
 		}
-		what := fmt.Sprintf("%s: secretGenerator[%d] (Secret %s)", file, i, qualified("", name))
+		what := Finding{File: file, Entry: fmt.Sprintf("secretGenerator[%d]", i), Kind: "Secret", Name: name}
 		if lits, _ := m["literals"].([]any); len(lits) > 0 {
-			out = append(out, what+" makes a Secret from literals, which are plaintext: use a SOPS-encrypted env file or Secret")
+			what.Problem = "makes a Secret from literals, which are plaintext: use a SOPS-encrypted env file or Secret"
+			out = append(out, what)
 		}
 		var paths []string
 		for _, k := range []string{"files", "envs"} {
@@ -326,7 +309,8 @@ func generators(file, dir string, v any, lookup func(string) ([]byte, bool)) []s
 			}
 			data, ok := lookup(path.Join(dir, p))
 			if !ok || !sopsFile(data) {
-				out = append(out, what+" makes a Secret from a file that is not a SOPS-encrypted file published with it: encrypt it with SOPS")
+				what.Problem = "makes a Secret from a file that is not a SOPS-encrypted file published with it: encrypt it with SOPS"
+				out = append(out, what)
 				break
 			}
 		}

@@ -228,7 +228,7 @@ func TestPlaintextSpellings(t *testing.T) {
 				t.Fatal("let through")
 			}
 			for _, f := range found {
-				if strings.Contains(f, "hunter2") {
+				if strings.Contains(f.String(), "hunter2") {
 					t.Fatalf("a finding quotes the secret: %s", f)
 				}
 			}

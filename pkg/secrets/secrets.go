@@ -6,9 +6,9 @@
 // keep a re-render free of Git churn each sealed Secret carries the annotation
 // HashAnnotation: a salted argon2id hash of its plaintext and recipients. When
 // the previous render's hash still matches, Seal keeps the previous ciphertext
-// byte for byte. Anyone can copy that annotation onto other ciphertext, so
-// with Verify and an age identity Seal decrypts the previous file before it
-// trusts it. docs/secrets.md explains the choice and its threat model.
+// byte for byte. Anyone can copy that annotation onto other ciphertext, so with
+// WithDecryptCheck and an age identity Seal decrypts the previous file before
+// it trusts it. docs/secrets.md explains the choice and its threat model.
 //
 // The SOPS format is written here with filippo.io/age, not with SOPS's own
 // packages, which link every cloud key service SOPS supports (sopstree.go).
@@ -53,8 +53,8 @@ const ConfigPath = string(layout.SOPSConfig)
 // on every CPU. Seal never logs, and its errors never contain secret content;
 // a recipient that does not parse is an input error.
 //
-// With Verify, a previous file is kept only when it decrypts to the Secret
-// being sealed.
+// With WithDecryptCheck, a previous file is kept only when it decrypts to the
+// Secret being sealed.
 func Seal(files []layout.File, enc *schema.SOPS, previous func(path string) ([]byte, bool), opts ...Option) ([]layout.File, error) {
 	s := sealer{rand: rand.Reader, now: lastModified, workers: runtime.GOMAXPROCS(0)}
 	for _, o := range opts {

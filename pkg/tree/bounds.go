@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"fleetgen.dev/fleetgen/pkg/problem"
-	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
 // Read's bounds (SPEC §7): `diff` and `render --check` read the output folder,
@@ -15,11 +14,12 @@ import (
 // follows the bound and not what the folder holds. The largest file fleetgen
 // writes is the manager's kustomization.yaml (0.5 MiB at 10,000 clusters) or a
 // sealed 1 MiB kubeconfig (under 2 MiB); layer folders in a checkout of the
-// published tree hold files publish copied, each at most schema.MaxFileSize.
+// published tree hold files publish copied, each at most 16 MiB (as
+// fleet.yaml: schema.MaxFileSize, TestMaxReadFile).
 // The whole render of the 10,000-cluster benchmark fleet is 20 MiB.
 const (
 	// MaxReadFile bounds one file of the output folder that Read reads.
-	MaxReadFile = schema.MaxFileSize
+	MaxReadFile = 16 << 20
 	// MaxReadTotal bounds all of them together, plus entryCost per entry.
 	MaxReadTotal = 256 << 20
 )

@@ -11,7 +11,17 @@ import (
 
 	"fleetgen.dev/fleetgen/pkg/layout"
 	"fleetgen.dev/fleetgen/pkg/problem"
+	"fleetgen.dev/fleetgen/pkg/schema"
 )
+
+// TestMaxReadFile: Read reads back every layer file publish may copy into the
+// tree (as large as fleet.yaml may be).
+func TestMaxReadFile(t *testing.T) {
+	t.Parallel()
+	if MaxReadFile < schema.MaxFileSize {
+		t.Errorf("MaxReadFile = %d, below schema.MaxFileSize = %d", MaxReadFile, schema.MaxFileSize)
+	}
+}
 
 // TestReadBounds is issue 26 family 4: an output folder that a pull request
 // filled is read through a per-file and a total budget. Past either, Read

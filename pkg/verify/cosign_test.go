@@ -18,19 +18,11 @@ import (
 	"fleetgen.dev/fleetgen/test/testenv"
 )
 
-// cosignBinary is the real cosign CLI: $FLEETGEN_COSIGN (.ci/run points it
-// at test/e2e/tools/build.sh's cosign-<version>). Without it the test skips,
-// except in CI.
+// cosignBinary is the real cosign CLI (testenv.Tool: $FLEETGEN_COSIGN, else
+// test/e2e/tools/build.sh's pinned cosign).
 func cosignBinary(t *testing.T) string {
 	t.Helper()
-	if p := os.Getenv("FLEETGEN_COSIGN"); p != "" {
-		return p
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("no cosign: .ci/run sets FLEETGEN_COSIGN (test/e2e/tools/build.sh cosign-<version>)")
-	}
-	t.Skip("no cosign: set FLEETGEN_COSIGN (test/e2e/tools/build.sh cosign-v3.1.3 builds it)")
-	return ""
+	return testenv.Tool(t, "cosign")
 }
 
 // TestCosignInterop: the real cosign CLI signs images on the loopback

@@ -20,7 +20,6 @@
 package verify
 
 import (
-	"bytes"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
@@ -82,7 +81,7 @@ func Compile(f *schema.Fleet, builtin *TrustedRoot) (Policies, error) {
 	for i, sp := range f.Spec.Verify {
 		path := fmt.Sprintf("spec.verify[%d]", i)
 		if sp.Cosign == nil {
-			errs = append(errs, f.Errorf(path+".cosign", "cosign is required: want keys, identities or both"))
+			errs = append(errs, f.At(problem.Required(path+".cosign", "cosign is required: want keys, identities or both")))
 			continue
 		}
 		p := &Policy{Name: path, images: sp.Images}
@@ -92,7 +91,7 @@ func Compile(f *schema.Fleet, builtin *TrustedRoot) (Policies, error) {
 		for k, ref := range sp.Cosign.Keys {
 			key, err := parsePublicKey(ref.Data)
 			if err != nil {
-				errs = append(errs, f.Errorf(fmt.Sprintf("%s.cosign.keys[%d].file", path, k), "%q %s", ref.File, schema.PublicKeyProblem(ref.Data)))
+				errs = append(errs, f.At(problem.Other(fmt.Sprintf("%s.cosign.keys[%d].file", path, k), "%q %s", ref.File, schema.PublicKeyProblem(ref.Data))))
 				continue
 			}
 			p.keys = append(p.keys, key)
@@ -102,7 +101,7 @@ func Compile(f *schema.Fleet, builtin *TrustedRoot) (Policies, error) {
 			if id.SubjectRegExp != "" {
 				re, err := regexp.Compile(id.SubjectRegExp)
 				if err != nil {
-					errs = append(errs, f.Errorf(fmt.Sprintf("%s.cosign.identities[%d].subjectRegExp", path, k), "invalid regular expression %q: want RE2 syntax", id.SubjectRegExp))
+					errs = append(errs, f.At(problem.InvalidValue(fmt.Sprintf("%s.cosign.identities[%d].subjectRegExp", path, k), "invalid regular expression %q: want RE2 syntax", id.SubjectRegExp)))
 					continue
 				}
 				ci.subjectRE = re
@@ -113,7 +112,7 @@ func Compile(f *schema.Fleet, builtin *TrustedRoot) (Policies, error) {
 		case sp.Cosign.TrustedRoot != nil:
 			tr, err := ParseTrustedRoot(sp.Cosign.TrustedRoot.Data)
 			if err != nil {
-				errs = append(errs, f.Errorf(path+".cosign.trustedRoot.file", "%q: %v: want Sigstore's trusted_root.json (`cosign trusted-root create`, or the one your Sigstore instance publishes)", sp.Cosign.TrustedRoot.File, err))
+				errs = append(errs, f.At(problem.Other(path+".cosign.trustedRoot.file", "%q: %v: want Sigstore's trusted_root.json (`cosign trusted-root create`, or the one your Sigstore instance publishes)", sp.Cosign.TrustedRoot.File, err)))
 				continue
 			}
 			p.root = tr
@@ -508,11 +507,4 @@ func parsePublicKey(data []byte) (crypto.PublicKey, error) {
 		return k, nil
 	}
 	return nil, errors.New("unsupported key type")
-}
-
-// keysEqual compares two public keys by their DER encoding.
-func keysEqual(a, b crypto.PublicKey) bool {
-	da, err1 := x509.MarshalPKIXPublicKey(a)
-	db, err2 := x509.MarshalPKIXPublicKey(b)
-	return err1 == nil && err2 == nil && bytes.Equal(da, db)
 }

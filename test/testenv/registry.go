@@ -18,18 +18,6 @@ import (
 // distribution registry.
 const RegistryBinary = "/usr/bin/docker-registry"
 
-// need skips the test when a tool is missing, except in CI (CI=true), where a
-// missing tool is a failure: .ci/run installs it.
-func need(t testing.TB, path, pkg string) {
-	t.Helper()
-	if _, err := os.Stat(path); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s not found: .ci/run must install Debian package %s", path, pkg)
-		}
-		t.Skipf("%s not found (apt-get install %s)", path, pkg)
-	}
-}
-
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
 func FreePort(t testing.TB) int {
 	t.Helper()
@@ -53,7 +41,7 @@ func freePort() (int, error) {
 // storage, stops it when the test ends, and returns its host:port (plain HTTP).
 func Registry(t testing.TB) string {
 	t.Helper()
-	need(t, RegistryBinary, "docker-registry")
+	Tool(t, "docker-registry")
 	host, stop, err := StartRegistry(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
