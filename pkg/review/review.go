@@ -169,12 +169,19 @@ func (r *Report) AddObjects(byCluster map[string][]Object) {
 		if len(objs) == 0 {
 			continue
 		}
-		i := sort.Search(len(r.Clusters), func(i int) bool { return r.Clusters[i].Name >= name })
-		if i == len(r.Clusters) || r.Clusters[i].Name != name {
-			r.Clusters = slices.Insert(r.Clusters, i, Cluster{Name: name, Change: Update, Changes: []Change{}, Warnings: []string{}})
-		}
-		r.Clusters[i].addObjects(objs)
+		r.listed(name).addObjects(objs)
 	}
+}
+
+// listed returns the report's entry for cluster name, adding one as
+// changed when the report does not list it yet; clusters stay sorted by
+// name.
+func (r *Report) listed(name string) *Cluster {
+	i := sort.Search(len(r.Clusters), func(i int) bool { return r.Clusters[i].Name >= name })
+	if i == len(r.Clusters) || r.Clusters[i].Name != name {
+		r.Clusters = slices.Insert(r.Clusters, i, Cluster{Name: name, Change: Update, Changes: []Change{}, Warnings: []string{}})
+	}
+	return &r.Clusters[i]
 }
 
 // Warnings returns every warning, cluster by cluster, then the manager's.
