@@ -15,9 +15,10 @@
 // templatePatch, and template functions whose result depends on the clock,
 // randomness or the environment are reported as not evaluated.
 //
-// It is pure: no clock, network, file system or environment. ApplicationSets
-// come from pull requests: every template runs with bounded sequences and
-// output (see Limits).
+// It reads no network, file system or environment, and is deterministic but
+// for one bound: ApplicationSets come from pull requests, so every template
+// runs with bounded sequences and output (see Limits), and an evaluation
+// that runs past a time bound (nested loops) is abandoned and named.
 package appset
 
 import (
@@ -25,6 +26,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 )
 
 // The Argo CD constants the generators read.
@@ -127,10 +129,29 @@ const (
 	MaxOutput = 64 << 10
 )
 
+// maxTime bounds the evaluation of one ApplicationSet: text/template cannot
+// be stopped, so one that runs longer (nested loops within MaxSequence each)
+// is abandoned, named in NotEvaluated, and its goroutine ends when the
+// template does (pkg/charts bounds a chart's render so). Tests shorten it.
+var maxTime = 5 * time.Second
+
 // Evaluate previews the ApplicationSet appSet (an object as plain values)
 // against the cluster Secrets of its Argo CD (all of them, in Argo CD's
-// namespace: the cluster generator selects among them).
+// namespace: the cluster generator selects among them), within maxTime.
 func Evaluate(appSet map[string]any, clusters []Cluster) Preview {
+	done := make(chan Preview, 1)
+	go func() { done <- evaluate(appSet, clusters) }()
+	timer := time.NewTimer(maxTime)
+	defer timer.Stop()
+	select {
+	case p := <-done:
+		return p
+	case <-timer.C:
+		return Preview{NotEvaluated: []string{fmt.Sprintf("spec: templates that take more than %s to render, which fleetgen does not wait for: its Applications are not shown", maxTime)}}
+	}
+}
+
+func evaluate(appSet map[string]any, clusters []Cluster) Preview {
 	var p Preview
 	md, _ := appSet["metadata"].(map[string]any)
 	ns, _ := md["namespace"].(string)

@@ -19,10 +19,10 @@ func TestBoundedTemplates(t *testing.T) {
 		options []any
 		want    string // in NotEvaluated or Errors
 	}{
-		"until":     {name: `{{ range until 2000000000 }}x{{ end }}`, want: "until making more than 1000 items"},
-		"untilStep": {name: `{{ range untilStep 0 2000000000 1 }}x{{ end }}`, want: "untilStep making more than 1000 items"},
-		"seq":       {name: `{{ seq 2000000000 }}`, want: "seq making more than 1000 items"},
-		"repeat":    {name: `{{ repeat 2000000000 "xxxxxxxx" }}`, want: "repeat making more than 64 KiB"},
+		"until":     {name: `{{ range until 2000000000 }}x{{ end }}`, want: "makes more than 1000 items or 64 KiB (until)"},
+		"untilStep": {name: `{{ range untilStep 0 2000000000 1 }}x{{ end }}`, want: "makes more than 1000 items or 64 KiB (untilStep)"},
+		"seq":       {name: `{{ seq 2000000000 }}`, want: "makes more than 1000 items or 64 KiB (seq)"},
+		"repeat":    {name: `{{ repeat 2000000000 "xxxxxxxx" }}`, want: "makes more than 1000 items or 64 KiB (repeat)"},
 		"indent":    {name: `{{ indent 2000000000 "x" }}`, want: "indent by more than 64 KiB"},
 		"output":    {name: `{{ range until 1000 }}{{ range until 1000 }}xxxxxxxxxxxxxxxx{{ end }}{{ end }}`, want: "renders more than 64 KiB"},
 		"clock":     {name: `{{ now }}`, want: "the template function now"},
@@ -75,5 +75,23 @@ func TestSealedClusterSecret(t *testing.T) {
 	obj["metadata"].(map[string]any)["labels"] = map[string]any{}
 	if _, ok, _ := ClusterFromSecret(obj); ok {
 		t.Error("a Secret without the cluster label read as a cluster")
+	}
+}
+
+// TestTimeBound: nested loops that stay within every size bound but take
+// long are abandoned at the time bound and named. Not parallel: it shortens
+// the bound.
+func TestTimeBound(t *testing.T) {
+	defer func(d time.Duration) { maxTime = d }(maxTime)
+	maxTime = 10 * time.Millisecond
+	appSet := map[string]any{"spec": map[string]any{
+		"goTemplate": true,
+		"generators": []any{map[string]any{"list": map[string]any{"elements": []any{map[string]any{"a": "b"}}}}},
+		"template": map[string]any{"metadata": map[string]any{
+			"name": `{{ range until 1000 }}{{ range until 1000 }}{{ range until 50 }}{{ end }}{{ end }}{{ end }}x`}},
+	}}
+	p := Evaluate(appSet, nil)
+	if len(p.Applications) != 0 || len(p.NotEvaluated) != 1 || !strings.Contains(p.NotEvaluated[0], "take more than 10ms") {
+		t.Errorf("preview %+v, want only a note of the time bound", p)
 	}
 }

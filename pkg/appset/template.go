@@ -10,6 +10,8 @@ import (
 
 	"github.com/Masterminds/sprig/v3"
 	"sigs.k8s.io/yaml"
+
+	"fleetgen.dev/fleetgen/internal/sprigbound"
 )
 
 // renderer renders an ApplicationSet's templates as utils.Render does:
@@ -151,6 +153,9 @@ func (r *renderer) execute(tmpl string, params map[string]any) (string, error) {
 		if errors.As(err, &ne) {
 			return "", ne
 		}
+		if errors.Is(err, sprigbound.ErrTooLarge) {
+			return "", notEvaluated{fmt.Sprintf("a template that makes more than %d items or %d KiB (%s), which fleetgen does not evaluate", MaxSequence, MaxOutput>>10, tooLarge(err))}
+		}
 		if errors.Is(err, errTooLong) {
 			return "", notEvaluated{fmt.Sprintf("a template that renders more than %d KiB", MaxOutput>>10)}
 		}
@@ -160,6 +165,16 @@ func (r *renderer) execute(tmpl string, params map[string]any) (string, error) {
 }
 
 var errTooLong = errors.New("too long")
+
+// tooLarge names the function of a sprigbound error: "repeat", "until", …
+func tooLarge(err error) string {
+	for _, fn := range []string{"untilStep", "until", "seq", "repeat"} {
+		if strings.Contains(err.Error(), fn+" ") {
+			return fn
+		}
+	}
+	return "a sequence"
+}
 
 // base holds funcs, parsed once: cloning it is cheaper than adding them to
 // every template (utils.Render's baseTemplate).
@@ -182,7 +197,8 @@ func (l *limited) Write(p []byte) (int, error) {
 // env, expandenv and getHostByName, plus normalize, toYaml, fromYaml and
 // fromYamlArray), except that those whose result depends on the clock,
 // randomness or the host, or that cost much, are not evaluated, and those
-// that make sequences or repeat text are bounded.
+// that make sequences, repeat or indent text are bounded (package
+// sprigbound).
 var funcs = func() template.FuncMap {
 	m := sprig.GenericFuncMap()
 	delete(m, "env")
@@ -202,49 +218,8 @@ var funcs = func() template.FuncMap {
 		why := "the template function " + name + ", which fleetgen does not evaluate (its result depends on the clock, randomness or the host, or it costs too much): this generator's Applications are not shown"
 		m[name] = func(...any) (any, error) { return nil, notEvaluated{why} }
 	}
-	bounded := func(name string, n int) error {
-		if n > MaxSequence {
-			return notEvaluated{fmt.Sprintf("%s making more than %d items, which fleetgen does not evaluate", name, MaxSequence)}
-		}
-		return nil
-	}
-	until, untilStep, seq, repeat := m["until"].(func(int) []int), m["untilStep"].(func(int, int, int) []int), m["seq"].(func(...int) string), m["repeat"].(func(int, string) string)
-	m["until"] = func(n int) ([]int, error) {
-		if err := bounded("until", n); err != nil {
-			return nil, err
-		}
-		return until(n), nil
-	}
-	m["untilStep"] = func(start, stop, step int) ([]int, error) {
-		if step != 0 {
-			if err := bounded("untilStep", (stop-start)/step); err != nil {
-				return nil, err
-			}
-		}
-		return untilStep(start, stop, step), nil
-	}
-	m["seq"] = func(params ...int) (string, error) {
-		span := 0
-		switch len(params) {
-		case 1:
-			span = params[0]
-		case 2:
-			span = params[1] - params[0]
-		case 3:
-			if params[1] != 0 {
-				span = (params[2] - params[0]) / params[1]
-			}
-		}
-		if err := bounded("seq", max(span, -span)); err != nil {
-			return "", err
-		}
-		return seq(params...), nil
-	}
-	m["repeat"] = func(count int, s string) (string, error) {
-		if count > 0 && len(s) > 0 && count > MaxOutput/len(s) {
-			return "", notEvaluated{fmt.Sprintf("repeat making more than %d KiB, which fleetgen does not evaluate", MaxOutput>>10)}
-		}
-		return repeat(count, s), nil
+	for name, f := range sprigbound.Funcs(MaxSequence, MaxOutput) {
+		m[name] = f
 	}
 	for _, name := range []string{"indent", "nindent"} {
 		f := m[name].(func(int, string) string)
