@@ -75,7 +75,10 @@ func (v *validator) managers() {
 				v.add(problem.Required("spec.manager.apiServerURL", "apiServerURL is required: spec.ocm's klusterlets register with the hub (the manager) there; want https://HOST[:PORT]"))
 			}
 		} else if j := v.clusterIndex(o.Hub); j >= 0 {
-			if _, _, ok := f.Spec.Clusters[j].Server(); !ok && f.Spec.Clusters[j].APIServer == nil && !f.Spec.Clusters[j].ModeOf().Kubeconfig {
+			hub := &f.Spec.Clusters[j]
+			m := hub.ModeOf()
+			// A kubeconfig or apiServer.url that does not give one is reported there.
+			if _, _, ok := hub.Server(); !ok && hub.APIServer == nil && (m == nil || !m.Kubeconfig) {
 				v.add(problem.Required(fmt.Sprintf("spec.clusters[%d]", j), "cluster %q is spec.ocm's hub, whose API server is unknown: the klusterlets register with it there; want apiServer: {url: https://HOST[:PORT], ca: {file: PATH}}", o.Hub))
 			}
 		}
