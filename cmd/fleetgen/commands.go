@@ -113,7 +113,16 @@ func newMirror(g *globals, stdout io.Writer) *cobra.Command {
 		Long: `Mirror copies each image the fleet needs (see 'fleetgen images') to
 spec.registry: all platforms of an index, by digest, skipping what is already
 there. Only when every copy succeeded does it write the digests to
-fleet.lock.yaml, beside fleet.yaml; commit that file.
+fleet.lock.yaml, beside fleet.yaml; commit that file. Images a spec.verify
+policy covers are copied only with a signature that verifies at the source;
+--dry-run prints the plan and checks those signatures, copying nothing.
+
+Across an air gap, the lock says what goes: --to oci-layout:PATH writes every
+locked image (every platform, every referrer the lock lists) into an OCI image
+layout, a folder or a tar when PATH ends in .tar, verifying signatures first;
+on the other side, --from oci-layout:PATH (a layout fleetgen or 'oras backup'
+wrote) checks every digest and signature and pushes exactly what the lock
+names into spec.registry. Neither changes the lock.
 
 Credentials come from the Docker config and its credential helpers (so
 'az acr login' works), or FLEETGEN_REGISTRY_USERNAME and
@@ -121,6 +130,8 @@ FLEETGEN_REGISTRY_PASSWORD.`,
 		Example: example(
 			"fleetgen mirror --dry-run   # print the plan: source -> target",
 			"fleetgen mirror --jobs 8",
+			"fleetgen mirror --to oci-layout:images.tar     # the connected side of an air gap",
+			"fleetgen mirror --from oci-layout:images.tar   # the other side",
 		),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := g.configFor(cmd, in, args)
@@ -129,21 +140,33 @@ FLEETGEN_REGISTRY_PASSWORD.`,
 			}
 			o.OnProgress = mirrorProgress(g.progress)
 			res, err := pipeline.Mirror(cmd.Context(), cfg, o)
-			if err != nil || !o.DryRun {
+			if res == nil || !o.DryRun {
 				return wrap(err)
 			}
 			var b strings.Builder // the references come from layers: inert
 			for _, p := range res.Plan {
 				fmt.Fprintf(&b, "%s -> %s\n", inert.Text(p.Source), inert.Text(p.Target))
 			}
-			_, err = io.WriteString(stdout, b.String())
+			if _, werr := io.WriteString(stdout, b.String()); werr != nil {
+				return wrap(werr)
+			}
+			if res.Verdicts != nil {
+				io.WriteString(stdout, "\nsignatures at the source:\n")
+				if werr := writeVerdicts(stdout, res.Verdicts, formatText); werr != nil {
+					return wrap(werr)
+				}
+			}
 			return wrap(err)
 		},
 	}
 	in.add(g, cmd, 0)
-	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "print the plan and copy nothing")
+	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "print the plan and check signatures (spec.verify), copying nothing")
 	cmd.Flags().IntVar(&o.Jobs, "jobs", 0, "images copied at once (0: default)")
 	cmd.Flags().BoolVar(&o.NoReferrers, "no-referrers", false, noReferrersUsage)
+	cmd.Flags().StringVar(&o.To, "to", "", "write the locked images into an OCI image layout, oci-layout:PATH (a folder, or a .tar), instead of spec.registry")
+	cmd.Flags().StringVar(&o.From, "from", "", "push the locked images from an OCI image layout, oci-layout:PATH, into spec.registry")
+	_ = cmd.MarkFlagFilename("to")
+	_ = cmd.MarkFlagFilename("from")
 	return cmd
 }
 

@@ -36,7 +36,16 @@ var docPages = []struct{ page, start string }{
 
 // docChecks are what a page's run must have done, beyond exiting 0.
 var docChecks = map[string]func(t *testing.T, s *doctest.Sandbox, out string){
-	"docs/try-locally.md": checkFirstHour,
+	"docs/try-locally.md":  checkFirstHour,
+	"docs/supply-chain.md": checkSupplyChain,
+}
+
+// docTools are the programs a page runs beyond what the sandbox has (the
+// ones test/e2e/tools/build.sh builds, as testenv.Tool finds them): put on
+// PATH under their plain names, as a reader has them. A page whose tool is
+// missing is skipped (failed in CI).
+var docTools = map[string][]string{
+	"docs/supply-chain.md": {"cosign", "notation", "oras"},
 }
 
 // TestDocs runs every shell block of README.md, examples/README.md and
@@ -91,7 +100,11 @@ func TestDocs(t *testing.T) {
 	t.Run("clone", func(t *testing.T) {
 		t.Parallel()
 		work := t.TempDir()
-		s, err := doctest.NewSandbox(work)
+		tools := filepath.Join(work, "tools")
+		if err := os.MkdirAll(tools, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		s, err := doctest.NewSandbox(work, tools)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -101,7 +114,7 @@ func TestDocs(t *testing.T) {
 		}
 		for _, d := range docPages {
 			if d.start == "clone" {
-				runPage(t, s, d.page, blocks[d.page], s.Dir)
+				runPage(t, s, d.page, blocks[d.page], s.Dir, tools)
 			}
 		}
 	})
@@ -125,17 +138,27 @@ func TestDocs(t *testing.T) {
 		}
 		for _, d := range docPages {
 			if d.start == "fleet" {
-				runPage(t, s, d.page, blocks[d.page], fleet)
+				runPage(t, s, d.page, blocks[d.page], fleet, bin)
 			}
 		}
 	})
 }
 
-// runPage runs page's blocks in s, starting in dir, then its docChecks.
-func runPage(t *testing.T, s *doctest.Sandbox, page string, blocks []doctest.Block, dir string) {
+// runPage runs page's blocks in s, starting in dir, then its docChecks;
+// the page's docTools go into tools, a folder on the sandbox's PATH.
+func runPage(t *testing.T, s *doctest.Sandbox, page string, blocks []doctest.Block, dir, tools string) {
 	t.Run(page, func(t *testing.T) {
 		if !slices.ContainsFunc(blocks, doctest.Block.Runs) {
 			t.Skipf("%s has no block to run", page)
+		}
+		for _, name := range docTools[page] {
+			link := filepath.Join(tools, name)
+			if _, err := os.Lstat(link); err == nil {
+				continue
+			}
+			if err := os.Symlink(testenv.Tool(t, name), link); err != nil {
+				t.Fatal(err)
+			}
 		}
 		s.Dir = dir
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -189,6 +212,32 @@ func checkFirstHour(t *testing.T, s *doctest.Sandbox, out string) {
 	pin := regexp.MustCompile(`- digest: sha256:[0-9a-f]{64}\n    name: contoso/hello\n    newName: "` + regexp.QuoteMeta(registry) + `/contoso/hello"\n`)
 	if !pin.Match(deploy) || !strings.Contains(string(deploy), "tier: edge") {
 		t.Errorf("the published Kustomization does not pin hello by digest at the mirror, or lacks the edit:\n%s", deploy)
+	}
+}
+
+// checkSupplyChain checks what docs/supply-chain.md says it does: both
+// signatures verify, the unsigned image is refused by verify and mirror,
+// and the layout crossed the gap.
+func checkSupplyChain(t *testing.T, s *doctest.Sandbox, out string) {
+	for _, want := range []string{
+		"exit 1: contoso/tool has no signature",
+		"exit 1: nothing of contoso/tool was copied",
+		"REFUSED",
+		"signatures at the source:",
+		"images to oci-layout:images.tar",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("docs/supply-chain.md's run does not say %q:\n%s", want, out)
+		}
+	}
+	lockData, err := os.ReadFile(filepath.Join(s.Home, "supply-chain", "fleet.lock.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"policy: spec.verify[0]", "application/vnd.dev.sigstore.bundle.v0.3+json", "application/vnd.cncf.notary.signature"} {
+		if !strings.Contains(string(lockData), want) {
+			t.Errorf("fleet.lock.yaml lacks %q:\n%s", want, lockData)
+		}
 	}
 }
 

@@ -164,6 +164,7 @@ Exit codes: 0 ok, 1 runtime failure, 2 invalid input or usage, 3 drift (render -
 		newPublish(g, stdout),
 		newBuild(g),
 		newTargets(g, stdout),
+		newVerify(g, stdout),
 		newVersion(stdout),
 		newCompletion(stdout),
 		newSchema(stdout),

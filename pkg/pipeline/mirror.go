@@ -13,6 +13,7 @@ import (
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/mirror"
 	"fleetgen.dev/fleetgen/pkg/problem"
+	"fleetgen.dev/fleetgen/pkg/schema"
 	"fleetgen.dev/fleetgen/pkg/verify"
 )
 
@@ -78,6 +79,11 @@ type MirrorOptions struct {
 	// draws it): one MirrorUpdate at the start, one per mirror.Event, one at
 	// the end.
 	OnProgress func(MirrorUpdate)
+	// To writes the locked images into an OCI image layout,
+	// "oci-layout:PATH" (a folder, or a tar when PATH ends in .tar), instead
+	// of copying them to spec.registry; From pushes them from one into
+	// spec.registry. Neither writes the lock (airgap.go).
+	To, From string
 }
 
 // MirrorResult is what a mirror did, or with DryRun would do.
@@ -86,6 +92,10 @@ type MirrorResult struct {
 	Plan []mirror.Pair
 	// Stats counts what the copy did; zero with DryRun.
 	Stats mirror.Stats
+	// Verdicts are, with DryRun, the signature checks at the source of the
+	// images spec.verify covers (as `fleetgen verify`): a refused one makes
+	// the dry run fail with a *VerifyError, as the mirror would.
+	Verdicts []Verdict
 }
 
 // Mirror plans and copies every image, then writes fleet.lock.yaml atomically,
@@ -118,19 +128,43 @@ func registryCredentials(cfg Config) mirror.Option {
 	return mirror.WithTargetCredentials(user, pass)
 }
 
+// sourceMirrors is spec.sourceMirrors as mirror takes it.
+func sourceMirrors(f *schema.Fleet) mirror.Option {
+	ms := make([]mirror.SourceMirror, len(f.Spec.SourceMirrors))
+	for i, m := range f.Spec.SourceMirrors {
+		ms[i] = mirror.SourceMirror{Host: m.Host, Mirror: m.Mirror, Insecure: m.Insecure}
+	}
+	return mirror.WithSourceMirrors(ms)
+}
+
 // mirrorLoaded mirrors ld's images and, unless o.DryRun, writes the lock and
 // makes it ld's.
 func mirrorLoaded(ctx context.Context, cfg Config, ld *Loaded, o MirrorOptions) (*MirrorResult, error) {
+	if o.To != "" || o.From != "" {
+		return airGap(ctx, cfg, ld, o)
+	}
 	f := ld.Fleet
 	pairs, err := mirror.Plan(f.Spec.Registry, ld.Images.Refs())
 	if err != nil {
 		return nil, err
 	}
+	log := cfg.logger()
 	if o.DryRun {
-		return &MirrorResult{Plan: pairs}, nil
+		res := &MirrorResult{Plan: pairs}
+		ps, err := ld.Policies()
+		if err != nil || len(ps) == 0 {
+			return res, err
+		}
+		res.Verdicts, err = mirror.VerifySource(ctx, pairs, ps, mirror.WithLogger(log), mirror.WithJobs(o.Jobs), registryCredentials(cfg), sourceMirrors(f))
+		if err != nil {
+			return nil, err
+		}
+		if n := mirror.Refused(res.Verdicts); n > 0 {
+			return res, &VerifyError{Refused: n, Total: len(res.Verdicts), At: AtSource}
+		}
+		return res, nil
 	}
 
-	log := cfg.logger()
 	opts := []mirror.Option{
 		mirror.WithLogger(log),
 		mirror.WithJobs(o.Jobs),
@@ -146,13 +180,7 @@ func mirrorLoaded(ctx context.Context, cfg Config, ld *Loaded, o MirrorOptions) 
 		}
 		opts = append(opts, mirror.WithVerify(ps))
 	}
-	if len(f.Spec.SourceMirrors) > 0 {
-		ms := make([]mirror.SourceMirror, len(f.Spec.SourceMirrors))
-		for i, m := range f.Spec.SourceMirrors {
-			ms[i] = mirror.SourceMirror{Host: m.Host, Mirror: m.Mirror, Insecure: m.Insecure}
-		}
-		opts = append(opts, mirror.WithSourceMirrors(ms))
-	}
+	opts = append(opts, sourceMirrors(f))
 	if o.OnProgress != nil {
 		o.OnProgress(MirrorUpdate{Start: true, Total: len(pairs), Registry: f.Spec.Registry.Host})
 		opts = append(opts, mirror.WithProgress(func(e mirror.Event) { o.OnProgress(MirrorUpdate{Event: e}) }))

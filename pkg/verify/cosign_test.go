@@ -29,8 +29,7 @@ func cosignBinary(t *testing.T) string {
 // distribution registry with a key, offline (--tlog-upload=false, no
 // signing config), in the bundle format (a referrer, cosign v3's default)
 // and the legacy one (sha256-<hex>.sig); fleetgen verifies both, and refuses
-// an image signed by another key, and sigstore-go's verifier agrees on each
-// (sigstore_test.go). Everything runs behind TestMain's
+// an image signed by another key. Everything runs behind TestMain's
 // recording proxy: cosign and fleetgen alike make no request off the
 // machine.
 func TestCosignInterop(t *testing.T) {
@@ -86,7 +85,6 @@ func TestCosignInterop(t *testing.T) {
 				"--allow-http-registry", "--new-bundle-format="+map[bool]string{true: "true", false: "false"}[tc.bundle],
 				tag.Context().Digest(d.String()).String())
 			got, err := ps[0].Image(context.Background(), tag.Context(), d)
-			sigstoreAgrees(t, err, newOracle(t, [][]byte{pub}, nil, nil).image(t, tag.Context(), d))
 			if tc.want == "" {
 				if err != nil {
 					t.Fatalf("fleetgen refuses cosign's %s signature: %v", tc.name, err)

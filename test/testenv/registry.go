@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 )
@@ -55,16 +56,38 @@ func Registry(t testing.TB) string {
 // function that stops it. For programs (the mirror benchmark); tests use
 // Registry.
 func StartRegistry(dir string) (host string, stop func(), err error) {
+	return startRegistry(dir, "")
+}
+
+// RegistryAt starts a real distribution registry on host (127.0.0.1:PORT),
+// with new storage, and returns a function that stops it (also when the test
+// ends): the air gap's tests run two registries at one address, one after
+// the other, so that one fleet.yaml and one lock name both.
+func RegistryAt(t testing.TB, host string) (stop func()) {
+	t.Helper()
+	Tool(t, "docker-registry")
+	_, stop, err := startRegistry(t.TempDir(), host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func startRegistry(dir, at string) (host string, stop func(), err error) {
 	var (
 		cmd  *exec.Cmd
 		logs bytes.Buffer
 	)
 	for attempt := 0; attempt < 3; attempt++ {
-		port, err := freePort()
-		if err != nil {
-			return "", nil, err
+		host = at
+		if host == "" {
+			port, err := freePort()
+			if err != nil {
+				return "", nil, err
+			}
+			host = fmt.Sprintf("127.0.0.1:%d", port)
 		}
-		host = fmt.Sprintf("127.0.0.1:%d", port)
 		cfg := fmt.Sprintf(`version: 0.1
 log:
   level: error
@@ -90,9 +113,12 @@ http:
 		}
 		if waitHTTP("http://"+host+"/v2/", 10*time.Second) {
 			p := cmd.Process
+			var once sync.Once
 			return host, func() {
-				_ = p.Kill()
-				_, _ = p.Wait()
+				once.Do(func() {
+					_ = p.Kill()
+					_, _ = p.Wait()
+				})
 			}, nil
 		}
 		_ = cmd.Process.Kill()
