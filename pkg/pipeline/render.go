@@ -64,7 +64,7 @@ func validateAll(ctx context.Context, cfg Config) (*Loaded, problem.Errors, erro
 	if ld == nil {
 		return nil, nil, errs
 	}
-	ws := schema.Warnings(ld.Fleet)
+	ws := ld.warnings()
 	if err := ld.check(verifyRules); err != nil {
 		var es problem.Errors
 		switch {
@@ -89,7 +89,7 @@ func validate(cfg Config, ld *Loaded, r rules) (problem.Errors, error) {
 		return nil, err
 	}
 	logValid(cfg, ld)
-	return schema.Warnings(ld.Fleet), nil
+	return ld.warnings(), nil
 }
 
 // RenderOptions are the options of Render, Check, Diff and RenderStream.
