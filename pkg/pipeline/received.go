@@ -37,8 +37,10 @@ type pinned struct{ name, ref string }
 //
 // It also returns the tags the old images were pinned from, by mirror
 // reference pinned by digest (review.Options.Tags), read from what DIR's
-// layers wrote: the lock no longer holds an image a change replaced.
-func receivedChanges(cfg RenderOptions, ld *Loaded, had map[string][]byte) (map[string][]review.Object, map[string]string, error) {
+// layers wrote: the lock no longer holds an image a change replaced; and
+// DIR's model with its units (nil when DIR holds no layer folder), which
+// the ApplicationSet preview of the old tree reads.
+func receivedChanges(cfg RenderOptions, ld *Loaded, had map[string][]byte) (map[string][]review.Object, map[string]string, *oldModel, error) {
 	f := ld.Fleet
 	src := schema.CleanPath(f.Spec.Source.Path)
 	var units []layers.Unit
@@ -70,7 +72,7 @@ func receivedChanges(cfg RenderOptions, ld *Loaded, had map[string][]byte) (map[
 		return units[i].Layer < units[j].Layer
 	})
 	if !holdsAny(cfg.OutDir, units) {
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
 	opts := layers.DefaultOptions()
 	if src == "." {
@@ -81,10 +83,10 @@ func receivedChanges(cfg RenderOptions, ld *Loaded, had map[string][]byte) (map[
 	old, err := layers.New(cfg.OutDir, units, opts)
 	var lim *layers.LimitError
 	if errors.As(err, &lim) {
-		return nil, nil, problem.Invalid(errors.New("diff: the layer folders of " + cfg.OutDir + ": " + lim.Error()))
+		return nil, nil, nil, problem.Invalid(errors.New("diff: the layer folders of " + cfg.OutDir + ": " + lim.Error()))
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	tags := map[string]string{}
 	seenSet := map[*layers.Set]map[string]string{}
@@ -138,7 +140,13 @@ func receivedChanges(cfg RenderOptions, ld *Loaded, had map[string][]byte) (map[
 	for _, u := range layers.FromFleet(f) {
 		compare(u.Cluster, u.Layer)
 	}
-	return out, tags, nil
+	return out, tags, &oldModel{model: old, units: units}, nil
+}
+
+// oldModel is DIR's model of what each cluster received, and its units.
+type oldModel struct {
+	model *layers.Model
+	units []layers.Unit
 }
 
 // splitTag splits an image reference as written into its name and tag ("" when

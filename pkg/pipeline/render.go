@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -67,7 +66,7 @@ func validateAll(ctx context.Context, cfg Config) (*Loaded, problem.Errors, erro
 	if ld == nil {
 		return nil, nil, errs
 	}
-	ws := warnings(ld)
+	ws := ld.warnings()
 	if err := ld.check(verifyRules); err != nil {
 		var es problem.Errors
 		switch {
@@ -87,25 +86,12 @@ func validateAll(ctx context.Context, cfg Config) (*Loaded, problem.Errors, erro
 	return ld, ws, nil
 }
 
-// warnings are ld's warnings: schema.Warnings and the model's, in document
-// order.
-func warnings(ld *Loaded) problem.Errors {
-	ws := append(schema.Warnings(ld.Fleet), ld.Model.Warnings(ld.Fleet)...)
-	sort.SliceStable(ws, func(i, j int) bool {
-		if ws[i].Line != ws[j].Line {
-			return ws[i].Line < ws[j].Line
-		}
-		return ws[i].Column < ws[j].Column
-	})
-	return ws
-}
-
 func validate(cfg Config, ld *Loaded, r rules) (problem.Errors, error) {
 	if err := ld.check(r); err != nil {
 		return nil, err
 	}
 	logValid(cfg, ld)
-	return warnings(ld), nil
+	return ld.warnings(), nil
 }
 
 // RenderOptions are the options of Render, Check, Diff and RenderStream.

@@ -2,12 +2,20 @@ package pipeline
 
 import (
 	"context"
+	"slices"
+	"strings"
 
 	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
-// Reach is what Targets returns (schema.Reach): what reaches each cluster.
-type Reach = schema.Reach
+// Reach is what Targets returns: what reaches each cluster (schema.Reach:
+// its layers, deliveries and managers) and, for the cluster that runs Argo
+// CD, every ApplicationSet it receives with the Applications it would
+// create, which each cluster's entry lists too.
+type Reach struct {
+	*schema.Reach
+	ApplicationSets []ApplicationSetPreview `json:"applicationSets"`
+}
 
 // TargetsOptions are Targets'.
 type TargetsOptions struct {
@@ -18,10 +26,13 @@ type TargetsOptions struct {
 }
 
 // Targets loads fleet.yaml and returns what reaches each of its clusters:
-// the layers selected for it and the deliveries whose targets select it
-// (Fleet's matching, package fleetmatch), and every delivery target and
-// layer selector that reaches no cluster, with the label values that exist
-// (`fleetgen targets`, SPEC §2). It writes nothing.
+// the layers selected for it, the deliveries whose targets select it
+// (Fleet's matching, package fleetmatch) and the managers that register it;
+// every delivery target, layer selector and manager selector that reaches
+// no cluster, with the label values that exist (`fleetgen targets`, SPEC
+// §2); and, when a cluster of the fleet runs Argo CD (spec.argocd.cluster),
+// every ApplicationSet it receives with the Applications it would create,
+// which each cluster's entry lists too. It writes nothing.
 //
 // It explains a fleet that validate refuses too: whenever fleet.yaml holds a
 // Fleet it returns its Reach, with validate's problems as the error (what
@@ -33,19 +44,37 @@ func Targets(ctx context.Context, cfg Config, o TargetsOptions) (*Reach, error) 
 	if ld == nil {
 		return nil, err
 	}
-	keep, _, serr := ld.Fleet.SelectClusters(o.Clusters)
+	f := ld.Fleet
+	keep, _, serr := f.SelectClusters(o.Clusters)
 	if serr != nil {
 		return nil, serr
 	}
-	r := ld.Fleet.Reach()
+	out := &Reach{Reach: f.Reach(), ApplicationSets: []ApplicationSetPreview{}}
+	if f.Spec.ArgoCD != nil {
+		if regs, rerr := registrationFiles(f); rerr == nil {
+			v := argoCDSees(f, ld.Model, regs)
+			out.ApplicationSets = v.preview()
+			apps := v.byDestination(out.ApplicationSets)
+			for i := range out.Clusters {
+				c := &out.Clusters[i]
+				c.Applications = append(c.Applications, apps[c.Name]...)
+				slices.SortStableFunc(c.Applications, func(a, b schema.ApplicationReach) int {
+					if d := strings.Compare(a.ApplicationSet, b.ApplicationSet); d != 0 {
+						return d
+					}
+					return strings.Compare(a.Name, b.Name)
+				})
+			}
+		}
+	}
 	if keep != nil {
 		cs := []schema.ClusterReach{}
-		for _, c := range r.Clusters {
+		for _, c := range out.Clusters {
 			if keep[c.Name] {
 				cs = append(cs, c)
 			}
 		}
-		r.Clusters = cs
+		out.Clusters = cs
 	}
-	return r, err
+	return out, err
 }

@@ -25,6 +25,7 @@ func TestConstructors(t *testing.T) {
 		CodeCycle: Cycle, CodeNotApplicable: NotApplicable, CodeUnreadable: Unreadable,
 		CodeUnsetEnv: UnsetEnv, CodeMissingLabel: MissingLabel, CodeOther: Other,
 		CodeEmptyGroup: EmptyGroup, CodeUnmatchedTarget: UnmatchedTarget, CodeEmptySelection: EmptySelection, CodeUnanchored: Unanchored,
+		CodeNotEvaluated: NotEvaluated, CodeApplicationSet: ApplicationSetRefused,
 		CodeNotFollowed: NotFollowed,
 	}
 	for code, mk := range ctors {
