@@ -101,6 +101,33 @@ func (m *Model) Warnings(f *schema.Fleet) problem.Errors {
 	return ws
 }
 
+// note is something the model could not follow, or followed into a
+// problem, for the clusters that receive it: a warning (Warnings) or an
+// error (Check), located at the layer or delivery it comes through.
+type note struct {
+	warn bool
+	// layer or delivery the note comes through.
+	layer, delivery string
+	// chain names the Kustomizations from the layer to where the note is
+	// (or the bundle), file the file the note is about.
+	chain, file string
+	msg         string
+}
+
+// note records n for cluster.
+func (m *Model) note(n note, cluster string) {
+	if m.noted == nil {
+		m.noted = map[note][]string{}
+	}
+	l, ok := m.noted[n]
+	if !ok {
+		m.notes = append(m.notes, n)
+	}
+	if len(l) == 0 || l[len(l)-1] != cluster {
+		m.noted[n] = append(l, cluster)
+	}
+}
+
 // noteWhere locates note n in f: its field and the words that start its
 // message.
 func noteWhere(f *schema.Fleet, n note) (at, who string) {
