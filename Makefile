@@ -12,7 +12,7 @@ LDFLAGS     := -X main.version=$(VERSION)
 # no build ID (reproducible).
 RELEASE_LDFLAGS := -s -w -buildid= $(LDFLAGS)
 
-.PHONY: all build install release cross test fuzz oracles bench bench-mirror lint size cold-build e2e e2e-tools
+.PHONY: all build install release cross test fuzz oracles bench bench-mirror lint size cold-build e2e e2e-tools oracle-argocd
 
 all: build
 
@@ -63,6 +63,12 @@ e2e-tools:
 ## e2e: fleetgen's output reconciled by a real control plane, Flux and Fleet
 e2e: e2e-tools
 	FLEETGEN_E2E_TOOLS="$$(test/e2e/tools/build.sh --dir)" $(GO) test -count=1 -v -timeout 30m ./test/e2e/
+## oracle-argocd: fleetgen's Argo CD cluster Secrets and ApplicationSet
+## preview against Argo CD v3.2.12's own util/db and generators, in a module of
+## its own (test/argocdoracle; docs/managers.md says what its build costs)
+oracle-argocd:
+	test/argocdoracle/run.sh -v
+
 ## fuzz: each fuzz target for FUZZTIME executions: the fleet.yaml loader, the
 ## kubeconfig checks and the lock parser, seeded from examples/, and diff's
 ## report in each format (no workflow command, ESC or CR from untrusted text),
@@ -86,15 +92,18 @@ fuzz:
 ## substitution and generator (fluxcd/pkg/kustomize, behind the fluxequal tag:
 ## it links controller-runtime), kustomize's remote rule, SOPS's format and
 ## kustomize-controller's decryption, the YAML encoder against sigs.k8s.io/yaml
-## and yaml.v3, helm-controller's values composition (fluxcd/pkg/chartutil)
-## and Helm's schema check, and signatures of the real cosign and notation
-## CLIs (FLEETGEN_COSIGN, FLEETGEN_NOTATION; skipped without them). Fleet's matcher and the real
-## kustomize-controller are held by `make e2e`.
+## and yaml.v3, helm-controller's values composition (fluxcd/pkg/chartutil),
+## Helm's schema check and Sprig's bounded functions, and signatures of the
+## real cosign and notation CLIs (FLEETGEN_COSIGN, FLEETGEN_NOTATION; skipped
+## without them). Fleet's matcher and the real kustomize-controller are held
+## by `make e2e`, the ApplicationSet preview by `make oracle-argocd` (a module
+## of its own: Argo CD links its whole controller tree).
 oracles:
 	$(GO) test -count=1 -tags fluxequal -run '^(TestFluxSubstitutionEqual|TestFluxGeneratorEqual|TestRemoteCoversKustomize)$$' ./pkg/layers
 	$(GO) test -count=1 -run '^(TestSOPSVersion|TestEncryptedBytesAsSOPS|TestTreeAsSOPS|TestEncryptCommentsDecryptWithSOPS|TestSealDecryptWithMAC|TestSealRoundTripFlux)$$' ./pkg/secrets
 	$(GO) test -count=1 -run '^(TestEncodeMatchesSigsYAML|TestObjectsDecodeStrictly)$$' ./pkg/generate
-	$(GO) test -count=1 -run '^(TestValuesMatchChartutil|TestSchema|TestReleaseDecodesUpstream|TestSeqMatchesSprig)$$' ./pkg/charts
+	$(GO) test -count=1 -run '^(TestValuesMatchChartutil|TestSchema|TestReleaseDecodesUpstream)$$' ./pkg/charts
+	$(GO) test -count=1 -run '^TestMatchesSprig$$' ./internal/sprigbound
 	$(GO) test -count=1 -run '^(TestCosignInterop|TestNotationInterop)$$' ./pkg/verify
 
 ## bench: render generated fleets of 1,000, 10,000 and 100,000 clusters to disk

@@ -20,19 +20,24 @@ func newTargets(g *globals, stdout io.Writer) *cobra.Command {
 	}
 	cmd := &cobra.Command{
 		Use:   "targets [PATH]",
-		Short: "Explain which layers and deliveries reach each cluster",
+		Short: "Explain which layers, deliveries, managers and Applications reach each cluster",
 		Long: `Targets explains delivery: for every cluster of fleet.yaml, in input order,
 each layer selected for it and each delivery (Fleet GitRepo) that reaches it,
 with the selector or the target that selected it, matched exactly as Fleet's
 controller matches (within a target every criterion must hold, a target with
 no criterion selects nothing, the first target that matches wins, only
-clusters registered with Fleet: modes agent, manager and capi); then every
-delivery target and every layer selector that reaches no cluster, and why
-(with the label values that do exist). --cluster limits the clusters listed.
-With spec.shards it shows each cluster's shards (those fleet.lock.yaml keeps,
-or those a render would assign now) and the load of every shard: its clusters
-and, for Fleet, the BundleDeployments they receive and the GitRepos it runs
-(docs/scale.md).
+clusters registered with Fleet: modes agent, manager and capi); each manager
+that registers it (Fleet or Verrazzano by its mode; Argo CD, KubeFleet,
+Sveltos and OCM by their selectors, with the cluster that runs each); and the
+Argo CD Applications that each ApplicationSet the Argo CD cluster receives
+would create on it, as Argo CD's cluster and list generators make them (other
+generators are named, not evaluated). Then every delivery target, layer
+selector and manager selector that reaches no cluster, and why (with the
+label values that do exist), and every ApplicationSet previewed. --cluster
+limits the clusters listed. With spec.shards it shows each cluster's shards
+(those fleet.lock.yaml keeps, or those a render would assign now) and the
+load of every shard: its clusters and, for Fleet, the BundleDeployments they
+receive and the GitRepos it runs (docs/scale.md).
 
 It explains a fleet that validate refuses too (a delivery that selects no
 cluster is what targets is for), then exits 2 with validate's problems. It
@@ -41,7 +46,8 @@ writes nothing.`,
 			"fleetgen targets",
 			"fleetgen targets --cluster edge-1",
 			"fleetgen targets --output json | jq -r '.clusters[] | select(.deliveries == []) | .name'",
-			"fleetgen targets --output json | jq '.unmatched, .unmatchedLayers'",
+			"fleetgen targets --output json | jq '.unmatched, .unmatchedLayers, .emptyManagers'",
+			"fleetgen targets --output json | jq -r '.clusters[] | .name as $c | .applications[] | \"\\($c) \\(.name)\"'",
 			"fleetgen targets --output json | jq -c '.load[]'   # per manager and shard: clusters and load",
 		),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -62,7 +68,7 @@ writes nothing.`,
 		},
 	}
 	in.add(g, cmd, 0)
-	addFormat(cmd, &o.format, "text (a table) or json ({clusters, unmatched, unmatchedLayers, load})", formatText, formatJSON)
+	addFormat(cmd, &o.format, "text (a table) or json ({clusters, unmatched, unmatchedLayers, emptyManagers, applicationSets, load})", formatText, formatJSON)
 	aliasShortFormat(cmd, &o.format)
 	addClusters(cmd, &o.clusters, "list only this cluster (repeatable)")
 	return cmd
@@ -74,11 +80,13 @@ func addClusters(cmd *cobra.Command, clusters *[]string, usage string) {
 }
 
 // writeTargets prints r: format "json" is the object of SPEC §2, one line;
-// "text" a table, a row per layer and delivery that reaches a cluster with
-// the selector or target (and its criteria) that selected it, then the
-// targets and layer selectors that reach no cluster and why. The names come
+// "text" a table, a row per layer, delivery, manager and Application that
+// reaches a cluster with the selector, target, mode or ApplicationSet that
+// selected it, then the targets, layer selectors and manager selectors that
+// reach no cluster and why, and the ApplicationSets previewed. The names come
 // from fleet.yaml, which may not be valid (targets explains a fleet validate
-// refuses): every one is written inert.
+// refuses), or from a layer (what an ApplicationSet's template makes): every
+// one is written inert.
 func writeTargets(w io.Writer, r *pipeline.Reach, format string) error {
 	if format == formatJSON {
 		b, err := inert.JSON(r, "")
@@ -108,9 +116,15 @@ func writeTargets(w io.Writer, r *pipeline.Reach, format string) error {
 		for _, d := range c.Deliveries {
 			row("delivery "+t(d.Name), "target "+t(d.Target)+": "+t(d.Why))
 		}
+		for _, m := range c.Managers {
+			row("manager "+m.Manager+" on "+t(m.Host), t(m.Why))
+		}
+		for _, a := range c.Applications {
+			row("application "+inert.Quote(a.Name), "ApplicationSet "+inert.Quote(a.ApplicationSet))
+		}
 		why := c.ShardWhy
 		if s := c.Shard; s != nil && s.Fleet != "" && len(why) > 0 {
-			row("fleet shard "+s.Fleet, why[0])
+			row("fleet shard "+t(s.Fleet), why[0])
 			why = why[1:]
 		}
 		if s := c.Shard; s != nil && s.ArgoCD != nil && len(why) > 0 {
@@ -153,6 +167,24 @@ func writeTargets(w io.Writer, r *pipeline.Reach, format string) error {
 		b.WriteString("\nLAYERS THAT SELECT NO CLUSTER\n")
 		for _, u := range r.UnmatchedLayers {
 			fmt.Fprintf(&b, "layer %s: %s\n", t(u.Layer), t(u.Why))
+		}
+	}
+	if len(r.EmptyManagers) > 0 {
+		b.WriteString("\nMANAGERS THAT REGISTER NO CLUSTER\n")
+		for _, m := range r.EmptyManagers {
+			fmt.Fprintf(&b, "%s: %s\n", m.Manager, t(m.Why))
+		}
+	}
+	for i, p := range r.ApplicationSets {
+		if i == 0 {
+			b.WriteString("\nAPPLICATIONSETS (on cluster " + t(p.Cluster) + ")\n")
+		}
+		fmt.Fprintf(&b, "%s (layer %s, %s): %d Application(s)\n", inert.Quote(p.Ref()), t(p.Layer), inert.Quote(p.Origin), len(p.Applications))
+		for _, n := range p.NotEvaluated {
+			fmt.Fprintf(&b, "  not evaluated: %s\n", inert.Prose(n))
+		}
+		for _, e := range p.Errors {
+			fmt.Fprintf(&b, "  Argo CD would refuse it: %s\n", inert.Prose(e))
 		}
 	}
 	_, err := io.WriteString(w, b.String())

@@ -7,11 +7,13 @@ package images
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 
+	"fleetgen.dev/fleetgen/internal/inert"
 	"fleetgen.dev/fleetgen/pkg/layers"
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/problem"
@@ -116,47 +118,44 @@ func Discover(f *schema.Fleet, m *layers.Model) (*Result, error) {
 		if s.Objects == nil {
 			continue
 		}
-		// The layers that receive this set, in spec order; errors go to the
-		// first.
-		seen := map[int]bool{}
-		var idx []int
-		for _, u := range s.Units {
-			if li := layerIdx[u.Layer]; !seen[li] {
-				seen[li] = true
-				idx = append(idx, li)
-			}
-		}
-		sort.Ints(idx)
-		at := fmt.Sprintf("spec.layers[%d].path", idx[0])
+		// The layers (or deliveries, for a bundle) that receive this set, in
+		// spec order; errors go to the first.
+		owners := ownersOf(f, s, layerIdx)
+		first := owners[0]
 		var names []string
-		for _, li := range idx {
-			names = append(names, f.Spec.Layers[li].Name)
+		for _, o := range owners {
+			names = append(names, o.name)
 		}
+		kind := "layer"
+		if s.Delivery != "" {
+			kind = "delivery"
+		}
+		what := fmt.Sprintf("%s %s: folder %s", kind, strings.Join(names, ", "), s.Path)
 		expanded := ""
-		if s.Path != schema.CleanPath(f.Spec.Layers[idx[0]].Path) {
+		if s.Delivery == "" && !s.Followed() && s.Path != schema.CleanPath(f.Spec.Layers[first.index].Path) {
 			expanded = fmt.Sprintf(" (as expanded for cluster %s)", s.Units[0].Cluster)
+		}
+		if s.Followed() {
+			expanded = " (through Kustomization " + inert.Quote(s.Kustomization) + ")"
 		}
 		found, bad := collect(s.Objects)
 		for _, o := range bad {
-			if msg := fmt.Sprintf("layer %s: folder %s: %s", strings.Join(names, ", "), s.Path, o); !reported[msg] {
+			if msg := what + ": " + o; !reported[msg] {
 				reported[msg] = true
-				errs = append(errs, f.At(problem.Other(at, "layer %s: folder %s%s: %s", strings.Join(names, ", "), s.Path, expanded, o)))
+				errs = append(errs, f.At(problem.Other(first.field, "%s%s: %s", what, expanded, o)))
 			}
 		}
 		for _, img := range found {
 			ok := true
-			for _, li := range idx {
-				ok = add(img.ref, fmt.Sprintf("layer %s (%s)", f.Spec.Layers[li].Name, s.Path), len(f.Spec.Images)+li, fmt.Sprintf("spec.layers[%d].path", li)) && ok
+			for _, o := range owners {
+				ok = add(img.ref, fmt.Sprintf("%s %s (%s)", kind, o.name, s.Path), o.order, o.field) && ok
 			}
 			if !ok {
-				if msg := fmt.Sprintf("layer %s: folder %s: %s: invalid", strings.Join(names, ", "), s.Path, img.who); !reported[msg] {
+				if msg := fmt.Sprintf("%s: %s: invalid", what, img.who); !reported[msg] {
 					reported[msg] = true
-					errs = append(errs, f.At(problem.Other(at, "layer %s: folder %s%s: %s: invalid image reference: want [HOST[:PORT]/]PATH[:TAG][@sha256:DIGEST]", strings.Join(names, ", "), s.Path, expanded, img.who)))
+					errs = append(errs, f.At(problem.Other(first.field, "%s%s: %s: invalid image reference: want [HOST[:PORT]/]PATH[:TAG][@sha256:DIGEST]", what, expanded, img.who)))
 				}
 				continue
-			}
-			if !img.chart {
-				written[s.Path] = append(written[s.Path], img.ref)
 			}
 			if n, err := lock.Normalize(img.ref); err == nil {
 				if sources[n] == nil {
@@ -164,10 +163,15 @@ func Discover(f *schema.Fleet, m *layers.Model) (*Result, error) {
 				}
 				sources[n][Source{File: img.file, Field: img.field, Object: img.who, Written: img.ref}] = true
 			}
+			// spec.images of a layer's Kustomization rewrites its own build
+			// only.
+			if !img.chart && !s.Followed() && s.Delivery == "" && s.Release == "" {
+				written[s.Path] = append(written[s.Path], img.ref)
+			}
 		}
 	}
 	for p := range m.Builds {
-		if b := m.Builds[p]; b != nil && b.Err == nil {
+		if b := m.Builds[p]; b != nil && b.Err == nil && p == b.Path { // a layer's build
 			res.LayerImages[p] = dedupe(written[p])
 		}
 	}
@@ -203,6 +207,36 @@ func Discover(f *schema.Fleet, m *layers.Model) (*Result, error) {
 		return res, schema.Sorted(errs)
 	}
 	return res, nil
+}
+
+// owner is a layer or delivery that receives a set: its name, field and
+// place in document order.
+type owner struct {
+	name, field  string
+	index, order int
+}
+
+// ownersOf returns the layers (or, for a bundle, the deliveries) that
+// receive s, in spec order.
+func ownersOf(f *schema.Fleet, s *layers.Set, layerIdx map[string]int) []owner {
+	var out []owner
+	seen := map[int]bool{}
+	for _, u := range s.Units {
+		if u.Delivery != "" {
+			i := slices.IndexFunc(f.Spec.Deliveries, func(d schema.Delivery) bool { return d.Name == u.Delivery })
+			if !seen[-1-i] {
+				seen[-1-i] = true
+				out = append(out, owner{name: u.Delivery, field: fmt.Sprintf("spec.deliveries[%d]", i), index: i, order: len(f.Spec.Images) + len(f.Spec.Layers) + i})
+			}
+			continue
+		}
+		if li := layerIdx[u.Layer]; !seen[li] {
+			seen[li] = true
+			out = append(out, owner{name: u.Layer, field: fmt.Sprintf("spec.layers[%d].path", li), index: li, order: len(f.Spec.Images) + li})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].order < out[j].order })
+	return out
 }
 
 // Written returns the container image references objs use, as written

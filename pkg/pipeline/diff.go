@@ -45,7 +45,7 @@ func Diff(ctx context.Context, cfg Config, o RenderOptions) (review.Report, stri
 		}
 	}
 	had := owned(r.had)
-	objs, oldTags, err := receivedChanges(o, ld, had)
+	objs, oldTags, old, err := receivedChanges(o, ld, had)
 	if err != nil {
 		return review.Report{}, "", err
 	}
@@ -58,6 +58,11 @@ func Diff(ctx context.Context, cfg Config, o RenderOptions) (review.Report, stri
 	rep := review.Compare(had, filesMap(r.files), review.Options{GeneratedClientIDs: r.generated, Tags: tg})
 	rep.AddObjects(objs)
 	rep.AddImageVerification(ld.verificationChanges())
+	now := filesMap(r.files)
+	nv := argoCDSees(ld.Fleet, ld.Model, now)
+	if ov, ok := oldArgoCD(ld.Fleet, had, old, nv); ok {
+		rep.AddApplications(applicationNames(ov), applicationNames(nv))
+	}
 	if keep != nil {
 		rep = rep.Only(keep, manager)
 	}

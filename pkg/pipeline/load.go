@@ -146,7 +146,12 @@ func loadAll(ctx context.Context, cfg Config) (*Loaded, problem.Errors, error) {
 	if len(skip) > 0 {
 		units = slices.DeleteFunc(units, func(u layers.Unit) bool { return skip[u.Layer] })
 	}
-	m, err := layers.LoadUnits(f, units)
+	opts := layers.DefaultOptions()
+	opts.Deliveries, opts.Clusters = layers.DeliveriesOf(f)
+	if bad := brokenDeliveries(f, errs); len(bad) > 0 {
+		opts.Deliveries = slices.DeleteFunc(opts.Deliveries, func(d layers.Delivery) bool { return bad[d.Name] })
+	}
+	m, err := layers.LoadUnits(f, units, opts)
 	if m == nil || later(err) != nil {
 		return nil, nil, err
 	}
@@ -167,12 +172,25 @@ func loadAll(ctx context.Context, cfg Config) (*Loaded, problem.Errors, error) {
 // (a label one cluster lacks is not the path's fault: that cluster's unit
 // keeps its ${label} and is not built, the others are).
 func brokenLayers(f *schema.Fleet, errs problem.Errors) map[string]bool {
+	return broken(f, errs, "spec.layers[%d].path", len(f.Spec.Layers), func(i int) string { return f.Spec.Layers[i].Name })
+}
+
+// brokenDeliveries names the deliveries that fleet.yaml's own rules found
+// wrong in any field (errs): the model renders none of their bundles.
+func brokenDeliveries(f *schema.Fleet, errs problem.Errors) map[string]bool {
+	return broken(f, errs, "spec.deliveries[%d]", len(f.Spec.Deliveries), func(i int) string { return f.Spec.Deliveries[i].Name })
+}
+
+// broken names the items of a list of fleet.yaml (n of them, field a
+// format of their index, name their names) that a problem of errs is about
+// (its field or one below it); a missing label is no item's fault.
+func broken(f *schema.Fleet, errs problem.Errors, field string, n int, name func(int) string) map[string]bool {
 	skip := map[string]bool{}
-	for i, l := range f.Spec.Layers {
-		p := fmt.Sprintf("spec.layers[%d].path", i)
+	for i := 0; i < n; i++ {
+		p := fmt.Sprintf(field, i)
 		for _, e := range errs {
-			if e.File == f.File && e.ErrorCode() != problem.CodeMissingLabel && (e.Path == p || strings.HasPrefix(e.Path, p+".")) {
-				skip[l.Name] = true
+			if e.File == f.File && e.ErrorCode() != problem.CodeMissingLabel && (e.Path == p || strings.HasPrefix(e.Path, p+".") || strings.HasPrefix(e.Path, p+"[")) {
+				skip[name(i)] = true
 			}
 		}
 	}
@@ -302,7 +320,7 @@ func (ld *Loaded) layerFileProblems() (problem.Errors, error) {
 			c.Spec.Layers = slices.DeleteFunc(slices.Clone(f.Spec.Layers), func(l schema.Layer) bool { return ld.skipLayers[l.Name] })
 			f = &c
 		}
-		files, err := publish.LayerFiles(f, "", nil)
+		files, err := publish.LayerFiles(f, ld.Model.Files(), "", nil)
 		if err != nil {
 			return nil, err
 		}

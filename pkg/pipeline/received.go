@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,8 +22,10 @@ import (
 // layer writes and the mirror reference pinned by digest it became.
 type pinned struct{ name, ref string }
 
-// receivedChanges compares what each cluster receives from its layers now
-// (ld.Model) with what it received when DIR was published (SPEC §7): the
+// receivedChanges compares what each cluster receives through its layers
+// now (ld.Model's closure: each layer's set, the Kustomizations it leads to
+// and the charts of its HelmReleases) with what it received when DIR was
+// published (SPEC §7): the
 // layer Kustomizations of DIR's render (had: DIR's fleetgen files) built from
 // the layer folders DIR holds, as a checkout of the published tree does.
 // When DIR holds none of those folders (a previous render, not a checkout),
@@ -35,10 +38,12 @@ type pinned struct{ name, ref string }
 //
 // It also returns the tags the old images were pinned from, by mirror
 // reference pinned by digest (review.Options.Tags), read from what DIR's
-// layers wrote: the lock no longer holds an image a change replaced.
-func receivedChanges(cfg RenderOptions, ld *Loaded, had map[string][]byte) (map[string][]review.Object, map[string]string, error) {
+// layers wrote: the lock no longer holds an image a change replaced; and
+// DIR's model with its units (nil when DIR holds no layer folder), which
+// the ApplicationSet preview of the old tree reads.
+func receivedChanges(cfg RenderOptions, ld *Loaded, had map[string][]byte) (map[string][]review.Object, map[string]string, *oldModel, error) {
 	if onlyTree(cfg.OutDir) {
-		return nil, nil, nil // a render: no layer folder to read its layers from
+		return nil, nil, nil, nil // a render: no layer folder to read its layers from
 	}
 	f := ld.Fleet
 	src := schema.CleanPath(f.Spec.Source.Path)
@@ -71,15 +76,21 @@ func receivedChanges(cfg RenderOptions, ld *Loaded, had map[string][]byte) (map[
 		return units[i].Layer < units[j].Layer
 	})
 	if !holdsAny(cfg.OutDir, units) {
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
-	old, err := layers.New(cfg.OutDir, units, layers.DefaultOptions())
+	opts := layers.DefaultOptions()
+	if src == "." {
+		// DIR is the source root: the Kustomizations its layers lead to
+		// read it too (SPEC §5's closure).
+		opts.Source = layers.SourceOf(f)
+	}
+	old, err := layers.New(cfg.OutDir, units, opts)
 	var lim *layers.LimitError
 	if errors.As(err, &lim) {
-		return nil, nil, problem.Invalid(errors.New("diff: the layer folders of " + cfg.OutDir + ": " + lim.Error()))
+		return nil, nil, nil, problem.Invalid(errors.New("diff: the layer folders of " + cfg.OutDir + ": " + lim.Error()))
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	tags := map[string]string{}
 	seenSet := map[*layers.Set]map[string]string{}
@@ -106,8 +117,7 @@ func receivedChanges(cfg RenderOptions, ld *Loaded, had map[string][]byte) (map[
 		}
 	}
 
-	type pair struct{ old, new *layers.Set }
-	memo := map[pair][]review.Object{}
+	memo := map[string][]review.Object{}
 	out := map[string][]review.Object{}
 	seen := map[[2]string]bool{}
 	compare := func(cluster, layer string) {
@@ -116,11 +126,12 @@ func receivedChanges(cfg RenderOptions, ld *Loaded, had map[string][]byte) (map[
 			return
 		}
 		seen[k] = true
-		p := pair{old.Received(cluster, layer), ld.Model.Received(cluster, layer)}
-		changes, ok := memo[p]
+		was, is := old.Closure(cluster, layer), ld.Model.Closure(cluster, layer)
+		key := closureKey(was) + "|" + closureKey(is)
+		changes, ok := memo[key]
 		if !ok {
-			changes = compareSets(p.old, p.new)
-			memo[p] = changes
+			changes = compareSets(was, is)
+			memo[key] = changes
 		}
 		for _, c := range changes {
 			c.Layer = layer
@@ -133,7 +144,13 @@ func receivedChanges(cfg RenderOptions, ld *Loaded, had map[string][]byte) (map[
 	for _, u := range layers.FromFleet(f) {
 		compare(u.Cluster, u.Layer)
 	}
-	return out, tags, nil
+	return out, tags, &oldModel{model: old, units: units}, nil
+}
+
+// oldModel is DIR's model of what each cluster received, and its units.
+type oldModel struct {
+	model *layers.Model
+	units []layers.Unit
 }
 
 // splitTag splits an image reference as written into its name and tag ("" when
@@ -179,12 +196,23 @@ func holdsAny(dir string, units []layers.Unit) bool {
 	return false
 }
 
-// compareSets returns the objects added, removed or changed from old to new
-// (nil sets, or sets Flux fails, receive nothing), by kind, namespace and
+// closureKey identifies the sets of a closure (layers.Model.Closure): equal
+// closures of two clusters compare once.
+func closureKey(sets []*layers.Set) string {
+	var b strings.Builder
+	for _, s := range sets {
+		fmt.Fprintf(&b, "%p,", s)
+	}
+	return b.String()
+}
+
+// compareSets returns the objects added, removed or changed from the
+// closure old to the closure new (a layer's set and the sets it leads to;
+// nil sets, or sets Flux fails, receive nothing), by kind, namespace and
 // name, a changed one with the fields that moved (review.FieldChanges);
 // Layer is left for the caller.
-func compareSets(old, new *layers.Set) []review.Object {
-	if old == new {
+func compareSets(old, new []*layers.Set) []review.Object {
+	if slices.Equal(old, new) {
 		return nil
 	}
 	was, is := objectsOf(old), objectsOf(new)
@@ -209,13 +237,14 @@ func compareSets(old, new *layers.Set) []review.Object {
 	return out
 }
 
-func objectsOf(s *layers.Set) map[string]*layers.Object {
+func objectsOf(sets []*layers.Set) map[string]*layers.Object {
 	out := map[string]*layers.Object{}
-	if s == nil {
-		return out
-	}
-	for _, o := range s.Objects {
-		out[o.Key()] = o
+	for _, s := range sets {
+		for _, o := range s.Objects {
+			if _, ok := out[o.Key()]; !ok {
+				out[o.Key()] = o
+			}
+		}
 	}
 	return out
 }

@@ -6,7 +6,6 @@ import (
 
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/problem"
-	"fleetgen.dev/fleetgen/pkg/schema"
 	"fleetgen.dev/fleetgen/pkg/shard"
 )
 
@@ -18,17 +17,6 @@ func (ld *Loaded) shardPlan() *shard.Plan {
 		ld.shardsOf = ld.Lock
 	}
 	return ld.shards
-}
-
-// warnings are what validate accepts but is likely a mistake: fleet.yaml's
-// (schema.Warnings) and the shards' loads (shard.Plan.Warnings), sorted.
-func (ld *Loaded) warnings() problem.Errors {
-	ws := schema.Warnings(ld.Fleet)
-	if !ld.lockBad {
-		ws = append(ws, ld.shardPlan().Warnings(ld.Fleet)...)
-		ws.Sort()
-	}
-	return ws
 }
 
 // lockedShards is the --locked refusal of a render that would change the

@@ -2,15 +2,21 @@ package pipeline
 
 import (
 	"context"
+	"slices"
+	"strings"
 
 	"fleetgen.dev/fleetgen/pkg/schema"
 	"fleetgen.dev/fleetgen/pkg/shard"
 )
 
-// Reach is what Targets returns: what reaches each cluster (schema.Reach),
-// each cluster's shards, and the load of every declared shard (SPEC §8).
+// Reach is what Targets returns: what reaches each cluster (schema.Reach:
+// its layers, deliveries, managers and shards) and, for the cluster that
+// runs Argo CD, every ApplicationSet it receives with the Applications it
+// would create, which each cluster's entry lists too; and the load of every
+// declared shard (SPEC §8).
 type Reach struct {
 	*schema.Reach
+	ApplicationSets []ApplicationSetPreview `json:"applicationSets"`
 	// Load is each shard's load, Fleet's then Argo CD's, in declared
 	// order; empty when spec.shards declares none.
 	Load []shard.Load `json:"load,omitempty"`
@@ -24,13 +30,16 @@ type TargetsOptions struct {
 	Clusters []string
 }
 
-// Targets loads fleet.yaml and its lock and returns what reaches each of its
-// clusters: the layers selected for it, the deliveries whose targets select
-// it (Fleet's matching, package fleetmatch) and its shards (those the lock
-// keeps, or those a render would assign now), every delivery target and
-// layer selector that reaches no cluster, with the label values that exist,
-// and each shard's load (`fleetgen targets`, SPEC §2 and §8). It writes
-// nothing.
+// Targets loads fleet.yaml and returns what reaches each of its clusters:
+// the layers selected for it, the deliveries whose targets select it
+// (Fleet's matching, package fleetmatch), the managers that register it and
+// its shards (those the lock keeps, or those a render would assign now);
+// every delivery target, layer selector and manager selector that reaches
+// no cluster, with the label values that exist (`fleetgen targets`, SPEC
+// §2); when a cluster of the fleet runs Argo CD (spec.argocd.cluster),
+// every ApplicationSet it receives with the Applications it would create,
+// which each cluster's entry lists too; and each shard's load (SPEC §8). It
+// writes nothing.
 //
 // It explains a fleet that validate refuses too: whenever fleet.yaml holds a
 // Fleet it returns its Reach, with validate's problems as the error (what
@@ -42,16 +51,33 @@ func Targets(ctx context.Context, cfg Config, o TargetsOptions) (*Reach, error) 
 	if ld == nil {
 		return nil, err
 	}
-	keep, _, serr := ld.Fleet.SelectClusters(o.Clusters)
+	f := ld.Fleet
+	keep, _, serr := f.SelectClusters(o.Clusters)
 	if serr != nil {
 		return nil, serr
 	}
-	f := ld.Fleet
-	r := &Reach{Reach: f.Reach()}
+	out := &Reach{Reach: f.Reach(), ApplicationSets: []ApplicationSetPreview{}}
+	if f.Spec.ArgoCD != nil {
+		if regs, rerr := registrationFiles(f); rerr == nil {
+			v := argoCDSees(f, ld.Model, regs)
+			out.ApplicationSets = v.preview()
+			apps := v.byDestination(out.ApplicationSets)
+			for i := range out.Clusters {
+				c := &out.Clusters[i]
+				c.Applications = append(c.Applications, apps[c.Name]...)
+				slices.SortStableFunc(c.Applications, func(a, b schema.ApplicationReach) int {
+					if d := strings.Compare(a.ApplicationSet, b.ApplicationSet); d != 0 {
+						return d
+					}
+					return strings.Compare(a.Name, b.Name)
+				})
+			}
+		}
+	}
 	if f.Spec.Shards != nil && !ld.lockBad {
 		p := ld.shardPlan()
-		for i := range r.Clusters {
-			c := &r.Clusters[i]
+		for i := range out.Clusters {
+			c := &out.Clusters[i]
 			var s schema.ClusterShard
 			s.Fleet = p.FleetShard(c.Name)
 			if n, ok := p.ArgoCDShard(c.Name); ok {
@@ -67,16 +93,16 @@ func Targets(ctx context.Context, cfg Config, o TargetsOptions) (*Reach, error) 
 				c.ShardWhy = append(c.ShardWhy, p.Why(f, shard.ArgoCD, i))
 			}
 		}
-		r.Load = p.Load
+		out.Load = p.Load
 	}
 	if keep != nil {
 		cs := []schema.ClusterReach{}
-		for _, c := range r.Clusters {
+		for _, c := range out.Clusters {
 			if keep[c.Name] {
 				cs = append(cs, c)
 			}
 		}
-		r.Clusters = cs
+		out.Clusters = cs
 	}
-	return r, err
+	return out, err
 }

@@ -39,8 +39,11 @@ const (
 	// Warnings (Warnings): valid input that is likely a mistake.
 	CodeEmptyGroup      = "empty-group"        // a ClusterGroup that holds no Fleet cluster
 	CodeUnmatchedTarget = "unmatched-target"   // a delivery target that reaches no cluster
-	CodeEmptySelection  = "empty-selection"    // spec.argocd or a layer selector selects no cluster
+	CodeEmptySelection  = "empty-selection"    // a manager (spec.argocd, …) or a layer selector selects no cluster
 	CodeUnanchored      = "unanchored-pattern" // a keyless subjectRegExp without ^ and $
+	CodeNotEvaluated    = "not-evaluated"      // an ApplicationSet generator or template fleetgen does not preview
+	CodeApplicationSet  = "applicationset"     // an ApplicationSet Argo CD's controller would refuse
+	CodeNotFollowed     = "not-followed"       // what the model of what each cluster receives cannot follow
 	CodeEmptyShard      = "empty-shard"        // a declared shard that receives nothing
 	CodeShardLoad       = "shard-load"         // a shard carries more than 1.5x the mean
 	CodeStatusSize      = "status-size"        // a delivery's GitRepo status nears etcd's limit
@@ -170,7 +173,7 @@ func UnmatchedTarget(path, format string, args ...any) *FieldError {
 	return newf(CodeUnmatchedTarget, path, fmt.Sprintf(format, args...))
 }
 
-// EmptySelection is the warning for a spec.argocd or a layer selector that selects no cluster (CodeEmptySelection).
+// EmptySelection is the warning for a manager (spec.argocd, spec.kubefleet, spec.sveltos, spec.ocm) or a layer selector that selects no cluster (CodeEmptySelection).
 func EmptySelection(path, format string, args ...any) *FieldError {
 	return newf(CodeEmptySelection, path, fmt.Sprintf(format, args...))
 }
@@ -194,6 +197,24 @@ func StatusSize(path, format string, args ...any) *FieldError {
 // anchors, which cosign matches anywhere in the subject (CodeUnanchored).
 func Unanchored(path, format string, args ...any) *FieldError {
 	return newf(CodeUnanchored, path, fmt.Sprintf(format, args...))
+}
+
+// NotEvaluated is the warning for an ApplicationSet generator or template the preview does not evaluate (CodeNotEvaluated).
+func NotEvaluated(path, format string, args ...any) *FieldError {
+	return newf(CodeNotEvaluated, path, fmt.Sprintf(format, args...))
+}
+
+// ApplicationSetRefused is the warning for an ApplicationSet Argo CD's controller would refuse (CodeApplicationSet).
+func ApplicationSetRefused(path, format string, args ...any) *FieldError {
+	return newf(CodeApplicationSet, path, fmt.Sprintf(format, args...))
+}
+
+// NotFollowed is the warning for what a cluster receives that the model
+// cannot follow, and so the guard cannot check: a Kustomization of another
+// source, variables from outside Git, a chart or bundle it does not render
+// (CodeNotFollowed).
+func NotFollowed(path, format string, args ...any) *FieldError {
+	return newf(CodeNotFollowed, path, fmt.Sprintf(format, args...))
 }
 
 func newf(code, path, msg string) *FieldError {

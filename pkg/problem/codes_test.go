@@ -25,7 +25,9 @@ func TestConstructors(t *testing.T) {
 		CodeCycle: Cycle, CodeNotApplicable: NotApplicable, CodeUnreadable: Unreadable,
 		CodeUnsetEnv: UnsetEnv, CodeMissingLabel: MissingLabel, CodeOther: Other,
 		CodeEmptyGroup: EmptyGroup, CodeUnmatchedTarget: UnmatchedTarget, CodeEmptySelection: EmptySelection, CodeUnanchored: Unanchored,
-		CodeEmptyShard: EmptyShard, CodeShardLoad: ShardLoad, CodeStatusSize: StatusSize,
+		CodeNotEvaluated: NotEvaluated, CodeApplicationSet: ApplicationSetRefused,
+		CodeNotFollowed: NotFollowed,
+		CodeEmptyShard:  EmptyShard, CodeShardLoad: ShardLoad, CodeStatusSize: StatusSize,
 	}
 	for code, mk := range ctors {
 		e := mk("spec.x", "bad %q\r\nvalue", "v")

@@ -169,12 +169,19 @@ func (r *Report) AddObjects(byCluster map[string][]Object) {
 		if len(objs) == 0 {
 			continue
 		}
-		i := sort.Search(len(r.Clusters), func(i int) bool { return r.Clusters[i].Name >= name })
-		if i == len(r.Clusters) || r.Clusters[i].Name != name {
-			r.Clusters = slices.Insert(r.Clusters, i, Cluster{Name: name, Change: Update, Changes: []Change{}, Warnings: []string{}})
-		}
-		r.Clusters[i].addObjects(objs)
+		r.listed(name).addObjects(objs)
 	}
+}
+
+// listed returns the report's entry for cluster name, adding one as
+// changed when the report does not list it yet; clusters stay sorted by
+// name.
+func (r *Report) listed(name string) *Cluster {
+	i := sort.Search(len(r.Clusters), func(i int) bool { return r.Clusters[i].Name >= name })
+	if i == len(r.Clusters) || r.Clusters[i].Name != name {
+		r.Clusters = slices.Insert(r.Clusters, i, Cluster{Name: name, Change: Update, Changes: []Change{}, Warnings: []string{}})
+	}
+	return &r.Clusters[i]
 }
 
 // Warnings returns every warning, cluster by cluster, then the manager's.
@@ -229,10 +236,12 @@ func Compare(old, new map[string][]byte, opts Options) Report {
 			c.Change = Removed
 			c.Changes = []Change{{Field: "registration.mode", From: oc.mode, To: ""}}
 			c.Warnings = append(c.Warnings, removedWarning(name, oc.mode))
+			c.Warnings = append(c.Warnings, managerWarnings(name, oc.managers, nil)...)
 		default:
 			c.Change = Update
 			c.Changes = compareCluster(oc, nc)
 			c.Warnings = clusterWarnings(name, oc, nc)
+			c.Warnings = append(c.Warnings, managerWarnings(name, oc.managers, nc.managers)...)
 		}
 		if c.Change != Removed {
 			c.Changes = append(c.Changes, groupChanges(name, om, nm)...)
@@ -259,11 +268,12 @@ func (r Report) touched() map[string]bool {
 	only := map[string]bool{}
 	for _, ps := range [][]string{r.Files.Added, r.Files.Removed, r.Files.Changed} {
 		for _, p := range ps {
-			switch lp := layout.Parse(p); {
-			case lp.Kind == layout.FleetGroup || lp.Kind == layout.FleetGitRepo:
+			lp := layout.Parse(p)
+			if lp.Kind == layout.FleetGroup || lp.Kind == layout.FleetGitRepo {
 				return nil
-			case lp.Cluster != "":
-				only[lp.Cluster] = true
+			}
+			for _, c := range concerns(lp) {
+				only[c] = true
 			}
 		}
 	}
@@ -321,6 +331,7 @@ func compareCluster(o, n *cluster) []Change {
 	for _, k := range sortedKeys(oi, ni) {
 		ch.addValues("images["+k+"]", oi[k], ni[k])
 	}
+	compareManagers(&ch, o.managers, n.managers)
 	if ch == nil {
 		ch = changes{}
 	}

@@ -1,7 +1,6 @@
 package review
 
 import (
-	"encoding/base64"
 	"maps"
 	"strings"
 
@@ -21,7 +20,7 @@ type cluster struct {
 	fleet      bool              // has a Fleet Cluster (cluster.yaml), which ClusterGroups select
 	labels     map[string]string // its Fleet Cluster's, but the shard label
 	fleetShard string            // the Fleet Cluster's schema.FleetShardLabel
-	argoShard  string            // its Argo CD Secret's shard key
+	argoShard  string            // its Argo CD Secret's shard key (readRegistration)
 	clientID   side
 	tokenTTL   string
 	kubeconfig []byte // the Secret file; compared, never shown
@@ -30,6 +29,7 @@ type cluster struct {
 	layers     map[string]Kustomization
 	images     map[string]string // image name -> newName@digest (or newTag), of every layer
 	files      []string
+	managers   map[string]*registration // by manager: Argo CD, KubeFleet, Sveltos, OCM (managers.go)
 }
 
 type agentValues struct {
@@ -106,21 +106,23 @@ func readTree(files map[string][]byte, opts Options, generated, only map[string]
 		if lp.Kind == layout.ManagerEntry {
 			managerName = lp.Cluster
 		}
-		if only == nil || lp.Cluster == "" || only[lp.Cluster] {
+		cs := concerns(lp)
+		keep := only == nil || len(cs) == 0
+		for _, c := range cs {
+			keep = keep || only[c]
+		}
+		if keep {
 			parsed[p] = lp
 		}
 	}
-	argoShards := map[string]string{} // cluster -> its Argo CD Secret's shard key
 	for _, p := range sortedKeys(parsed) {
 		data := files[p]
 		lp := parsed[p]
-		if lp.Kind == layout.ArgoCDCluster {
-			if s, ok := argoCDShard(data); ok {
-				argoShards[lp.Cluster] = s
-			}
-		}
 		var o object   // decoded by the cases that read one
 		var c *cluster // the cluster p belongs to
+		if t.readRegistration(lp, p, data, managerName) {
+			continue
+		}
 		switch lp.Kind {
 		case layout.FleetCluster, layout.FleetToken, layout.FleetKubeconfig, layout.VerrazzanoCluster,
 			layout.VerrazzanoCA, layout.AgentValues:
@@ -157,7 +159,7 @@ func readTree(files map[string][]byte, opts Options, generated, only map[string]
 		}
 		if c == nil {
 			// The manager's other files (its kustomization, namespaces,
-			// GitRepos, Policy, Argo CD Secrets, entry point), and Foreign
+			// GitRepos, Policy, entry point), and Foreign
 			// paths, which fleetgen does not write: each a change of its own.
 			t.manager.other[p] = data
 			continue
@@ -225,33 +227,7 @@ func readTree(files map[string][]byte, opts Options, generated, only map[string]
 			}
 		}
 	}
-	for name, s := range argoShards {
-		if c := t.clusters[name]; c != nil {
-			c.argoShard = s
-		}
-	}
 	return t
-}
-
-// argoCDShard reads the shard key of an Argo CD cluster Secret (base64 in
-// data, as fleetgen writes it); ok is false when it has none or it is
-// sealed.
-func argoCDShard(data []byte) (string, bool) {
-	var s struct {
-		Data map[string]string `json:"data"`
-	}
-	if yaml.Unmarshal(data, &s) != nil {
-		return "", false
-	}
-	v, ok := s.Data["shard"]
-	if !ok {
-		return "", false
-	}
-	b, err := base64.StdEncoding.DecodeString(v)
-	if err != nil {
-		return "", false
-	}
-	return string(b), true
 }
 
 // cluster returns what t says about the cluster name, adding it.

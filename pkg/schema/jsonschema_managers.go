@@ -8,8 +8,9 @@ import (
 	"fleetgen.dev/fleetgen/pkg/layout"
 )
 
-// The JSON Schema's documentation of spec.deliveries, spec.argocd and
-// spec.clusters[].apiServer and .agent, merged into fieldDocs. The fields
+// The JSON Schema's documentation of spec.deliveries, spec.argocd,
+// spec.kubefleet, spec.sveltos, spec.ocm and spec.clusters[].apiServer,
+// .identity and .agent, merged into fieldDocs. The fields
 // below agent are the Kubernetes types': each is described by its name
 // (kubeDocs), wherever it stands.
 func init() {
@@ -42,6 +43,12 @@ func init() {
 	}
 	walk("spec.clusters[].agent", reflect.TypeOf(Agent{}))
 	walk("spec.deliveries[].correctDrift", reflect.TypeOf(CorrectDrift{}))
+}
+
+// hostDoc describes the field naming the cluster that runs a manager.
+func hostDoc(what, dir, example string) fieldDoc {
+	return fieldDoc{desc: "The fleet cluster that " + what + ": the manager (default; its objects go under " + layout.ManagerDir + "/" + dir + "/) or a cluster of spec.clusters (into its Flux folder, " + layout.ClusterDir("<name>") + "/" + dir + "/). Default: spec.manager.name.",
+		pattern: dnsLabelRE.String(), maxLen: 63, example: example}
 }
 
 // kubeDocs describe the fields of the Kubernetes and Fleet types by name.
@@ -128,15 +135,29 @@ var managerDocs = map[string]fieldDoc{
 	"spec.deliveries[].targetNamespace":                {desc: "Deploy every resource into this namespace.", example: "monitoring"},
 	"spec.deliveries[].paused":                         {desc: "Stop propagating changes to the clusters.", def: false},
 
-	"spec.argocd":                                     {desc: "Argo CD cluster Secrets for the same clusters, in Argo CD's namespace on the manager; no static credential goes to Git.", example: map[string]any{"namespace": "argocd", "auth": map[string]any{"azureWorkloadIdentity": map[string]any{"clientID": "00000000-0000-0000-0000-000000000000"}}}},
+	"spec.argocd":                                     {desc: "Argo CD cluster Secrets for the same clusters, in Argo CD's namespace on the cluster that runs it; no static credential goes to Git, so they are written readable, never sealed.", example: map[string]any{"namespace": "argocd", "auth": map[string]any{"azureWorkloadIdentity": map[string]any{"clientID": "00000000-0000-0000-0000-000000000000"}}}},
 	"spec.argocd.namespace":                           {desc: "Argo CD's namespace.", def: "argocd", pattern: dnsLabelRE.String(), maxLen: 63, example: "argocd"},
+	"spec.argocd.cluster":                             hostDoc("runs this Argo CD", "argocd", "gitops-1"),
 	"spec.argocd.selector":                            labelsDoc("Which clusters get a Secret (matchLabels); none means every cluster.", map[string]any{"env": "prod"}),
 	"spec.argocd.auth":                                {desc: "How Argo CD authenticates to each cluster.", required: true, example: map[string]any{"azureWorkloadIdentity": map[string]any{"clientID": "00000000-0000-0000-0000-000000000000"}}},
 	"spec.argocd.auth.azureWorkloadIdentity":          {desc: "argocd-k8s-auth azure with Entra workload identity: the identity Argo CD's service accounts are federated with.", example: map[string]any{"clientID": "00000000-0000-0000-0000-000000000000", "tenantID": "00000000-0000-0000-0000-000000000000"}},
 	"spec.argocd.auth.azureWorkloadIdentity.clientID": {desc: "The identity's client ID (a GUID).", required: true, pattern: guidRE.String(), example: "00000000-0000-0000-0000-000000000000"},
 	"spec.argocd.auth.azureWorkloadIdentity.tenantID": {desc: "The tenant ID (a GUID); optional, the workload identity webhook injects it.", pattern: guidRE.String(), example: "00000000-0000-0000-0000-000000000000"},
 
-	"spec.clusters[].apiServer":                                         {desc: "How managers other than Fleet (Argo CD) reach the cluster; not for mode manager, whose kubeconfig says it.", example: map[string]any{"url": "https://capi-1.contoso.example:6443", "ca": map[string]any{"file": "certs/capi-1-ca.pem"}}},
+	"spec.kubefleet":          {desc: "KubeFleet (Azure Kubernetes Fleet Manager) MemberClusters for the same clusters, on the hub; each selected cluster needs identity (its member agent's Entra identity): no token goes to Git.", example: map[string]any{"selector": map[string]any{"cloud": "azure"}}},
+	"spec.kubefleet.hub":      hostDoc("is the KubeFleet hub", "kubefleet", "hub-1"),
+	"spec.kubefleet.selector": labelsDoc("Which clusters get a MemberCluster (matchLabels); none means every cluster.", map[string]any{"cloud": "azure"}),
+	"spec.sveltos":            {desc: "Sveltos SveltosClusters for the same clusters, each with its kubeconfig Secret (sealed like every credential), in namespace " + SveltosNamespace + " on the cluster that runs Sveltos; only mode manager clusters, whose kubeconfig fleetgen holds.", example: map[string]any{"selector": map[string]any{"sveltos": "enabled"}}},
+	"spec.sveltos.cluster":    hostDoc("runs Sveltos", "sveltos", "mgmt-1"),
+	"spec.sveltos.selector":   labelsDoc("Which clusters get a SveltosCluster (matchLabels); none means every cluster.", map[string]any{"sveltos": "enabled"}),
+	"spec.ocm":                {desc: "Open Cluster Management ManagedClusters (hubAcceptsClient: true) for the same clusters, on the hub, and each cluster's klusterlet Helm values, everything but the token, in " + string(layout.KlusterletValues) + ".", example: map[string]any{"selector": map[string]any{"env": "prod"}}},
+	"spec.ocm.hub":            hostDoc("is the OCM hub", "ocm", "hub-1"),
+	"spec.ocm.selector":       labelsDoc("Which clusters get a ManagedCluster (matchLabels); none means every cluster.", map[string]any{"env": "prod"}),
+
+	"spec.clusters[].identity":                                          {desc: "The cluster's own identity, which KubeFleet's member agent authenticates to the hub as (the MemberCluster's spec.identity); required on clusters spec.kubefleet selects.", example: map[string]any{"azure": map[string]any{"principalID": "00000000-0000-0000-0000-000000000000"}}},
+	"spec.clusters[].identity.azure":                                    {desc: "An Entra ID identity (the member agent's managed identity).", required: true, example: map[string]any{"principalID": "00000000-0000-0000-0000-000000000000"}},
+	"spec.clusters[].identity.azure.principalID":                        {desc: "The identity's object (principal) ID, a GUID: the user name the hub's API server sees.", required: true, pattern: guidRE.String(), example: "00000000-0000-0000-0000-000000000000"},
+	"spec.clusters[].apiServer":                                         {desc: "How managers other than Fleet (Argo CD, OCM) reach the cluster; not for mode manager, whose kubeconfig says it.", example: map[string]any{"url": "https://capi-1.contoso.example:6443", "ca": map[string]any{"file": "certs/capi-1-ca.pem"}}},
 	"spec.clusters[].apiServer.url":                                     {desc: "The cluster's API server, https://HOST[:PORT].", required: true, pattern: `^https://`, example: "https://capi-1.contoso.example:6443"},
 	"spec.clusters[].apiServer.ca":                                      {desc: "The API server's CA (PEM), {file: PATH} or {value: PEM}; none means a well-known CA.", forms: formFile | formValue, example: map[string]any{"file": "certs/capi-1-ca.pem"}},
 	"spec.clusters[].agent":                                             {desc: "fleet-agent scheduling (modes agent, manager, capi), set on the Cluster (agentTolerations, agentAffinity, agentResources, hostNetwork, agentSchedulingCustomization) and, for mode agent, what the chart takes in " + string(layout.AgentValues) + ".", example: map[string]any{"tolerations": []any{map[string]any{"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"}}}},

@@ -11,11 +11,12 @@ import (
 // document order: a ClusterGroup that holds no cluster registered with
 // Fleet, a delivery target that reaches no cluster (with the reason), a
 // layer whose selector selects no cluster (with the label values that
-// exist), a spec.argocd that selects no cluster, a keyless identity pattern
-// without both anchors (cosign matches it anywhere), and a delivery whose
-// GitRepo status would near etcd's object limit. Each is a *FieldError with
-// its Code (CodeEmptyGroup, CodeUnmatchedTarget, CodeEmptySelection,
-// CodeUnanchored, CodeStatusSize). A warning never
+// exist), a manager (spec.argocd, spec.kubefleet, spec.sveltos, spec.ocm)
+// that selects no cluster (likewise), a keyless identity pattern without
+// both anchors (cosign matches it anywhere), and a delivery whose GitRepo
+// status would near etcd's object limit. Each is a *FieldError with its Code
+// (CodeEmptyGroup, CodeUnmatchedTarget, CodeEmptySelection, CodeUnanchored,
+// CodeStatusSize). A warning never
 // makes input invalid: `fleetgen validate` prints them and exits as it
 // would without them. f is defaulted (LoadPartial's Fleet will do: validate
 // prints warnings beside errors); Warnings reads nothing.
@@ -54,8 +55,8 @@ func Warnings(f *Fleet) problem.Errors {
 	for _, u := range f.unmatchedLayers() {
 		warn(problem.EmptySelection(u.Path, "layer %q selects no cluster: %s; its Flux Kustomization is rendered for none", u.Layer, u.Why))
 	}
-	if f.Spec.ArgoCD != nil && len(f.Spec.Clusters) > 0 && len(f.ArgoCDClusters()) == 0 {
-		warn(problem.EmptySelection("spec.argocd.selector", "spec.argocd selects no cluster: no Argo CD cluster Secret is rendered"))
+	for _, m := range f.emptyManagers() {
+		warn(problem.EmptySelection(m.path, "%s selects no cluster: no %s %s is rendered (%s)", m.field, m.title, m.object, m.Why))
 	}
 	for i, p := range f.Spec.Verify {
 		if p.Cosign == nil {

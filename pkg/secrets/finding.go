@@ -23,9 +23,14 @@ type Finding struct {
 	// finding when there is none.
 	Problem string
 	// Layer and Clusters say, for what a layer's build gives clusters, which
-	// layer and which clusters receive the object.
-	Layer    string
-	Clusters []string
+	// layer and which clusters receive the object; Delivery is set instead of
+	// Layer for a bundle of a delivery from the fleet's own source.
+	Layer, Delivery string
+	Clusters        []string
+	// Via names what leads from the layer to the object when it is not the
+	// layer's own build: the Flux Kustomizations followed ("Kustomization
+	// apps/sub (apps/sub.yaml)"), or the bundle.
+	Via string
 }
 
 // key is what a finding is about, whoever found it and whatever is wrong.
@@ -64,17 +69,28 @@ func (fd Finding) String() string {
 // names quoted (inert.Quote: a layer writes them); or, for a file of a layer
 // folder (no Layer), at spec.layers.
 func (fd Finding) FieldError(f *schema.Fleet) *problem.FieldError {
-	if fd.Layer == "" {
-		return f.At(problem.Other("spec.layers", "%s, in a file publish copies from a layer folder: encrypt it with SOPS (docs/secrets.md) or remove it; fleetgen publishes no plaintext credential", fd))
-	}
-	i := slices.IndexFunc(f.Spec.Layers, func(l schema.Layer) bool { return l.Name == fd.Layer })
 	fix := "encrypt it with SOPS (docs/secrets.md)"
 	if strings.Contains(fd.Problem, "annotation") {
 		fix = "remove the annotation (SOPS encrypts only data and stringData)"
 	}
+	obj := inert.Quote(fd.Kind) + " " + inert.Quote(qualified(fd.Namespace, fd.Name))
+	if fd.Delivery != "" {
+		i := slices.IndexFunc(f.Spec.Deliveries, func(d schema.Delivery) bool { return d.Name == fd.Delivery })
+		return f.At(problem.Other(fmt.Sprintf("spec.deliveries[%d]", i),
+			"delivery %s: %s: %s: %s %s in what %s (as Fleet's agent renders it): %s; fleetgen publishes no plaintext credential",
+			fd.Delivery, fd.Via, inert.Quote(fd.File), obj, fd.Problem, problem.Clusters(fd.Clusters, "receive"), fix))
+	}
+	if fd.Layer == "" {
+		return f.At(problem.Other("spec.layers", "%s, in a file publish copies from a layer folder: encrypt it with SOPS (docs/secrets.md) or remove it; fleetgen publishes no plaintext credential", fd))
+	}
+	i := slices.IndexFunc(f.Spec.Layers, func(l schema.Layer) bool { return l.Name == fd.Layer })
+	how := "the layer's build with post-build substitution"
+	if fd.Via != "" {
+		how = "through " + fd.Via + ", built as kustomize-controller builds it"
+	}
 	return f.At(problem.Other(fmt.Sprintf("spec.layers[%d]", i),
-		"layer %s: %s: %s %s %s in what %s (the layer's build with post-build substitution): %s; fleetgen publishes no plaintext credential",
-		fd.Layer, inert.Quote(fd.File), inert.Quote(fd.Kind), inert.Quote(qualified(fd.Namespace, fd.Name)), fd.Problem, problem.Clusters(fd.Clusters, "receive"), fix))
+		"layer %s: %s: %s %s in what %s (%s): %s; fleetgen publishes no plaintext credential",
+		fd.Layer, inert.Quote(fd.File), obj, fd.Problem, problem.Clusters(fd.Clusters, "receive"), how, fix))
 }
 
 // maxListed bounds how many findings one error lists.

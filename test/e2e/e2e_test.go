@@ -92,6 +92,8 @@ func TestReconcile(t *testing.T) {
 
 	ex := quickstart(t, mgr, imported)
 	addSubstitutionLayer(t, ex)
+	addNestedLayer(t, ex)
+	addOwnDelivery(t, ex)
 	if err := pipeline.Build(ctx, ex.cfg, ex.build); err != nil {
 		t.Fatalf("fleetgen build --publish: %v", err)
 	}
@@ -162,6 +164,13 @@ func TestReconcile(t *testing.T) {
 	} else {
 		s.pass("7 substitution", "%s: %d objects of layer %s live as fleetgen's model has them (each substitution rule, opt-outs, a generator)", edge.name, n, substitutionLayer)
 	}
+	// 8. A Kustomization the layer leads to is applied as the model's
+	// closure has it (issue 39).
+	if n, err := nestedMatches(ctx, edge, ex); err != nil {
+		s.fail("8 closure", "%s: %v", edge.name, err)
+	} else {
+		s.pass("8 closure", "%s: Kustomization %s, which layer %s applies, reconciled exactly the %d objects fleetgen's model has for it, live as the model has them (its namePrefix, patch, commonMetadata, substitute and substituteFrom)", edge.name, nestedKustomization, nestedLayer, n)
+	}
 	if t.Failed() {
 		return
 	}
@@ -183,7 +192,7 @@ func TestReconcile(t *testing.T) {
 		deliveries(t, ctx, s, tools, logs, mgr, ex)
 	})
 
-	// 8. Shards: each sharded Cluster and GitRepo processed by its shard's
+	// 9. Shards: each sharded Cluster and GitRepo processed by its shard's
 	// fleet-controller, nothing rendered names an undeclared shard
 	// (sharding_test.go).
 	t.Run("Sharding", func(t *testing.T) {

@@ -108,7 +108,7 @@ func startFleetController(t, life *testing.T, ctx context.Context, tools, logs s
 		if !slices.Contains(args, "--shard-id") {
 			t.Fatalf("Deployment %s runs fleetcontroller %v, without --shard-id", d.GetName(), args)
 		}
-		// Its metrics name every Cluster it reconciles (assertion 8).
+		// Its metrics name every Cluster it reconciles (assertion 9).
 		args = slices.DeleteFunc(args, func(a string) bool { return a == "--disable-metrics" })
 		shardMetrics[id] = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 		env = append(env, "KUBECONFIG="+mgr.kubeconfig,

@@ -51,7 +51,7 @@ func scrape(ctx context.Context, addr string) (string, error) {
 	return string(b), err
 }
 
-// sharding is assertion 8 (docs/scale.md): every object the render labels
+// sharding is assertion 9 (docs/scale.md): every object the render labels
 // with a Fleet shard names a declared one; each labelled Cluster is
 // reconciled by its shard's fleet-controller (its metrics name it); a
 // Bundle labelled with an undeclared shard is deployed nowhere while its
@@ -96,10 +96,10 @@ func sharding(t *testing.T, ctx context.Context, s *summary, tools, logs string,
 		err = fmt.Errorf("labelled objects by kind %v: want Clusters and GitRepos", kinds)
 	}
 	if err != nil {
-		s.fail("8 shards", "%v", err)
+		s.fail("9 shards", "%v", err)
 		return
 	}
-	s.pass("8 shards", "every rendered object with %s names a declared shard (%s): %s", schema.FleetShardLabel, strings.Join(fleetShards, ", "), countList(kinds))
+	s.pass("9 shards", "every rendered object with %s names a declared shard (%s): %s", schema.FleetShardLabel, strings.Join(fleetShards, ", "), countList(kinds))
 
 	// Clusters: reconciled by their shard's fleet-controller, whose metrics
 	// name every Cluster its cluster controller reconciled. (Not by it
@@ -126,18 +126,18 @@ func sharding(t *testing.T, ctx context.Context, s *summary, tools, logs string,
 			return nil
 		})
 		if err != nil {
-			s.fail("8 shards", "%v", err)
+			s.fail("9 shards", "%v", err)
 			return
 		}
 	}
 	for name := range clusterShard {
 		c, err := mgr.get(ctx, fleetClusterGVK, fleetNS, name)
 		if err != nil || !slices.Contains(c.GetFinalizers(), clusterFinalizer) {
-			s.fail("8 shards", "Cluster %s not reconciled (no %s): %v", name, clusterFinalizer, err)
+			s.fail("9 shards", "Cluster %s not reconciled (no %s): %v", name, clusterFinalizer, err)
 			return
 		}
 	}
-	s.pass("8 shards", "each sharded Cluster reconciled by its shard's fleet-controller (%s)", shardList(byShard))
+	s.pass("9 shards", "each sharded Cluster reconciled by its shard's fleet-controller (%s)", shardList(byShard))
 
 	// The control: Bundles like the deliveries', one labelled with a
 	// declared shard and one with a shard no controller runs. The first is
@@ -151,7 +151,7 @@ func sharding(t *testing.T, ctx context.Context, s *summary, tools, logs string,
 		label := fmt.Sprintf("--label=fleet.cattle.io/repo-name=%s,%s=%s", c.name, schema.FleetShardLabel, c.shard)
 		if _, err := runFleet(ctx, tools, logs, mgr, dir, c.name, "apply", "--targets-file="+targets, label,
 			"--namespace", fleetNS, "--", c.name, "ctl"); err != nil {
-			s.fail("8 shards", "fleet apply %s: %v", c.name, err)
+			s.fail("9 shards", "fleet apply %s: %v", c.name, err)
 			return
 		}
 	}
@@ -170,9 +170,9 @@ func sharding(t *testing.T, ctx context.Context, s *summary, tools, logs string,
 		}
 	}
 	if err != nil {
-		s.fail("8 shards", "%v", err)
+		s.fail("9 shards", "%v", err)
 	} else {
-		s.pass("8 shards", "a Bundle labelled %s is deployed; one labelled %s, which no controller runs, nowhere", fleetShards[0], undeclared)
+		s.pass("9 shards", "a Bundle labelled %s is deployed; one labelled %s, which no controller runs, nowhere", fleetShards[0], undeclared)
 	}
 
 	// GitRepos: their Bundles and BundleDeployments carry their shard, and
@@ -181,7 +181,7 @@ func sharding(t *testing.T, ctx context.Context, s *summary, tools, logs string,
 	for repo, id := range repoShard {
 		bs, err := bundlesOf(ctx, mgr, repo)
 		if err != nil || len(bs) == 0 {
-			s.fail("8 shards", "GitRepo %s: no Bundle (%v)", repo, err)
+			s.fail("9 shards", "GitRepo %s: no Bundle (%v)", repo, err)
 			continue
 		}
 		var where []string
@@ -212,11 +212,11 @@ func sharding(t *testing.T, ctx context.Context, s *summary, tools, logs string,
 			return nil
 		})
 		if err != nil {
-			s.fail("8 shards", "GitRepo %s: %v", repo, err)
+			s.fail("9 shards", "GitRepo %s: %v", repo, err)
 			continue
 		}
 		sort.Strings(where)
-		s.pass("8 shards", "GitRepo %s (shard %s): its Bundles and BundleDeployments carry %s, deployed by that shard's fleet-controller to %s", repo, id, id, strings.Join(where, ", "))
+		s.pass("9 shards", "GitRepo %s (shard %s): its Bundles and BundleDeployments carry %s, deployed by that shard's fleet-controller to %s", repo, id, id, strings.Join(where, ", "))
 	}
 	s.time("sharding", time.Since(start))
 }

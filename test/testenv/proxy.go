@@ -68,7 +68,7 @@ type ProxyOptions struct {
 func NewProxy(target string, o ProxyOptions) (*Proxy, error) {
 	u := &url.URL{Scheme: "http", Host: target}
 	p := &Proxy{
-		rp:     httputil.NewSingleHostReverseProxy(u),
+		rp:       httputil.NewSingleHostReverseProxy(u),
 		faults:   o.Faults,
 		rng:      rand.New(rand.NewSource(o.Seed)),
 		timeline: o.Timeline,

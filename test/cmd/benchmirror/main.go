@@ -188,6 +188,25 @@ func run(ctx context.Context, scale float64, seed int64, jobs int, withCrane, wi
 		return fmt.Errorf("push data set: %w", err)
 	}
 	signed := 0
+	// The referrers' blobs join the floor's: a copy with referrers pushes
+	// them too (a signature's, an SBOM's and a bundle's config and layer).
+	var blobsMu sync.Mutex
+	imageBlobs := len(sizes)
+	addBlobs := func(repo string, img v1.Image) error {
+		m, err := img.Manifest()
+		if err != nil {
+			return err
+		}
+		blobsMu.Lock()
+		defer blobsMu.Unlock()
+		for _, d := range append([]v1.Descriptor{m.Config}, m.Layers...) {
+			if _, ok := sizes[d.Digest]; !ok {
+				sizes[d.Digest], where[d.Digest] = d.Size, repo
+				unique += d.Size
+			}
+		}
+		return nil
+	}
 	if !noReferrers {
 		// Each index's supply chain: a cosign signature under its legacy tag
 		// and an SBOM referrer (the tag index path: distribution 2.8).
@@ -209,6 +228,9 @@ func run(ctx context.Context, scale float64, seed int64, jobs int, withCrane, wi
 				return err
 			}
 			sig := testenv.ArtifactImage(testenv.CosignSignatureType, "", `{"critical":{"image":{"docker-manifest-digest":"`+d.String()+`"}}}`, nil)
+			if err := addBlobs(items[i].repo, sig); err != nil {
+				return err
+			}
 			if err := remote.Write(repo.Tag("sha256-"+d.Hex+".sig"), sig, remote.WithContext(ctx)); err != nil {
 				return err
 			}
@@ -216,6 +238,9 @@ func run(ctx context.Context, scale float64, seed int64, jobs int, withCrane, wi
 				&v1.Descriptor{MediaType: types.OCIImageIndex, Digest: d, Size: sz})
 			sd, err := sbom.Digest()
 			if err != nil {
+				return err
+			}
+			if err := addBlobs(items[i].repo, sbom); err != nil {
 				return err
 			}
 			return remote.Write(repo.Digest(sd.String()), sbom, remote.WithContext(ctx))
@@ -254,6 +279,9 @@ func run(ctx context.Context, scale float64, seed int64, jobs int, withCrane, wi
 			ref := testenv.ArtifactImage(testenv.BundleType, testenv.BundleType, string(b), &desc)
 			rd, err := ref.Digest()
 			if err != nil {
+				return err
+			}
+			if err := addBlobs(items[i].repo, ref); err != nil {
 				return err
 			}
 			return remote.Write(repo.Digest(rd.String()), ref, remote.WithContext(ctx))
@@ -500,8 +528,8 @@ func run(ctx context.Context, scale float64, seed int64, jobs int, withCrane, wi
 		results = append(results, r)
 	}
 
-	fmt.Printf("data set: %d references, %d repositories, %d indexes (%d signed, with an SBOM), %d OCI charts, %s of unique blobs (seed %d, scale %g); referrers %s\n",
-		len(refs), len(repos), indexes, signed, charts, human(unique), seed, scale, map[bool]string{true: "off", false: "on"}[noReferrers])
+	fmt.Printf("data set: %d references, %d repositories, %d indexes (%d signed, with an SBOM), %d OCI charts, %s of unique blobs (%d of images, %d of referrers: the floor pushes them all) (seed %d, scale %g); referrers %s\n",
+		len(refs), len(repos), indexes, signed, charts, human(unique), imageBlobs, len(sizes)-imageBlobs, seed, scale, map[bool]string{true: "off", false: "on"}[noReferrers])
 	by := map[string]result{}
 	for _, r := range results {
 		by[r.name] = r

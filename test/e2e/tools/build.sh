@@ -53,6 +53,12 @@ NOTATION_VERSION=v1.3.2
 ORAS_VERSION=v1.3.6
 # regsync (regclient) is one of the mirrors make bench-mirror measures.
 REGSYNC_VERSION=v0.11.7
+# OCM's hub registration controller, run on fleetgen's ManagedClusters
+# (ocm_test.go), and the CRDs of its API that it watches. Not part of the
+# cache key (bin/ocm-registration-<version>, crds/ocm-<version>/). v1.3 is not
+# in the checksum database the proxy answers from; v1.2.1 is the newest that is.
+OCM_VERSION=v1.2.1
+OCM_API_VERSION=v1.2.0
 
 here="$(cd "$(dirname "$0")" && pwd)"
 key="etcd-${ETCD_VERSION}_kube-${KUBE_VERSION}_sc-${SOURCE_CONTROLLER_VERSION}_kc-${KUSTOMIZE_CONTROLLER_VERSION}_fleet-${FLEET_VERSION}_helm-${HELM_VERSION}"
@@ -252,6 +258,28 @@ build_notation() {
 	mv "$out/bin/$name.tmp" "$out/bin/$name"
 }
 
+# build_ocm_registration: OCM's cmd/registration (`registration controller`
+# is the hub's), in a module copy (go install asks the proxy for the version
+# list, which it refuses).
+build_ocm_registration() {
+	local src name="ocm-registration-$OCM_VERSION"
+	src="$(modcopy open-cluster-management.io/ocm "$OCM_VERSION")"
+	(cd "$src" && "${nice[@]}" go build -trimpath -ldflags "-s -w" -o "$out/bin/$name.tmp" ./cmd/registration)
+	mv "$out/bin/$name.tmp" "$out/bin/$name"
+}
+
+# copy_ocm_crds: the CRDs of open-cluster-management.io/api the hub
+# registration controller watches (clusters, cluster sets, work, add-ons).
+copy_ocm_crds() {
+	local dst="$out/crds/ocm-$OCM_API_VERSION" api
+	[ -d "$dst" ] && return 0
+	api="$(go mod download -json "open-cluster-management.io/api@$OCM_API_VERSION" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')"
+	[ -n "$api" ] || { log "cannot download open-cluster-management.io/api@$OCM_API_VERSION"; return 1; }
+	mkdir -p "$dst.tmp"
+	cp "$api"/cluster/v1/*.crd.yaml "$api"/cluster/v1beta2/*.crd.yaml "$api"/work/v1/*.crd.yaml "$api"/addon/v1alpha1/*.crd.yaml "$dst.tmp/"
+	mv "$dst.tmp" "$dst"
+}
+
 timed etcd build_etcd
 timed kube-apiserver build_kube kube-apiserver
 timed source-controller build_flux source-controller "$SOURCE_CONTROLLER_VERSION"
@@ -267,6 +295,10 @@ timed "notation-$NOTATION_VERSION" build_notation
 timed "oras-$ORAS_VERSION" goinstall oras oras.land/oras/cmd/oras "$ORAS_VERSION"
 timed "regsync-$REGSYNC_VERSION" goinstall regsync github.com/regclient/regclient/cmd/regsync "$REGSYNC_VERSION" \
 	"-X github.com/regclient/regclient/internal/version.vcsTag=$REGSYNC_VERSION"
+timed "ocm-registration-$OCM_VERSION" build_ocm_registration
+if ! ((${#only[@]})) || [[ " ${only[*]} " == *" ocm-registration "* || " ${only[*]} " == *" ocm-registration-$OCM_VERSION "* ]]; then
+	copy_ocm_crds
+fi
 if ! ((${#only[@]})) || [[ " ${only[*]} " == *" fleetcontroller "* ]]; then
 	copy_fleet_chart
 fi
