@@ -38,6 +38,9 @@ type Lock struct {
 	Images []Image `json:"images,omitempty"`
 	// Clients is sorted by Cluster.
 	Clients []Client `json:"clients,omitempty"`
+	// Shards are the controller shards assigned to clusters and deliveries
+	// (package shard; shards.go); nil when none is.
+	Shards *Shards `json:"shards,omitempty"`
 }
 
 // Image is one mirrored image (or OCI chart).
@@ -167,6 +170,7 @@ func (l *Lock) sort() {
 		SortReferrers(l.Images[i].Referrers)
 	}
 	sort.Slice(l.Clients, func(i, j int) bool { return l.Clients[i].Cluster < l.Clients[j].Cluster })
+	l.sortShards()
 }
 
 // header starts every lock file.
@@ -278,6 +282,7 @@ func (l *Lock) Clone() *Lock {
 		}
 	}
 	c.Clients = append([]Client(nil), l.Clients...)
+	c.Shards = l.Shards.clone()
 	return &c
 }
 

@@ -31,8 +31,13 @@ type Config struct {
 	// AllowPlaintextSecrets lets credential Secrets be written unencrypted.
 	AllowPlaintextSecrets bool
 	// Locked refuses (problem.Invalid, nothing written) any change to
-	// fleet.lock.yaml: a new client ID (render) or image entry (mirror).
+	// fleet.lock.yaml: a new client ID or shard assignment (render) or
+	// image entry (mirror).
 	Locked bool
+	// Rebalance reassigns shards on purpose (render and diff --rebalance,
+	// shard.Options): those the lock puts on a shard no longer declared,
+	// else the fewest that balance the shards.
+	Rebalance bool
 }
 
 func (c Config) logger() *slog.Logger {

@@ -107,6 +107,8 @@ type Spec struct {
 	// Verify holds the signature policies images must satisfy before they
 	// are mirrored and published (validate_verify.go).
 	Verify []VerifyPolicy `json:"verify,omitempty"`
+	// Shards declares the managers' controller shards (shards.go).
+	Shards *Shards `json:"shards,omitempty"`
 }
 
 // Manager is the management ("upstream") cluster.
@@ -212,6 +214,9 @@ type Cluster struct {
 	// Identity is the cluster's own identity, which KubeFleet's member
 	// agent authenticates to the hub as (managers.go).
 	Identity *Identity `json:"identity,omitempty"`
+	// Shard pins the cluster's controller shards (shards.go); unpinned
+	// ones are assigned and kept in fleet.lock.yaml.
+	Shard *ClusterShard `json:"shard,omitempty"`
 }
 
 // Registration says how a cluster registers with its manager.

@@ -192,6 +192,14 @@ func TestReconcile(t *testing.T) {
 		deliveries(t, ctx, s, tools, logs, mgr, ex)
 	})
 
+	// 9. Shards: each sharded Cluster and GitRepo processed by its shard's
+	// fleet-controller, nothing rendered names an undeclared shard
+	// (sharding_test.go).
+	t.Run("Sharding", func(t *testing.T) {
+		need(t, tools, append(fleetBinaries, "bin/fleet"))
+		sharding(t, ctx, s, tools, logs, mgr, ex)
+	})
+
 	// 5. Deregistration: a cluster removed from fleet.yaml is pruned.
 	deregister(t, ctx, s, mgr, ex, mgrKs)
 
