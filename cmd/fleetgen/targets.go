@@ -67,7 +67,7 @@ writes nothing.`,
 			return wrap(err)
 		},
 	}
-	in.add(g, cmd, 0)
+	in.add(g, cmd, withPlaintext)
 	addFormat(cmd, &o.format, "text (a table) or json ({clusters, unmatched, unmatchedLayers, emptyManagers, applicationSets, load})", formatText, formatJSON)
 	aliasShortFormat(cmd, &o.format)
 	addClusters(cmd, &o.clusters, "list only this cluster (repeatable)")
