@@ -31,6 +31,12 @@ type Options struct {
 	// spec.encryption is set, does its Kustomization get decryption (SPEC
 	// §3); the manager's entry point always does. nil: no layer does.
 	LayerDecryption func(cluster, layer string) bool
+	// Nested returns the Flux Kustomizations what cluster receives from
+	// layer applies and the model follows, with the images each build names
+	// (SPEC §3): the layer's Kustomization patches them to pin those images
+	// (nested.go). Clusters that receive the same ones should get the same
+	// slice: its patches are made once. nil: none is patched.
+	Nested func(cluster, layer string) []Nested
 	// Workers is how many clusters are rendered at once; 0 means GOMAXPROCS.
 	// The output does not depend on it.
 	Workers int
@@ -75,6 +81,8 @@ type renderer struct {
 
 	encodeMu  sync.Mutex
 	encodeErr error // the first object that could not be encoded
+
+	nestedMemo sync.Map // *Nested (a list's first) → its *nestedPatches (nested.go)
 
 	shardOnce sync.Once
 	declared  map[string]bool // spec.shards.fleet (shards.go)
@@ -220,6 +228,15 @@ func (r *renderer) cluster(i int) clusterResult {
 			k.Spec.Images = img.entries
 			if len(img.missing) > 0 || len(img.clash) > 0 {
 				res.uses = append(res.uses, layerUse{layer: li, path: key})
+			}
+		}
+		if r.opts.Nested != nil {
+			if ns := r.opts.Nested(c.Name, ly.Name); len(ns) > 0 {
+				np := r.nested(ns)
+				k.Spec.Patches = append(k.Spec.Patches[:len(k.Spec.Patches):len(k.Spec.Patches)], np.patches...)
+				for _, msg := range np.problems {
+					res.errs = append(res.errs, r.f.At(problem.Other(fmt.Sprintf("spec.layers[%d]", li), "layer %s: %s", ly.Name, msg)))
+				}
 			}
 		}
 		p := layout.Layer.Path(c.Name, ly.Name)

@@ -438,7 +438,8 @@ func render(ctx context.Context, cfg Config, ld *Loaded, dir string, placeholder
 		return nil, err
 	}
 
-	files, err := generate.Render(f, l, generate.Options{LayerImages: ld.Images.LayerImages, LayerDecryption: ld.Model.Decrypts})
+	files, err := generate.Render(f, l, generate.Options{LayerImages: ld.Images.LayerImages, LayerDecryption: ld.Model.Decrypts,
+		Nested: nestedOf(f, ld.Model)})
 	if err != nil {
 		return nil, err
 	}
