@@ -14,9 +14,9 @@ import (
 // nestedOf returns generate.Options.Nested for f and m: per cluster and
 // layer, the Flux Kustomizations the model followed from the layer's build,
 // each with the images its own build names and what it applies in turn,
-// computed before Render calls it from its workers. Clusters that receive
-// the same Kustomizations (the same objects leading to the same sets) get
-// the same slice, so that Render makes their patches once. nil when the
+// computed before Render calls it from its workers. Clusters whose trees
+// are equal (names, whether spec.images and spec.patches are set, images, all
+// the way down) get the same slice, so that Render makes their patches once. nil when the
 // model follows no Kustomization.
 func nestedOf(f *schema.Fleet, m *layers.Model) func(cluster, layer string) []generate.Nested {
 	followed := false
@@ -29,8 +29,8 @@ func nestedOf(f *schema.Fleet, m *layers.Model) func(cluster, layer string) []ge
 	if !followed {
 		return nil
 	}
-	t := &nestedTrees{m: m, kusts: map[*layers.Set][]*layers.Object{}, refs: map[*layers.Set][]string{},
-		ids: map[any]int{}, memo: map[string][]generate.Nested{}}
+	t := &nestedTrees{m: m, kusts: map[*layers.Set][]*layers.Object{}, refs: map[*layers.Set]setRefs{},
+		byRefs: map[string][]string{}, memo: map[string][]generate.Nested{}}
 	out := map[[2]string][]generate.Nested{}
 	for i := range f.Spec.Clusters {
 		c := &f.Spec.Clusters[i]
@@ -49,16 +49,16 @@ func nestedOf(f *schema.Fleet, m *layers.Model) func(cluster, layer string) []ge
 
 // nestedTrees makes the trees of nestedOf, each distinct one once.
 type nestedTrees struct {
-	m     *layers.Model
-	kusts map[*layers.Set][]*layers.Object // a set's Kustomization objects
-	refs  map[*layers.Set][]string         // a set's images, as written
-	ids   map[any]int                      // an object's or set's number in keys
-	memo  map[string][]generate.Nested     // by key
+	m      *layers.Model
+	kusts  map[*layers.Set][]*layers.Object // a set's Kustomization objects
+	refs   map[*layers.Set]setRefs          // a set's images, as written
+	byRefs map[string][]string              // one slice per list of images
+	memo   map[string][]generate.Nested     // by key
 }
 
 // tree returns the Kustomizations the model followed from s in cluster,
-// sorted by namespace and name, and a key that identifies them (the objects
-// and the sets they lead to, all the way down). path holds the sets above:
+// sorted by namespace and name, and a key that identifies them (what their
+// patches are made of, all the way down). path holds the sets above:
 // a Kustomization that leads back to one is not followed again.
 func (t *nestedTrees) tree(cluster string, s *layers.Set, path map[*layers.Set]bool) ([]generate.Nested, string) {
 	var out []generate.Nested
@@ -71,11 +71,14 @@ func (t *nestedTrees) tree(cluster string, s *layers.Set, path map[*layers.Set]b
 		path[c] = true
 		sub, subKey := t.tree(cluster, c, path)
 		delete(path, c)
-		key.WriteString(t.id(o) + ":" + t.id(c) + "(" + subKey + ")")
 		spec, _ := o.Map["spec"].(map[string]any)
 		_, imgs := spec["images"]
 		_, patches := spec["patches"]
-		out = append(out, generate.Nested{Namespace: o.Namespace, Name: o.Name, Images: imgs, Patches: patches, Refs: t.refsOf(c), Nested: sub})
+		refs, refsKey := t.refsOf(c)
+		// The key is what the patches are made of, not which objects: sets
+		// of clusters that differ in what the patches do not read share one.
+		key.WriteString(o.Namespace + "\x00" + o.Name + "\x00" + strconv.FormatBool(imgs) + strconv.FormatBool(patches) + "\x00" + refsKey + "\x00(" + subKey + ")")
+		out = append(out, generate.Nested{Namespace: o.Namespace, Name: o.Name, Images: imgs, Patches: patches, Refs: refs, Nested: sub})
 	}
 	if len(out) == 0 {
 		return nil, ""
@@ -110,21 +113,24 @@ func (t *nestedTrees) kustsOf(s *layers.Set) []*layers.Object {
 	return ks
 }
 
-// refsOf returns the container images s's objects name, once per set.
-func (t *nestedTrees) refsOf(s *layers.Set) []string {
+// refsOf returns the container images s's objects name, once per set and
+// one slice per list, with the list as a key.
+func (t *nestedTrees) refsOf(s *layers.Set) ([]string, string) {
 	if r, ok := t.refs[s]; ok {
-		return r
+		return r.refs, r.key
 	}
 	r := images.Written(s.Objects)
-	t.refs[s] = r
-	return r
+	k := strings.Join(r, "\x00")
+	if same, ok := t.byRefs[k]; ok {
+		r = same
+	} else {
+		t.byRefs[k] = r
+	}
+	t.refs[s] = setRefs{r, k}
+	return r, k
 }
 
-func (t *nestedTrees) id(p any) string {
-	n, ok := t.ids[p]
-	if !ok {
-		n = len(t.ids)
-		t.ids[p] = n
-	}
-	return strconv.Itoa(n)
+type setRefs struct {
+	refs []string
+	key  string
 }
