@@ -131,6 +131,7 @@ var fieldDocs = map[string]fieldDoc{
 	"spec.clusters[].registration.kubeconfig": {desc: "mode manager: the cluster's kubeconfig, {file: PATH} or {env: FLEETGEN_KUBECONFIG_…}.", forms: formFile | formEnv},
 	"spec.clusters[].registration.clientID":   {desc: "mode agent: the client ID; auto generates one, kept in fleet.lock.yaml.", def: "auto"},
 	"spec.clusters[].registration.tokenTTL":   durationDoc("mode agent: the registration token TTL; default spec.defaults.tokenTTL.", nil),
+	"spec.clusters[].kubernetesVersion":       {desc: "The cluster's Kubernetes version, 1.33 or v1.33.4: what the Helm charts of its HelmReleases render against (.Capabilities.KubeVersion). Default: the version fleetgen's Kubernetes libraries serve (docs/mirroring.md).", pattern: kubeVersionRE.String()},
 	"spec.clusters[].registration.caCert":     {desc: "mode verrazzano: the managed cluster's CA (PEM), {file: PATH} or {value: PEM}; none means a well-known CA.", forms: formFile | formValue},
 }
 

@@ -204,6 +204,10 @@ type Cluster struct {
 	APIServer *APIServer `json:"apiServer,omitempty"`
 	// Agent schedules the cluster's fleet-agent (agentspec.go).
 	Agent *Agent `json:"agent,omitempty"`
+	// KubernetesVersion is what the Helm charts of the HelmReleases the
+	// cluster receives render against (.Capabilities.KubeVersion): "1.33"
+	// or "v1.33.4"; empty means pkg/charts' default (docs/mirroring.md).
+	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
 }
 
 // Registration says how a cluster registers with its manager.
