@@ -15,20 +15,22 @@ import (
 )
 
 // Load builds the model of fleet f (loaded and defaulted): every cluster
-// with every layer it selects (FromFleet), built in the folder of fleet.yaml.
+// with every layer it selects (FromFleet), built in the folder of fleet.yaml,
+// and the charts of their HelmReleases when opts.Charts renders them; opts
+// bounds it (zero values are the defaults).
 //
 // A layer folder that does not exist or does not build is a problem of
 // fleet.yaml, located at the first layer whose path expands to it and naming
 // the cluster whose labels expanded it; all of them are returned at once as
 // problem.Errors. A bound of Options is an input error (*problem.InvalidError);
 // an I/O failure or a panic in kustomize is a runtime error.
-func Load(f *schema.Fleet) (*Model, error) {
+func Load(f *schema.Fleet, opts Options) (*Model, error) {
 	dir := f.Dir
 	if dir == "" {
 		dir = "."
 	}
 	units := FromFleet(f)
-	m, err := New(dir, units, DefaultOptions())
+	m, err := New(dir, units, opts)
 	var lim *LimitError
 	if errors.As(err, &lim) {
 		return nil, problem.Invalid(lim)
@@ -108,7 +110,8 @@ func sortedBuilds(m *Model) []string {
 //     variable and file, naming the clusters;
 //   - a post-build substitution that fails for another reason;
 //   - a value Kubernetes takes only as a string that is not one;
-//   - a Secret holding plaintext (Plaintext's findings).
+//   - a Secret holding plaintext (Plaintext's findings), a chart's included;
+//   - a HelmRelease whose chart the renderer refuses (Options.Charts).
 func (m *Model) Check(f *schema.Fleet) problem.Errors {
 	order, found := m.issues(f)
 	var errs problem.Errors
@@ -131,6 +134,7 @@ func (m *Model) Check(f *schema.Fleet) problem.Errors {
 			errs = append(errs, k.finding(f, found[k]).FieldError(f))
 		}
 	}
+	errs = append(errs, m.chartErrors(f, false)...)
 	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
 	return errs
 }
@@ -158,6 +162,8 @@ type issue struct {
 	layer                             int
 	what, file, kind, namespace, name string
 	ok                                string
+	// via names the HelmRelease whose chart made the object.
+	via string
 }
 
 // quoted names k's object as Describe does, each untrusted part (a layer
@@ -173,7 +179,7 @@ func (k issue) quoted() string {
 
 func (k issue) finding(f *schema.Fleet, clusters []string) secrets.Finding {
 	return secrets.Finding{File: k.file, Kind: k.kind, Namespace: k.namespace, Name: k.name, Problem: k.ok,
-		Layer: f.Spec.Layers[k.layer].Name, Clusters: clusters}
+		Layer: f.Spec.Layers[k.layer].Name, Clusters: clusters, Via: k.via}
 }
 
 // issues returns every issue of what the clusters receive, in the order of
@@ -190,6 +196,9 @@ func (m *Model) issues(f *schema.Fleet) ([]issue, map[issue][]string) {
 		for _, li := range slices.Sorted(maps.Keys(byLayer)) {
 			note := func(what string, o *Object, ok string) {
 				k := issue{layer: li, what: what, ok: ok}
+				if s.Chart() {
+					k.via = "HelmRelease " + s.Release
+				}
 				if o != nil {
 					k.file, k.kind, k.namespace, k.name = o.Origin, o.Kind, o.Namespace, o.Name
 				}
@@ -218,6 +227,9 @@ func (m *Model) issues(f *schema.Fleet) ([]issue, map[issue][]string) {
 				for _, o := range s.Objects {
 					if p := secrets.ObjectProblem(o.Map); p != "" && !publicArgoCD(o) {
 						note("plaintext", o, p)
+					}
+					if s.Chart() {
+						continue // helm-controller applies it, not kustomize-controller
 					}
 					for _, field := range notStrings(o) {
 						note("type", o, field)

@@ -54,6 +54,12 @@ type Build struct {
 // every variable it refers to.
 type Set struct {
 	Path string
+	// Origin is the file the HelmRelease whose chart this is was read from
+	// ("" for a layer's own set).
+	Origin string
+	// Release is the HelmRelease ("namespace/name") whose chart Objects are;
+	// "" for a layer's own set.
+	Release string
 	// Units receive it, in the order New was given them.
 	Units []Unit
 	// Objects are the objects the units receive, in build order; those
@@ -80,6 +86,9 @@ type Model struct {
 	Sets []*Set
 
 	byUnit      map[unitKey]*Set
+	closure     map[unitKey][]*Set
+	notes       []chartNote
+	noted       map[chartNote][]string // the clusters of each note
 	substituted int64
 	opts        Options
 }
@@ -106,6 +115,9 @@ type Options struct {
 	MaxRead int64
 	// MaxSubstituted is DefaultMaxSubstituted when 0.
 	MaxSubstituted int64
+	// Charts renders the chart of each HelmRelease a unit receives; nil
+	// renders none.
+	Charts ChartRenderer
 }
 
 // DefaultOptions returns the options New uses when given none.
@@ -139,7 +151,7 @@ func New(root string, units []Unit, opts Options) (*Model, error) {
 		return nil, err
 	}
 	b.guard.budget = opts.MaxRead
-	m := &Model{Builds: map[string]*Build{}, byUnit: map[unitKey]*Set{}, opts: opts}
+	m := &Model{Builds: map[string]*Build{}, byUnit: map[unitKey]*Set{}, closure: map[unitKey][]*Set{}, opts: opts}
 	var paths []string
 	for _, u := range units {
 		if _, ok := m.Builds[u.Path]; !ok && !strings.Contains(u.Path, "${") {
@@ -185,6 +197,7 @@ func New(root string, units []Unit, opts Options) (*Model, error) {
 		s.Units = append(s.Units, Unit{Cluster: u.Cluster, Layer: u.Layer, Path: u.Path})
 		m.byUnit[unitKey{u.Cluster, u.Layer}] = s
 	}
+	m.charts(units)
 	return m, nil
 }
 

@@ -26,6 +26,10 @@ type Finding struct {
 	// layer and which clusters receive the object.
 	Layer    string
 	Clusters []string
+	// Via names what leads from the layer to the object when it is not the
+	// layer's own build: the HelmRelease whose chart rendered it
+	// ("HelmRelease apps/web"); File is then the chart's template.
+	Via string
 }
 
 // key is what a finding is about, whoever found it and whatever is wrong.
@@ -71,6 +75,11 @@ func (fd Finding) FieldError(f *schema.Fleet) *problem.FieldError {
 	fix := "encrypt it with SOPS (docs/secrets.md)"
 	if strings.Contains(fd.Problem, "annotation") {
 		fix = "remove the annotation (SOPS encrypts only data and stringData)"
+	}
+	if rel, ok := strings.CutPrefix(fd.Via, "HelmRelease "); ok {
+		return f.At(problem.Other(fmt.Sprintf("spec.layers[%d]", i),
+			"layer %s: HelmRelease %s: chart template %s: %s %s %s in what %s (the chart as helm-controller renders it): give the chart an existing Secret that a layer holds SOPS-encrypted instead of the value; fleetgen publishes no plaintext credential",
+			fd.Layer, inert.Quote(rel), inert.Quote(fd.File), inert.Quote(fd.Kind), inert.Quote(qualified(fd.Namespace, fd.Name)), fd.Problem, problem.Clusters(fd.Clusters, "receive")))
 	}
 	return f.At(problem.Other(fmt.Sprintf("spec.layers[%d]", i),
 		"layer %s: %s: %s %s %s in what %s (the layer's build with post-build substitution): %s; fleetgen publishes no plaintext credential",
