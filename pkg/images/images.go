@@ -10,8 +10,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/google/go-containerregistry/pkg/name"
-
+	"fleetgen.dev/fleetgen/pkg/charts"
 	"fleetgen.dev/fleetgen/pkg/layers"
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/problem"
@@ -114,7 +113,7 @@ func Discover(f *schema.Fleet, m *layers.Model) (*Result, error) {
 		if s.Path != schema.CleanPath(f.Spec.Layers[idx[0]].Path) {
 			expanded = fmt.Sprintf(" (as expanded for cluster %s)", s.Units[0].Cluster)
 		}
-		found, bad := collect(s.Objects)
+		found, bad := collect(s)
 		for _, o := range bad {
 			if msg := fmt.Sprintf("layer %s: folder %s: %s", strings.Join(names, ", "), s.Path, o); !reported[msg] {
 				reported[msg] = true
@@ -124,7 +123,11 @@ func Discover(f *schema.Fleet, m *layers.Model) (*Result, error) {
 		for _, img := range found {
 			ok := true
 			for _, li := range idx {
-				ok = add(img.ref, fmt.Sprintf("layer %s (%s)", f.Spec.Layers[li].Name, s.Path), len(f.Spec.Images)+li, fmt.Sprintf("spec.layers[%d].path", li)) && ok
+				who := fmt.Sprintf("layer %s (%s)", f.Spec.Layers[li].Name, s.Path)
+				if img.template {
+					who = fmt.Sprintf("layer %s: %s", f.Spec.Layers[li].Name, strings.SplitN(img.who, ": ", 2)[0])
+				}
+				ok = add(img.ref, who, len(f.Spec.Images)+li, fmt.Sprintf("spec.layers[%d].path", li)) && ok
 			}
 			if !ok {
 				if msg := fmt.Sprintf("layer %s: folder %s: %s: invalid", strings.Join(names, ", "), s.Path, img.who); !reported[msg] {
@@ -133,7 +136,7 @@ func Discover(f *schema.Fleet, m *layers.Model) (*Result, error) {
 				}
 				continue
 			}
-			if !img.chart {
+			if !img.chart && !img.template {
 				written[s.Path] = append(written[s.Path], img.ref)
 			}
 		}
@@ -165,7 +168,7 @@ func Discover(f *schema.Fleet, m *layers.Model) (*Result, error) {
 // there (not charts), sorted and deduplicated: what the images rewrite of a
 // Flux Kustomization matches by name.
 func Written(objs []*layers.Object) []string {
-	found, _ := collect(objs)
+	found, _ := collect(&layers.Set{Objects: objs})
 	var out []string
 	for _, f := range found {
 		if !f.chart {
@@ -178,132 +181,63 @@ func Written(objs []*layers.Object) []string {
 type found struct {
 	ref   string
 	chart bool
+	// template is set for an image a chart's template names: helm-controller
+	// applies it, so Flux's spec.images cannot rewrite it (a post-renderer
+	// pins it).
+	template bool
 	// who names where ref was found without quoting it: kind,
 	// namespace/name and container.
 	who string
 }
 
-// collect returns the images (workload.Containers) and charts objs refer to, in no particular
-// order, and the objects whose references cannot be mirrored (each named, its
-// values never quoted).
-func collect(objs []*layers.Object) (out []found, bad []string) {
-	maps := make([]map[string]any, len(objs))
-	byKey := map[string]map[string]any{}
-	for i, o := range objs {
-		m := o.Map
-		maps[i] = m
-		byKey[objKey(str(m, "kind"), str(m, "metadata", "namespace"), str(m, "metadata", "name"))] = m
+// collect returns the images (workload.Containers) and OCI charts objs
+// refer to, in no particular order, and the objects whose references cannot
+// be mirrored (each named, its values never quoted). The objects of a
+// chart's set (s.Chart) are named by the HelmRelease, the chart and the
+// template that rendered them, and the HelmReleases a chart renders are not
+// followed.
+func collect(s *layers.Set) (out []found, bad []string) {
+	objs := s.Objects
+	index := map[[3]string]map[string]any{}
+	for _, o := range objs {
+		index[[3]string{o.Kind, o.Namespace, o.Name}] = o.Map
 	}
-	for i, o := range maps {
-		if o == nil {
+	find := func(kind, ns, name string) map[string]any { return index[[3]string{kind, ns, name}] }
+	for _, o := range objs {
+		where := o.Describe()
+		if s.Chart() {
+			where = fmt.Sprintf("HelmRelease %s chart %s template %s: %s", s.Release, chartName(o.Origin), o.Origin, where)
+		}
+		for _, c := range workload.Containers(o.Map) {
+			out = append(out, found{ref: c.Image, who: fmt.Sprintf("%s %s %s", where, c.Field, c.Name), template: s.Chart()})
+		}
+		if !o.IsHelmRelease() || s.Chart() {
 			continue
 		}
-		for _, c := range workload.Containers(o) {
-			out = append(out, found{ref: c.Image, who: fmt.Sprintf("%s %s %s", objs[i].Describe(), c.Field, c.Name)})
+		rel, err := charts.ParseRelease(o.Map)
+		if err != nil {
+			bad = append(bad, fmt.Sprintf("%s: %s", o.Describe(), "spec does not decode as a HelmRelease's"))
+			continue
 		}
-		if str(o, "kind") == "HelmRelease" && strings.HasPrefix(str(o, "apiVersion"), "helm.toolkit.fluxcd.io/") {
-			ref, err := chartRef(o, byKey)
-			if err != nil {
-				bad = append(bad, fmt.Sprintf("%s: %v", objs[i].Describe(), err))
-				continue
-			}
-			if ref != "" {
-				out = append(out, found{ref: ref, chart: true, who: objs[i].Describe() + " chart"})
-			}
+		src, err := charts.ResolveSource(rel, find)
+		switch {
+		case errors.Is(err, charts.ErrVersion):
+			bad = append(bad, fmt.Sprintf("%s: the chart version is not an exact version: a chart is mirrored and locked by one version, want e.g. 1.2.3", o.Describe()))
+		case err != nil:
+			// Not a chart fleetgen mirrors, or one the renderer reports.
+		case !src.HTTP():
+			out = append(out, found{ref: src.OCI, chart: true, who: o.Describe() + " chart"})
 		}
 	}
 	sort.Strings(bad)
 	return out, bad
 }
 
-// chartRef returns the oci:// reference of a HelmRelease's chart, or "" when
-// the chart does not come from an OCI registry this build defines.
-func chartRef(hr map[string]any, byKey map[string]map[string]any) (string, error) {
-	if ref := obj(hr, "spec", "chartRef"); ref != nil {
-		if str(ref, "kind") != "OCIRepository" {
-			return "", nil
-		}
-		src := byKey[objKey("OCIRepository", nsOr(str(ref, "namespace"), ns(hr)), str(ref, "name"))]
-		if src == nil {
-			return "", nil
-		}
-		return ociRepositoryRef(src)
-	}
-	spec := obj(hr, "spec", "chart", "spec")
-	if spec == nil {
-		return "", nil
-	}
-	sr := obj(spec, "sourceRef")
-	if sr == nil || str(sr, "kind") != "HelmRepository" {
-		return "", nil
-	}
-	repo := byKey[objKey("HelmRepository", nsOr(str(sr, "namespace"), ns(hr)), str(sr, "name"))]
-	if repo == nil {
-		return "", nil
-	}
-	url := str(repo, "spec", "url")
-	if str(repo, "spec", "type") != "oci" && !strings.HasPrefix(url, "oci://") {
-		return "", nil // an HTTP chart repository: nothing to mirror
-	}
-	version := str(spec, "version")
-	if !exactTag(version) {
-		return "", errors.New("the chart version is not an exact version: an OCI chart is mirrored by tag, want e.g. 1.2.3")
-	}
-	return strings.TrimSuffix(url, "/") + "/" + str(spec, "chart") + ":" + version, nil
-}
-
-// ociRepositoryRef returns oci://…:tag or oci://…@digest for a Flux
-// OCIRepository.
-func ociRepositoryRef(src map[string]any) (string, error) {
-	url := str(src, "spec", "url")
-	switch {
-	case str(src, "spec", "ref", "digest") != "":
-		return url + "@" + str(src, "spec", "ref", "digest"), nil
-	case str(src, "spec", "ref", "tag") != "":
-		return url + ":" + str(src, "spec", "ref", "tag"), nil
-	case str(src, "spec", "ref", "semver") != "":
-		return "", fmt.Errorf("OCIRepository %s/%s: ref.semver is not an exact version: an OCI chart is mirrored by tag or digest", ns(src), str(src, "metadata", "name"))
-	}
-	return url + ":latest", nil // Flux's default
-}
-
-// exactTag reports whether v names one tag rather than a semver range.
-func exactTag(v string) bool {
-	if v == "" || strings.ContainsAny(v, "*^~<>=|, ") || v == "x" || strings.Contains(v, ".x") || strings.Contains(v, ".X") {
-		return false
-	}
-	_, err := name.NewTag("example.com/chart:" + v)
-	return err == nil
-}
-
-func objKey(kind, namespace, name string) string { return kind + "/" + namespace + "/" + name }
-
-func ns(o map[string]any) string { return nsOr(str(o, "metadata", "namespace"), "") }
-
-func nsOr(n, def string) string {
-	if n != "" {
-		return n
-	}
-	return def
-}
-
-func obj(m map[string]any, keys ...string) map[string]any {
-	for _, k := range keys {
-		next, ok := m[k].(map[string]any)
-		if !ok {
-			return nil
-		}
-		m = next
-	}
-	return m
-}
-
-func str(m map[string]any, keys ...string) string {
-	if o := obj(m, keys[:len(keys)-1]...); o != nil {
-		s, _ := o[keys[len(keys)-1]].(string)
-		return s
-	}
-	return ""
+// chartName is the chart a template of a rendered chart belongs to: the
+// first element of its path (podinfo/templates/deployment.yaml).
+func chartName(template string) string {
+	name, _, _ := strings.Cut(template, "/")
+	return name
 }
 
 func sortedKeys[V any](m map[string]V) []string {

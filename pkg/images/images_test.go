@@ -107,7 +107,7 @@ spec:
   chart:
     spec:
       chart: redis
-      version: "*"
+      version: "18.19.4"
       sourceRef: {kind: HelmRepository, name: bitnami}
 ---
 apiVersion: source.toolkit.fluxcd.io/v1
@@ -282,7 +282,7 @@ spec:
 
 // discover builds f's model and discovers its images, as the pipeline does.
 func discover(f *schema.Fleet) (*images.Result, error) {
-	m, err := layers.Load(f)
+	m, err := layers.Load(f, layers.Options{})
 	if err != nil {
 		return nil, err
 	}
