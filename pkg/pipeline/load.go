@@ -37,6 +37,13 @@ type Loaded struct {
 	// Images is every image the fleet needs, found in Model.
 	Images *images.Result
 
+	// charts renders the charts of the HelmReleases the Model holds.
+	charts *chartRenderer
+	// patches caches chartPatches.
+	patches     map[[2]string][]generate.HelmRelease
+	patchErrs   problem.Errors
+	patchesDone bool
+
 	// allowPlaintext is Config.AllowPlaintextSecrets: the command line's
 	// leave to write credential Secrets unencrypted.
 	allowPlaintext bool
@@ -58,7 +65,12 @@ type Loaded struct {
 // Load reads fleet.yaml, its lock and its layers (built with kustomize,
 // confined to the folder of fleet.yaml). Any problem found there is an input
 // error, located in fleet.yaml where it can be.
-func Load(ctx context.Context, cfg Config) (*Loaded, error) {
+func Load(ctx context.Context, cfg Config) (*Loaded, error) { return load2(ctx, cfg, false) }
+
+// load2 is Load; with pending (mirror, build: what brings the lock up to
+// date) a chart the lock or the chart cache lacks is left out of the model
+// rather than an input error.
+func load2(ctx context.Context, cfg Config, pending bool) (*Loaded, error) {
 	// The lock, beside fleet.yaml, is read and parsed while fleet.yaml is.
 	type lockRead struct {
 		l    *lock.Lock
@@ -83,16 +95,42 @@ func Load(ctx context.Context, cfg Config) (*Loaded, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	m, err := layers.Load(f)
-	if err != nil {
+	ld := &Loaded{Fleet: f, Lock: l, LockPath: filepath.Join(f.Dir, lock.FileName), LockBytes: data, allowPlaintext: cfg.AllowPlaintextSecrets}
+	if err := ld.model(ctx, cfg, pending); err != nil {
 		return nil, err
 	}
-	found, err := images.Discover(f, m)
+	return ld, nil
+}
+
+// model builds ld's model of what each cluster receives, its charts
+// rendered from the charts ld.Lock pins, and finds its images. With pending
+// (mirror's first pass) a chart the lock or the chart cache lacks is left
+// out rather than an error.
+func (ld *Loaded) model(ctx context.Context, cfg Config, pending bool) error {
+	r, err := newChartRenderer(ld.Fleet, ld.Lock, cfg)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return &Loaded{Fleet: f, Lock: l, LockPath: filepath.Join(f.Dir, lock.FileName), LockBytes: data, Model: m, Images: found,
-		allowPlaintext: cfg.AllowPlaintextSecrets}, nil
+	r.pending = pending
+	if cfg.FetchCharts {
+		if r.remote, err = mirror.Remote(ctx, ld.Fleet.Spec.Registry, registryCredentials(cfg)); err != nil {
+			return err
+		}
+	}
+	m, err := layers.Load(ld.Fleet, layers.Options{Charts: r.render})
+	if err != nil {
+		return err
+	}
+	if r.fatal != nil {
+		return r.fatal
+	}
+	found, err := images.Discover(ld.Fleet, m)
+	if err != nil {
+		return err
+	}
+	ld.Model, ld.Images, ld.charts = m, found, r
+	ld.inputDone, ld.filesDone, ld.patchesDone = false, false, false
+	return nil
 }
 
 // rules chooses which input checks a command needs.
@@ -139,6 +177,8 @@ func (ld *Loaded) check(r rules) error {
 	if r >= allRules {
 		errs = append(errs, ld.lockErrors()...)
 		errs = append(errs, generate.ImageClashes(ld.Fleet, ld.Lock, ld.Images.LayerImages)...)
+		_, perrs := ld.chartPatches()
+		errs = append(errs, perrs...)
 	}
 	if r == verifyRules {
 		errs = append(errs, ld.verifyLock()...)

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,6 +10,9 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/mirror"
@@ -100,7 +104,7 @@ type MirrorResult struct {
 // It runs every input check but the lock's (Validate), the lock being what it
 // brings up to date.
 func Mirror(ctx context.Context, cfg Config, o MirrorOptions) (*MirrorResult, error) {
-	ld, err := Load(ctx, cfg)
+	ld, err := load2(ctx, cfg, true)
 	if err != nil {
 		return nil, err
 	}
@@ -118,18 +122,10 @@ func registryCredentials(cfg Config) mirror.Option {
 	return mirror.WithTargetCredentials(user, pass)
 }
 
-// mirrorLoaded mirrors ld's images and, unless o.DryRun, writes the lock and
-// makes it ld's.
+// mirrorLoaded mirrors ld's charts and images and, unless o.DryRun, writes
+// the lock and makes it ld's.
 func mirrorLoaded(ctx context.Context, cfg Config, ld *Loaded, o MirrorOptions) (*MirrorResult, error) {
 	f := ld.Fleet
-	pairs, err := mirror.Plan(f.Spec.Registry, ld.Images.Refs())
-	if err != nil {
-		return nil, err
-	}
-	if o.DryRun {
-		return &MirrorResult{Plan: pairs}, nil
-	}
-
 	log := cfg.logger()
 	opts := []mirror.Option{
 		mirror.WithLogger(log),
@@ -153,6 +149,20 @@ func mirrorLoaded(ctx context.Context, cfg Config, ld *Loaded, o MirrorOptions) 
 		}
 		opts = append(opts, mirror.WithSourceMirrors(ms))
 	}
+	// The charts first: their images are known once they render.
+	old := ld.Lock
+	chartLock, err := ld.mirrorCharts(ctx, cfg, o, opts)
+	if err != nil {
+		return nil, err
+	}
+	pairs, err := mirror.Plan(f.Spec.Registry, ld.Images.Refs())
+	if err != nil {
+		return nil, err
+	}
+	if o.DryRun {
+		ld.Lock = old
+		return &MirrorResult{Plan: pairs}, nil
+	}
 	if o.OnProgress != nil {
 		o.OnProgress(MirrorUpdate{Start: true, Total: len(pairs), Registry: f.Spec.Registry.Host})
 		opts = append(opts, mirror.WithProgress(func(e mirror.Event) { o.OnProgress(MirrorUpdate{Event: e}) }))
@@ -164,8 +174,14 @@ func mirrorLoaded(ctx context.Context, cfg Config, ld *Loaded, o MirrorOptions) 
 	if err != nil {
 		return nil, mirrorFailures(err, len(pairs))
 	}
-	l := ld.Lock.Clone()
+	for _, c := range chartLock.Images {
+		if e, ok := (&lock.Lock{Images: entries}).Image(c.Source); ok && e.Digest != c.Digest {
+			return nil, fmt.Errorf("chart %s moved from %s to %s while it was mirrored: run `fleetgen mirror` again", c.Source, c.Digest, e.Digest)
+		}
+	}
+	l := old.Clone()
 	l.SetImages(entries)
+	l.SetCharts(chartLock.Charts)
 	if cfg.Locked {
 		if err := lockedImages(ld.Lock, l); err != nil {
 			return nil, err
@@ -175,6 +191,7 @@ func mirrorLoaded(ctx context.Context, cfg Config, ld *Loaded, o MirrorOptions) 
 		return nil, err
 	}
 	ld.Lock, ld.LockBytes = l, l.Marshal()
+	ld.charts.lock, ld.patchesDone = l, false
 	// With a display (OnProgress) the summary is its last line; the log has
 	// it at Debug then, so that it is not printed twice.
 	level := slog.LevelInfo
@@ -271,4 +288,83 @@ func MirrorBytes(n int64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
+}
+
+// mirrorCharts brings the charts of ld's HelmReleases into the chart cache
+// and the mirror (mirrorcharts.go), then builds ld's model again with them
+// rendered, so that ld.Images holds their images. It returns the lock it
+// rendered with: ld's, its charts and OCI charts as this run found them;
+// ld.Lock is that lock until the caller sets the one it writes. Nothing is
+// done when no HelmRelease names a chart.
+func (ld *Loaded) mirrorCharts(ctx context.Context, cfg Config, o MirrorOptions, opts []mirror.Option) (*lock.Lock, error) {
+	if len(ld.charts.sources) == 0 {
+		return &lock.Lock{}, nil
+	}
+	httpCharts, err := ld.httpCharts(ctx, cfg, o.DryRun)
+	if err != nil {
+		return nil, err
+	}
+	var entries []lock.Image
+	if refs := ld.charts.ociCharts(); len(refs) > 0 {
+		if o.DryRun {
+			entries, err = resolveCharts(ctx, cfg, ld, refs)
+		} else {
+			var pairs []mirror.Pair
+			if pairs, err = mirror.Plan(ld.Fleet.Spec.Registry, refs); err == nil {
+				entries, _, err = mirror.Run(ctx, pairs, opts...)
+				if err != nil {
+					err = mirrorFailures(err, len(pairs))
+				}
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := ld.cacheOCICharts(ctx, cfg, entries, o.DryRun); err != nil {
+			return nil, err
+		}
+	}
+	tmp := ld.Lock.Clone()
+	tmp.SetCharts(httpCharts)
+	imgs := append([]lock.Image(nil), entries...)
+	for _, img := range tmp.Images {
+		if _, ok := (&lock.Lock{Images: entries}).Image(img.Source); !ok {
+			imgs = append(imgs, img)
+		}
+	}
+	tmp.SetImages(imgs)
+	ld.Lock = tmp
+	if err := ld.model(ctx, cfg, false); err != nil {
+		return nil, err
+	}
+	if err := ld.check(inputRules); err != nil {
+		return nil, err
+	}
+	return &lock.Lock{Images: entries, Charts: httpCharts}, nil
+}
+
+// resolveCharts returns lock entries of the OCI charts refs at their source
+// (a dry run's: nothing is copied): each tag resolved to its digest.
+func resolveCharts(ctx context.Context, cfg Config, ld *Loaded, refs []string) ([]lock.Image, error) {
+	ro, err := mirror.Remote(ctx, ld.Fleet.Spec.Registry, registryCredentials(cfg))
+	if err != nil {
+		return nil, err
+	}
+	pairs, err := mirror.Plan(ld.Fleet.Spec.Registry, refs)
+	if err != nil {
+		return nil, err
+	}
+	var out []lock.Image
+	for _, p := range pairs {
+		ref, err := name.ParseReference(p.Source)
+		if err != nil {
+			return nil, problem.Invalid(fmt.Errorf("chart %s: %w", p.Source, err))
+		}
+		d, err := remote.Head(ref, ro...)
+		if err != nil {
+			return nil, fmt.Errorf("chart %s: %w", p.Source, err)
+		}
+		out = append(out, lock.Image{Source: p.Source, Target: p.Target, Digest: d.Digest.String()})
+	}
+	return out, nil
 }

@@ -33,6 +33,14 @@ type Config struct {
 	// Locked refuses (problem.Invalid, nothing written) any change to
 	// fleet.lock.yaml: a new client ID (render) or image entry (mirror).
 	Locked bool
+	// ChartCache is the chart cache's folder (charts.Cache); empty means
+	// charts.DefaultCacheDir, the user's cache.
+	ChartCache string
+	// FetchCharts lets a command fetch a chart the chart cache lacks from
+	// the mirror (spec.registry), by its locked digest, read-only: a pull
+	// request job on a fresh runner (docs/ci.md). Without it nothing is
+	// fetched, and such a chart is an input error ("run fleetgen mirror").
+	FetchCharts bool
 }
 
 func (c Config) logger() *slog.Logger {

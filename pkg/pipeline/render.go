@@ -112,7 +112,9 @@ func loadFor(ctx context.Context, cfg Config, cmd, dir string) (*Loaded, error) 
 	if err := checkOutDir(cfg, dir); err != nil {
 		return nil, err
 	}
-	return Load(ctx, cfg)
+	// build mirrors before it renders: a chart not mirrored yet is its
+	// mirror step's to bring, not an input error.
+	return load2(ctx, cfg, cmd == "build")
 }
 
 // checkOutDir refuses an output folder that is the fleet's folder or holds
@@ -327,7 +329,9 @@ func render(ctx context.Context, cfg Config, ld *Loaded, dir string, placeholder
 		return nil, err
 	}
 
-	files, err := generate.Render(f, l, generate.Options{LayerImages: ld.Images.LayerImages, LayerDecryption: ld.Model.Decrypts})
+	patches, _ := ld.chartPatches()
+	files, err := generate.Render(f, l, generate.Options{LayerImages: ld.Images.LayerImages, LayerDecryption: ld.Model.Decrypts,
+		HelmReleases: func(cluster, layer string) []generate.HelmRelease { return patches[[2]string{cluster, layer}] }})
 	if err != nil {
 		return nil, err
 	}

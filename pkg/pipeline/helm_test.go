@@ -1,0 +1,475 @@
+package pipeline_test
+
+import (
+	"context"
+	"io"
+	"log"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
+
+	"fleetgen.dev/fleetgen/pkg/charts"
+	"fleetgen.dev/fleetgen/pkg/lock"
+	"fleetgen.dev/fleetgen/pkg/pipeline"
+	"fleetgen.dev/fleetgen/pkg/problem"
+	"fleetgen.dev/fleetgen/test/crdcheck"
+	"fleetgen.dev/fleetgen/test/testenv"
+)
+
+// helmWorld is a fleet whose layer apps installs three HelmReleases: an OCI
+// chart (podinfo, its image set through values), a chart of an HTTP chart
+// repository on loopback (web: an image by digest, a hook, a post-renderer
+// of its own) and an OCI chart by chartRef with a subchart (app and redis),
+// every image in a source registry src, mirrored to dst.
+type helmWorld struct {
+	src, dst, repo string
+	file           string
+	cache          string
+	// webDigest is the digest web's image is written by.
+	webDigest string
+}
+
+func newHelmWorld(t *testing.T) *helmWorld {
+	t.Helper()
+	w := &helmWorld{
+		src:   quietRegistry(t),
+		dst:   quietRegistry(t),
+		cache: t.TempDir(),
+	}
+	for _, ref := range []string{"stefanprodan/podinfo:6.7.1", "acme/web:1.0.0", "library/busybox:1.36", "acme/app:2.0.0", "library/redis:7.2"} {
+		img, err := random.Image(512, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tag, err := name.NewTag(w.src+"/"+ref, name.Insecure)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := remote.Write(tag, img); err != nil {
+			t.Fatal(err)
+		}
+		if ref == "acme/web:1.0.0" {
+			d, _ := img.Digest()
+			w.webDigest = d.String()
+		}
+	}
+	testenv.PushChart(t, w.src+"/charts/podinfo:6.7.1", testenv.ChartArchive(t, "podinfo", podinfoChart))
+	testenv.PushChart(t, w.src+"/charts/app:2.0.0", testenv.ChartArchive(t, "app", appChart(w.src)))
+	w.repo = testenv.ChartRepo(t, testenv.ChartArchive(t, "web", webChart(w.src, w.webDigest)))
+	dir := t.TempDir()
+	testenv.WriteTree(t, dir, map[string]string{
+		"certs/manager-ca.pem": string(testCA(t)),
+		"fleet.yaml": `apiVersion: fleetgen.dev/v1alpha1
+kind: Fleet
+metadata: {name: helm}
+spec:
+  manager:
+    apiServerURL: https://hub.example.com:443
+    apiServerCA: {file: certs/manager-ca.pem}
+  registry: {host: "` + w.dst + `", insecure: true}
+  source: {kind: git, url: https://git.example.com/fleet.git}
+  layers:
+    - name: apps
+      path: ./apps
+  defaults: {registration: capi}
+  clusters:
+    - name: edge-1
+      labels: {replicas: "2"}
+    - name: edge-2
+      labels: {replicas: "3"}
+      kubernetesVersion: "1.33"
+`,
+		"apps/kustomization.yaml": "resources: [sources.yaml, releases.yaml]\n",
+		"apps/sources.yaml": `apiVersion: source.toolkit.fluxcd.io/v1
+kind: HelmRepository
+metadata: {name: podinfo, namespace: apps}
+spec: {type: oci, url: "oci://` + w.src + `/charts", interval: 10m}
+---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: HelmRepository
+metadata: {name: web, namespace: apps}
+spec: {url: "` + w.repo + `", interval: 10m}
+---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: OCIRepository
+metadata: {name: app, namespace: apps}
+spec:
+  url: oci://` + w.src + `/charts/app
+  ref: {tag: 2.0.0}
+  interval: 10m
+`,
+		"apps/releases.yaml": `apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: podinfo, namespace: apps}
+spec:
+  interval: 10m
+  chart:
+    spec:
+      chart: podinfo
+      version: 6.7.1
+      sourceRef: {kind: HelmRepository, name: podinfo}
+  values:
+    replicaCount: ${replicas}
+    image: {repository: "` + w.src + `/stefanprodan/podinfo", tag: 6.7.1}
+---
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: web, namespace: apps}
+spec:
+  interval: 10m
+  chart:
+    spec:
+      chart: web
+      version: 1.0.0
+      sourceRef: {kind: HelmRepository, name: web}
+  postRenderers:
+    - kustomize:
+        patches:
+          - target: {kind: Deployment}
+            patch: |
+              - op: add
+                path: /metadata/labels/team
+                value: web
+---
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: app, namespace: apps}
+spec:
+  interval: 10m
+  chartRef: {kind: OCIRepository, name: app}
+  values:
+    redis: {enabled: true}
+`,
+	})
+	w.file = filepath.Join(dir, "fleet.yaml")
+	return w
+}
+
+// quietRegistry starts go-containerregistry's registry on loopback, its log
+// discarded, and returns its host.
+func quietRegistry(t *testing.T) string {
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://")
+}
+
+var podinfoChart = map[string]string{
+	"Chart.yaml":  "apiVersion: v2\nname: podinfo\nversion: 6.7.1\n",
+	"values.yaml": "replicaCount: 1\nimage: {repository: ghcr.io/stefanprodan/podinfo, tag: 6.7.0}\n",
+	"templates/deployment.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: {{ .Release.Name }}}
+spec:
+  replicas: {{ .Values.replicaCount }}
+  selector: {matchLabels: {app: podinfo}}
+  template:
+    metadata: {labels: {app: podinfo}}
+    spec:
+      containers:
+        - name: podinfo
+          image: "{{ .Values.image.repository }}:{{ .Values.image.tag }}"
+`,
+}
+
+func webChart(src, digest string) map[string]string {
+	return map[string]string{
+		"Chart.yaml":  "apiVersion: v2\nname: web\nversion: 1.0.0\n",
+		"values.yaml": "image: " + src + "/acme/web@" + digest + "\n",
+		"templates/deployment.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, labels: {app: web}}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, image: "{{ .Values.image }}"}]
+`,
+		"templates/hook.yaml": `apiVersion: batch/v1
+kind: Job
+metadata:
+  name: web-migrate
+  annotations: {"helm.sh/hook": pre-install}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: migrate, image: "` + src + `/library/busybox:1.36"}]
+`,
+	}
+}
+
+func appChart(src string) map[string]string {
+	return map[string]string{
+		"Chart.yaml":  "apiVersion: v2\nname: app\nversion: 2.0.0\ndependencies:\n  - {name: redis, version: 7.0.0, condition: redis.enabled}\n",
+		"values.yaml": "redis: {enabled: false}\n",
+		"templates/deployment.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: app}
+spec:
+  selector: {matchLabels: {app: app}}
+  template:
+    metadata: {labels: {app: app}}
+    spec:
+      containers: [{name: app, image: "` + src + `/acme/app:2.0.0"}]
+`,
+		"charts/redis/Chart.yaml":  "apiVersion: v2\nname: redis\nversion: 7.0.0\n",
+		"charts/redis/values.yaml": "image: " + src + "/library/redis:7.2\n",
+		"charts/redis/templates/statefulset.yaml": `apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: redis}
+spec:
+  selector: {matchLabels: {app: redis}}
+  template:
+    metadata: {labels: {app: redis}}
+    spec:
+      containers: [{name: redis, image: "{{ .Values.image }}"}]
+`,
+	}
+}
+
+func (w *helmWorld) cfg() pipeline.Config {
+	return pipeline.Config{File: w.file, ChartCache: w.cache}
+}
+
+// TestHelmReleases is issue 33's "done when": every image of the three
+// charts is listed, mirrored and pinned by the post-renderer render writes,
+// and a `helm template` of each chart as mirrored, post-rendered by it,
+// names only mirror references by digest.
+func TestHelmReleases(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := newHelmWorld(t)
+
+	// Before mirror: every chart is "run fleetgen mirror", by name.
+	_, err := pipeline.Validate(ctx, w.cfg())
+	if !problem.IsInvalid(err) || !strings.Contains(err.Error(), "chart") || !strings.Contains(err.Error(), "run `fleetgen mirror`") {
+		t.Fatalf("Validate before mirror = %v, want every chart not mirrored", err)
+	}
+
+	if _, err := pipeline.Mirror(ctx, w.cfg(), pipeline.MirrorOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := lock.Load(filepath.Join(filepath.Dir(w.file), lock.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Charts) != 1 || l.Charts[0].Chart != "web" || l.Charts[0].Repository != w.repo {
+		t.Fatalf("lock charts = %+v, want web of %s", l.Charts, w.repo)
+	}
+	var sources []string
+	for _, img := range l.Images {
+		sources = append(sources, strings.TrimPrefix(img.Source, w.src+"/"))
+	}
+	want := []string{"acme/app:2.0.0", "acme/web@" + w.webDigest, "charts/app:2.0.0", "charts/podinfo:6.7.1", "library/busybox:1.36", "library/redis:7.2", "stefanprodan/podinfo:6.7.1"}
+	if strings.Join(sources, " ") != strings.Join(want, " ") {
+		t.Fatalf("locked images:\n%s\nwant\n%s", strings.Join(sources, "\n"), strings.Join(want, "\n"))
+	}
+
+	imgs, err := pipeline.Images(ctx, w.cfg(), pipeline.ImagesOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	why := map[string]string{}
+	for _, img := range imgs {
+		why[strings.TrimPrefix(img.Ref, w.src+"/")] = strings.Join(img.NeededBy, "; ")
+		if img.Locked == nil {
+			t.Errorf("image %s not locked", img.Ref)
+		}
+	}
+	for ref, w := range map[string]string{
+		"stefanprodan/podinfo:6.7.1": "layer apps: HelmRelease apps/podinfo chart podinfo template podinfo/templates/deployment.yaml",
+		"library/redis:7.2":          "layer apps: HelmRelease apps/app chart app template app/charts/redis/templates/statefulset.yaml",
+		"library/busybox:1.36":       "layer apps: HelmRelease apps/web chart web template web/templates/hook.yaml",
+	} {
+		if !strings.Contains(why[ref], w) {
+			t.Errorf("why %s = %q, want %q", ref, why[ref], w)
+		}
+	}
+
+	out := t.TempDir()
+	if err := pipeline.Render(ctx, w.cfg(), pipeline.RenderOptions{OutDir: out}); err != nil {
+		t.Fatal(err)
+	}
+	helm := helmBinary(t)
+	for _, cluster := range []string{"edge-1", "edge-2"} {
+		data, err := os.ReadFile(filepath.Join(out, "clusters", cluster, "apps.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := crdcheck.Validate(data); err != nil {
+			t.Errorf("%s: apps.yaml: %v", cluster, err)
+		}
+		var k struct {
+			Spec struct {
+				Images  []map[string]string `json:"images"`
+				Patches []struct {
+					Patch  string            `json:"patch"`
+					Target map[string]string `json:"target"`
+				} `json:"patches"`
+			} `json:"spec"`
+		}
+		if err := yaml.Unmarshal(data, &k); err != nil {
+			t.Fatal(err)
+		}
+		if len(k.Spec.Images) != 0 {
+			t.Errorf("%s: spec.images = %v: chart images are pinned by the post-renderer, not Flux's spec.images", cluster, k.Spec.Images)
+		}
+		patches := map[string]string{}
+		for _, p := range k.Spec.Patches {
+			patches[p.Target["kind"]+"/"+p.Target["name"]] = p.Patch
+		}
+		if len(patches) != 6 {
+			t.Fatalf("%s: patches for %v, want the 3 HelmReleases and their 3 sources", cluster, sortedKeys(patches))
+		}
+		if !strings.Contains(patches["HelmRepository/web"], `"oci://`+w.dst) || !strings.Contains(patches["OCIRepository/app"], `"digest": "sha256:`) {
+			t.Errorf("%s: source patches do not point at the mirror:\n%s\n%s", cluster, patches["HelmRepository/web"], patches["OCIRepository/app"])
+		}
+		if !strings.Contains(patches["HelmRelease/web"], `"/spec/postRenderers/-"`) {
+			t.Errorf("%s: web's post-renderer does not go beside its own:\n%s", cluster, patches["HelmRelease/web"])
+		}
+		for _, rel := range []struct{ name, chart, values string }{
+			{"podinfo", "podinfo", "image: {repository: \"" + w.src + "/stefanprodan/podinfo\", tag: 6.7.1}\n"},
+			{"web", "web", ""},
+			{"app", "app", "redis: {enabled: true}\n"},
+		} {
+			images := postRendered(t, helm, l, w, rel.chart, rel.values, patches["HelmRelease/"+rel.name])
+			if len(images) == 0 {
+				t.Errorf("%s: %s: helm template rendered no image", cluster, rel.name)
+			}
+			for _, img := range images {
+				if !strings.HasPrefix(img, w.dst+"/") || !strings.Contains(img, "@sha256:") || strings.Contains(img, ":2.0.0@") {
+					t.Errorf("%s: %s: helm template plus fleetgen's post-renderer runs %s: want a mirror reference by digest only", cluster, rel.name, img)
+				}
+			}
+		}
+	}
+}
+
+// postRendered runs `helm template` of chart as the mirror holds it (pulled
+// by its locked digest) with values, then the kustomize images of
+// fleetgen's post-renderer in patch (the last of helm-controller's post-
+// renderers), as helm-controller applies it with kustomize, and returns every
+// container image of the result.
+func postRendered(t *testing.T, helm string, l *lock.Lock, w *helmWorld, chart, values, patch string) []string {
+	t.Helper()
+	var digest, repo string
+	for _, img := range l.Images {
+		if strings.HasSuffix(img.Source, "/charts/"+chart+":"+map[string]string{"podinfo": "6.7.1", "app": "2.0.0"}[chart]) {
+			digest, repo = img.Digest, img.Repository()
+		}
+	}
+	for _, c := range l.Charts {
+		if c.Chart == chart {
+			digest, repo = c.Digest, strings.SplitN(c.Target, ":"+c.Version, 2)[0]
+		}
+	}
+	ref, err := name.NewDigest(repo+"@"+digest, name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := charts.PullOCI(ref, charts.DefaultLimits())
+	if err != nil {
+		t.Fatalf("pull %s from the mirror: %v", chart, err)
+	}
+	dir := t.TempDir()
+	testenv.WriteTree(t, dir, map[string]string{"chart.tgz": string(a.Archive), "values.yaml": values})
+	cmd := exec.Command(helm, "template", chart, filepath.Join(dir, "chart.tgz"), "--values", filepath.Join(dir, "values.yaml"), "--namespace", "apps")
+	rendered, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("helm template %s: %v", chart, err)
+	}
+	var ops []struct {
+		Value any `json:"value"`
+	}
+	if err := yaml.Unmarshal([]byte(patch), &ops); err != nil || len(ops) != 1 {
+		t.Fatalf("post-renderer patch %q: %v", patch, err)
+	}
+	pr := ops[0].Value
+	if list, ok := pr.([]any); ok {
+		pr = list[len(list)-1]
+	}
+	imagesYAML, err := yaml.Marshal(pr.(map[string]any)["kustomize"].(map[string]any)["images"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := filesys.MakeFsInMemory()
+	_ = fs.WriteFile("/k/rendered.yaml", rendered)
+	_ = fs.WriteFile("/k/kustomization.yaml", []byte("resources: [rendered.yaml]\nimages:\n"+indent(string(imagesYAML))))
+	res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(fs, "/k")
+	if err != nil {
+		t.Fatalf("kustomize images of %s: %v", chart, err)
+	}
+	var out []string
+	for _, r := range res.Resources() {
+		m, _ := r.Map()
+		for _, c := range containersOf(m) {
+			out = append(out, c)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func indent(s string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(strings.TrimSuffix(s, "\n"), "\n") {
+		b.WriteString("  " + line + "\n")
+	}
+	return b.String()
+}
+
+func containersOf(m map[string]any) []string {
+	spec, _ := m["spec"].(map[string]any)
+	tmpl, _ := spec["template"].(map[string]any)
+	ps, _ := tmpl["spec"].(map[string]any)
+	var out []string
+	for _, f := range []string{"initContainers", "containers"} {
+		list, _ := ps[f].([]any)
+		for _, c := range list {
+			cm, _ := c.(map[string]any)
+			if img, _ := cm["image"].(string); img != "" {
+				out = append(out, img)
+			}
+		}
+	}
+	return out
+}
+
+func sortedKeys(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// helmBinary returns the helm the chart tests run: $FLEETGEN_HELM, or helm
+// on PATH; without either the test is skipped (failed under CI).
+func helmBinary(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("FLEETGEN_HELM"); p != "" {
+		return p
+	}
+	if p, err := exec.LookPath("helm"); err == nil {
+		return p
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("no helm: set FLEETGEN_HELM or put helm on PATH (.ci/run builds it)")
+	}
+	t.Skip("no helm: set FLEETGEN_HELM or put helm on PATH (.ci/run builds it)")
+	return ""
+}
