@@ -222,7 +222,7 @@ func collect(s *layers.Set) (out []found, bad []string) {
 		src, err := charts.ResolveSource(rel, find)
 		switch {
 		case errors.Is(err, charts.ErrVersion):
-			bad = append(bad, fmt.Sprintf("%s: the chart version is not an exact version: a chart is mirrored and locked by one version, want e.g. 1.2.3", o.Describe()))
+			bad = append(bad, fmt.Sprintf("%s: %v (a chart is mirrored and locked by one version)", o.Describe(), err))
 		case err != nil:
 			// Not a chart fleetgen mirrors, or one the renderer reports.
 		case !src.HTTP():

@@ -258,7 +258,7 @@ spec:
 `,
 			},
 			layers: []schema.Layer{{Name: "helm", Path: "helm"}},
-			want:   []string{"spec.layers[0].path: layer helm: folder helm: HelmRelease app: the chart version is not an exact version"},
+			want:   []string{`spec.layers[0].path: layer helm: folder helm: HelmRelease app: chart app: chart version ">=1.0.0" is not an exact version`},
 		},
 	}
 	for name, tc := range tests {

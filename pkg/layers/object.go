@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"sigs.k8s.io/kustomize/api/resource"
+	"sigs.k8s.io/yaml"
 )
 
 // Object is one object a cluster receives from a layer: of the layer's
@@ -65,5 +66,11 @@ func (o *Object) Digest() string {
 	return fmt.Sprintf("%x", sha256.Sum256(b))
 }
 
-// YAML returns the object as kustomize-controller applies it.
-func (o *Object) YAML() ([]byte, error) { return o.res.AsYAML() }
+// YAML returns the object as kustomize-controller (or, for a chart's,
+// helm-controller) applies it.
+func (o *Object) YAML() ([]byte, error) {
+	if o.res == nil {
+		return yaml.Marshal(o.Map)
+	}
+	return o.res.AsYAML()
+}

@@ -32,6 +32,8 @@ type chartRenderer struct {
 	f      *schema.Fleet
 	lock   *lock.Lock
 	cache  *charts.Cache
+	// cacheErr is why there is no chart cache (no user cache folder).
+	cacheErr error
 	lim    charts.Limits
 	memo   *charts.Memo
 	remote []remote.Option // nil: never fetch
@@ -74,26 +76,24 @@ type Release struct {
 	Result *charts.Result
 }
 
-func newChartRenderer(f *schema.Fleet, l *lock.Lock, cfg Config) (*chartRenderer, error) {
-	dir := cfg.ChartCache
+func newChartRenderer(f *schema.Fleet, l *lock.Lock, cfg Config) *chartRenderer {
+	dir, cacheErr := cfg.ChartCache, error(nil)
 	if dir == "" {
-		d, err := charts.DefaultCacheDir()
-		if err != nil {
-			return nil, err
-		}
-		dir = d
+		// A machine without a user cache folder fails only where a chart is
+		// needed.
+		dir, cacheErr = charts.DefaultCacheDir()
 	}
-	r := &chartRenderer{f: f, lock: l, cache: charts.NewCache(dir), lim: charts.DefaultLimits(), memo: charts.NewMemo(),
+	r := &chartRenderer{f: f, lock: l, cache: charts.NewCache(dir), cacheErr: cacheErr, lim: charts.DefaultLimits(), memo: charts.NewMemo(),
 		kube: map[string]string{}, loaded: map[string]*loadedChart{}, objects: map[*charts.Result]objset{},
 		releases: map[releaseKey]*Release{}, sources: map[string]*charts.Source{}, users: map[string]map[string][]string{}}
 	for _, c := range f.Spec.Clusters {
 		r.kube[c.Name] = c.KubernetesVersion
 	}
-	return r, nil
+	return r
 }
 
-// errInput marks a renderer error that is the input's (exit 2) for the model
-// to report; every other one is also kept as fatal (exit 1).
+// fail keeps err, a failure that is not the input's (the cache, the
+// network), as the one Load returns (exit 1), and returns it for the model.
 func (r *chartRenderer) fail(err error) error {
 	r.mu.Lock()
 	if r.fatal == nil {
@@ -196,6 +196,9 @@ func (r *chartRenderer) chart(src *charts.Source, digest string) (*charts.Chart,
 
 func (r *chartRenderer) fetch(src *charts.Source, digest string) (*charts.Chart, error) {
 	label := src.Label()
+	if r.cacheErr != nil {
+		return nil, r.fail(fmt.Errorf("chart %s: %w", inert.Quote(label), r.cacheErr))
+	}
 	a, err := r.cache.Artifact(digest, r.lim)
 	if errors.Is(err, charts.ErrNotCached) && r.remote != nil {
 		repo, _, _ := chartTarget(r.lock, src)

@@ -473,3 +473,215 @@ func helmBinary(t *testing.T) string {
 	t.Skip("no helm: set FLEETGEN_HELM or put helm on PATH (.ci/run builds it)")
 	return ""
 }
+
+// chartFleet writes a fleet of two clusters whose layer apps installs
+// release (HelmRelease YAML) from the OCI HelmRepository charts, in a source
+// registry holding chart (pushed as charts/<name>:<version>) and the image
+// acme/app:1.0.0. It returns the world; repo is extra layer YAML (another
+// source).
+func chartFleet(t *testing.T, chart map[string]string, release, extra string) *helmWorld {
+	t.Helper()
+	w := &helmWorld{src: quietRegistry(t), dst: quietRegistry(t), cache: t.TempDir()}
+	img, err := random.Image(256, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tag, _ := name.NewTag(w.src+"/acme/app:1.0.0", name.Insecure)
+	if err := remote.Write(tag, img); err != nil {
+		t.Fatal(err)
+	}
+	if chart != nil {
+		var meta struct{ Name, Version string }
+		if err := yaml.Unmarshal([]byte(chart["Chart.yaml"]), &meta); err != nil {
+			t.Fatal(err)
+		}
+		testenv.PushChart(t, w.src+"/charts/"+meta.Name+":"+meta.Version, testenv.ChartArchive(t, meta.Name, chart))
+	}
+	dir := t.TempDir()
+	testenv.WriteTree(t, dir, map[string]string{
+		"certs/manager-ca.pem": string(testCA(t)),
+		"fleet.yaml": `apiVersion: fleetgen.dev/v1alpha1
+kind: Fleet
+metadata: {name: helm}
+spec:
+  manager:
+    apiServerURL: https://hub.example.com:443
+    apiServerCA: {file: certs/manager-ca.pem}
+  registry: {host: "` + w.dst + `", insecure: true}
+  source: {kind: git, url: https://git.example.com/fleet.git}
+  layers:
+    - name: apps
+      path: ./apps
+  defaults: {registration: capi}
+  clusters:
+    - name: edge-1
+    - name: edge-2
+`,
+		"apps/kustomization.yaml": "resources: [sources.yaml, release.yaml]\n",
+		"apps/sources.yaml": `apiVersion: source.toolkit.fluxcd.io/v1
+kind: HelmRepository
+metadata: {name: charts, namespace: apps}
+spec: {type: oci, url: "oci://` + w.src + `/charts", interval: 10m}
+` + extra,
+		"apps/release.yaml": release,
+	})
+	w.file = filepath.Join(dir, "fleet.yaml")
+	return w
+}
+
+func release(chart, version string, values string) string {
+	return `apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: db, namespace: apps}
+spec:
+  interval: 10m
+  chart:
+    spec:
+      chart: ` + chart + `
+      version: "` + version + `"
+      sourceRef: {kind: HelmRepository, name: charts}
+  values:
+` + values
+}
+
+// TestHelmSecretGuard: a Secret a chart makes from a HelmRelease's plaintext
+// values is refused by validate, render and diff (exit 2), naming the
+// HelmRelease, the chart's template and the clusters, never the value; the
+// output folder stays as it was.
+func TestHelmSecretGuard(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	chart := map[string]string{
+		"Chart.yaml": "apiVersion: v2\nname: db\nversion: 1.0.0\n",
+		"templates/secret.yaml": `apiVersion: v1
+kind: Secret
+metadata: {name: db-auth}
+stringData:
+  password: {{ .Values.auth.password | quote }}
+`,
+	}
+	w := chartFleet(t, chart, release("db", "1.0.0", "    auth: {}\n"), "")
+	if _, err := pipeline.Mirror(ctx, w.cfg(), pipeline.MirrorOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WriteTree(t, filepath.Dir(w.file), map[string]string{"apps/release.yaml": release("db", "1.0.0", "    auth: {password: hunter2-very-secret}\n")})
+	out := t.TempDir()
+	_, merr := pipeline.Mirror(ctx, w.cfg(), pipeline.MirrorOptions{})
+	_, verr := pipeline.Validate(ctx, w.cfg())
+	rerr := pipeline.Render(ctx, w.cfg(), pipeline.RenderOptions{OutDir: out})
+	_, _, derr := pipeline.Diff(ctx, w.cfg(), pipeline.RenderOptions{OutDir: out})
+	for cmd, err := range map[string]error{"mirror": merr, "validate": verr, "render": rerr, "diff": derr} {
+		if !problem.IsInvalid(err) {
+			t.Fatalf("%s = %v, want an input error", cmd, err)
+		}
+		msg := err.Error()
+		for _, want := range []string{`HelmRelease apps/db`, `chart template db/templates/secret.yaml`, `Secret apps/db-auth`, "clusters edge-1, edge-2"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("%s: %q lacks %q", cmd, msg, want)
+			}
+		}
+		if strings.Contains(msg, "hunter2") {
+			t.Errorf("%s quotes the value: %q", cmd, msg)
+		}
+	}
+	if got := testenv.ReadTree(t, out); len(got) != 0 {
+		t.Errorf("render wrote %v", sortedKeys(got))
+	}
+}
+
+// TestHelmBadInput: what keeps a chart from rendering or mirroring is an
+// error naming the HelmRelease, the chart and the clusters, exit 2 for the
+// input's and 1 for the network's, and mirror writes no lock.
+func TestHelmBadInput(t *testing.T) {
+	t.Parallel()
+	app := func(tmpl string) map[string]string {
+		return map[string]string{"Chart.yaml": "apiVersion: v2\nname: app\nversion: 1.0.0\n", "templates/t.yaml": tmpl}
+	}
+	deployment := func(image string) string {
+		return `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: app}
+spec:
+  template:
+    spec:
+      containers: [{name: app, image: "` + image + `"}]
+`
+	}
+	closed := httptest.NewServer(nil)
+	closed.Close()
+	for name, tc := range map[string]struct {
+		chart           map[string]string
+		version, values string
+		extra, release  string
+		invalid         bool
+		want            []string
+	}{
+		"does not render": {
+			chart: app(`{{ fail "the chart refuses" }}`), version: "1.0.0", invalid: true,
+			want: []string{"HelmRelease apps/db", "charts/app:1.0.0: render: execution error at (app/templates/t.yaml:1:3)", "clusters edge-1, edge-2"},
+		},
+		"unresolvable image": {
+			chart: app(deployment(`{{ .Values.image.repository }}:{{ .Values.image.tag }}`)), version: "1.0.0", invalid: true, values: "    image: {repository: \"\"}\n",
+			want: []string{"HelmRelease apps/db chart app template app/templates/t.yaml", "invalid image reference"},
+		},
+		"a range": {
+			chart: app(deployment("x")), version: ">=1.0.0", invalid: true,
+			want: []string{"HelmRelease apps/db", "not an exact version"},
+		},
+		"no version": {
+			chart: app(deployment("x")), version: "", invalid: true,
+			want: []string{"HelmRelease apps/db", `chart app has no spec.chart.spec.version`},
+		},
+		"version missing in the repository": {
+			chart: app(deployment("x")), version: "1.0.1", invalid: false,
+			want: []string{"chart", "charts/app:1.0.1", "1 of 1 images not mirrored"},
+		},
+		"unreachable http repository": {
+			version: "1.0.0", invalid: false,
+			extra: `---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: HelmRepository
+metadata: {name: gone, namespace: apps}
+spec: {url: "` + closed.URL + `", interval: 10m}
+`,
+			release: strings.Replace(release("app", "1.0.0", "    {}\n"), "name: charts}", "name: gone}", 1),
+			want:    []string{"chart \"" + closed.URL + " app 1.0.0\"", "HelmRelease apps/db (clusters edge-1, edge-2)", "GET " + closed.URL + "/index.yaml"},
+		},
+		"over a bound": {
+			chart: map[string]string{"Chart.yaml": "apiVersion: v2\nname: app\nversion: 1.0.0\n", "templates/big.yaml": strings.Repeat("#", 6<<20)},
+			extra: "", version: "1.0.0", invalid: true,
+			want: []string{"HelmRelease apps/db", "charts/app:1.0.0", "file templates/big.yaml of 6291456 bytes: over a bound", "clusters edge-1, edge-2"},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			rel := tc.release
+			if rel == "" {
+				rel = release("app", tc.version, orEmpty(tc.values))
+			}
+			w := chartFleet(t, tc.chart, rel, tc.extra)
+			_, err := pipeline.Mirror(context.Background(), w.cfg(), pipeline.MirrorOptions{})
+			if err == nil {
+				t.Fatal("Mirror succeeded")
+			}
+			if problem.IsInvalid(err) != tc.invalid {
+				t.Errorf("Mirror = %v: input error %v, want %v", err, problem.IsInvalid(err), tc.invalid)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("Mirror = %q, want it to contain %q", err, want)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(filepath.Dir(w.file), lock.FileName)); !os.IsNotExist(err) {
+				t.Errorf("mirror wrote the lock (%v)", err)
+			}
+		})
+	}
+}
+
+func orEmpty(values string) string {
+	if values == "" {
+		return "    {}\n"
+	}
+	return values
+}

@@ -107,11 +107,9 @@ func load2(ctx context.Context, cfg Config, pending bool) (*Loaded, error) {
 // (mirror's first pass) a chart the lock or the chart cache lacks is left
 // out rather than an error.
 func (ld *Loaded) model(ctx context.Context, cfg Config, pending bool) error {
-	r, err := newChartRenderer(ld.Fleet, ld.Lock, cfg)
-	if err != nil {
-		return err
-	}
+	r := newChartRenderer(ld.Fleet, ld.Lock, cfg)
 	r.pending = pending
+	var err error
 	if cfg.FetchCharts {
 		if r.remote, err = mirror.Remote(ctx, ld.Fleet.Spec.Registry, registryCredentials(cfg)); err != nil {
 			return err

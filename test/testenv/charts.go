@@ -53,10 +53,13 @@ func ChartArchive(t testing.TB, chart string, files map[string]string) []byte {
 }
 
 // PushChart pushes the chart archive tgz to ref (repository:version) as
-// `helm push` does and returns its manifest digest.
+// `helm push` does and returns its manifest digest. The chart may be over
+// fleetgen's bounds (charts.DefaultLimits): a test of them pushes one.
 func PushChart(t testing.TB, ref string, tgz []byte) string {
 	t.Helper()
-	c, err := charts.Load("", tgz, charts.DefaultLimits())
+	lim := charts.DefaultLimits()
+	lim.FileBytes, lim.DecompressedBytes, lim.ArchiveBytes = 1<<30, 1<<30, 1<<30
+	c, err := charts.Load("", tgz, lim)
 	if err != nil {
 		t.Fatal(err)
 	}
