@@ -92,6 +92,15 @@ func newChartRenderer(f *schema.Fleet, l *lock.Lock, cfg Config) *chartRenderer 
 	return r
 }
 
+// previous returns a renderer of the charts of a previous render (diff's
+// DIR) with r's lock, cache and renders: a chart the lock no longer pins is
+// not rendered (pending), and nothing is fetched.
+func (r *chartRenderer) previous() *chartRenderer {
+	p := newChartRenderer(r.f, r.lock, Config{})
+	p.cache, p.cacheErr, p.memo, p.pending = r.cache, r.cacheErr, r.memo, true
+	return p
+}
+
 // fail keeps err, a failure that is not the input's (the cache, the
 // network), as the one Load returns (exit 1), and returns it for the model.
 func (r *chartRenderer) fail(err error) error {

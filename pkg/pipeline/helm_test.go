@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -24,6 +25,7 @@ import (
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/pipeline"
 	"fleetgen.dev/fleetgen/pkg/problem"
+	"fleetgen.dev/fleetgen/pkg/review"
 	"fleetgen.dev/fleetgen/test/crdcheck"
 	"fleetgen.dev/fleetgen/test/testenv"
 )
@@ -684,4 +686,44 @@ func orEmpty(values string) string {
 		return "    {}\n"
 	}
 	return values
+}
+
+// TestHelmDiff: diff shows a chart's rendered objects like any others: a
+// change of a HelmRelease's values that moves the chart's Deployment shows
+// that Deployment changed for each cluster.
+func TestHelmDiff(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := newHelmWorld(t)
+	if _, err := pipeline.Mirror(ctx, w.cfg(), pipeline.MirrorOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	if err := pipeline.Render(ctx, w.cfg(), pipeline.RenderOptions{OutDir: out}); err != nil {
+		t.Fatal(err)
+	}
+	// DIR is a checkout of the published tree: it holds the layer folder.
+	dir := filepath.Dir(w.file)
+	testenv.WriteTree(t, filepath.Join(out, "apps"), testenv.ReadTree(t, filepath.Join(dir, "apps")))
+	testenv.ReplaceIn(t, filepath.Join(dir, "apps", "releases.yaml"), "replicaCount: ${replicas}", "replicaCount: 7")
+	rep, _, err := pipeline.Diff(ctx, w.cfg(), pipeline.RenderOptions{OutDir: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]string{}
+	for _, c := range rep.Clusters {
+		for _, o := range c.Objects {
+			got[c.Name] = append(got[c.Name], o.Change+" "+o.Kind+" "+o.Namespace+"/"+o.Name)
+		}
+	}
+	for _, c := range []string{"edge-1", "edge-2"} {
+		if !slices.Contains(got[c], review.Update+" Deployment apps/podinfo") {
+			t.Errorf("%s: diff objects %v, want the chart's Deployment apps/podinfo changed", c, got[c])
+		}
+		for _, o := range got[c] {
+			if !strings.Contains(o, "podinfo") {
+				t.Errorf("%s: %s changed too", c, o)
+			}
+		}
+	}
 }

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -68,7 +69,9 @@ func receivedChanges(cfg RenderOptions, ld *Loaded, had map[string][]byte) (map[
 	if !holdsAny(cfg.OutDir, units) {
 		return nil, nil, nil
 	}
-	old, err := layers.New(cfg.OutDir, units, layers.DefaultOptions())
+	opts := layers.DefaultOptions()
+	opts.Charts = ld.charts.previous().render
+	old, err := layers.New(cfg.OutDir, units, opts)
 	var lim *layers.LimitError
 	if errors.As(err, &lim) {
 		return nil, nil, problem.Invalid(errors.New("diff: the layer folders of " + cfg.OutDir + ": " + lim.Error()))
@@ -101,8 +104,7 @@ func receivedChanges(cfg RenderOptions, ld *Loaded, had map[string][]byte) (map[
 		}
 	}
 
-	type pair struct{ old, new *layers.Set }
-	memo := map[pair][]review.Object{}
+	memo := map[string][]review.Object{}
 	out := map[string][]review.Object{}
 	seen := map[[2]string]bool{}
 	compare := func(cluster, layer string) {
@@ -111,11 +113,15 @@ func receivedChanges(cfg RenderOptions, ld *Loaded, had map[string][]byte) (map[
 			return
 		}
 		seen[k] = true
-		p := pair{old.Received(cluster, layer), ld.Model.Received(cluster, layer)}
-		changes, ok := memo[p]
+		was, is := old.Closure(cluster, layer), ld.Model.Closure(cluster, layer)
+		key := fmt.Sprintf("%p|%p", was, is)
+		if len(was) > 0 && len(is) > 0 {
+			key = fmt.Sprint(was, "|", is) // the sets' addresses: closures are rebuilt per unit
+		}
+		changes, ok := memo[key]
 		if !ok {
-			changes = compareSets(p.old, p.new)
-			memo[p] = changes
+			changes = compareSets(was, is)
+			memo[key] = changes
 		}
 		for _, c := range changes {
 			c.Layer = layer
@@ -156,13 +162,11 @@ func holdsAny(dir string, units []layers.Unit) bool {
 	return false
 }
 
-// compareSets returns the objects added, removed or changed from old to new
-// (nil sets, or sets Flux fails, receive nothing), by kind, namespace and
-// name; Layer is left for the caller.
-func compareSets(old, new *layers.Set) []review.Object {
-	if old == new {
-		return nil
-	}
+// compareSets returns the objects added, removed or changed from what old
+// to what new receive (a layer's closure: its own set and its charts';
+// sets Flux fails receive nothing), by kind, namespace and name; Layer is
+// left for the caller.
+func compareSets(old, new []*layers.Set) []review.Object {
 	was, is := objectsOf(old), objectsOf(new)
 	var out []review.Object
 	for k, n := range is {
@@ -195,13 +199,12 @@ func compareSets(old, new *layers.Set) []review.Object {
 	return out
 }
 
-func objectsOf(s *layers.Set) map[string]*layers.Object {
+func objectsOf(sets []*layers.Set) map[string]*layers.Object {
 	out := map[string]*layers.Object{}
-	if s == nil {
-		return out
-	}
-	for _, o := range s.Objects {
-		out[o.Key()] = o
+	for _, s := range sets {
+		for _, o := range s.Objects {
+			out[o.Key()] = o
+		}
 	}
 	return out
 }

@@ -47,7 +47,7 @@ func validate(cfg Config, ld *Loaded, r rules) (problem.Errors, error) {
 	cfg.logger().Info("valid", "file", f.File, "clusters", len(f.Spec.Clusters),
 		"layers", len(f.Spec.Layers), "groups", len(f.Spec.Groups), "images", len(ld.Images.Images),
 		"lockedImages", len(ld.Lock.Images))
-	return schema.Warnings(f), nil
+	return append(schema.Warnings(f), ld.Model.Warnings(f)...), nil
 }
 
 // RenderOptions are the options of Render, Check and Diff: OutDir is the
