@@ -76,7 +76,8 @@ type renderer struct {
 	images        map[string]*layerPathImages // cleaned layer path → spec.images
 
 	encodeMu  sync.Mutex
-	encodeErr error // the first object that could not be encoded
+	encodeErr error    // the first object that could not be encoded
+	patches   sync.Map // *HelmRelease (a list's first) → its Kustomization patches
 }
 
 // layerPathImages is what one cleaned layer path's images rewrite to.
@@ -220,11 +221,7 @@ func (r *renderer) cluster(i int) clusterResult {
 		}
 		if r.opts.HelmReleases != nil {
 			if rels := r.opts.HelmReleases(c.Name, ly.Name); len(rels) > 0 {
-				patches, err := helmPatches(rels)
-				if err != nil {
-					r.failed(err)
-				}
-				k.Spec.Patches = patches
+				k.Spec.Patches = r.helmPatches(rels)
 			}
 		}
 		p := layout.Layer.Path(c.Name, ly.Name)

@@ -71,6 +71,22 @@ type postRenderer struct {
 	} `json:"kustomize"`
 }
 
+// helmPatches returns helmPatches(rels), made once per list: clusters that
+// receive the same HelmReleases get the same list from Options.HelmReleases
+// (by identity), and their patches are made once.
+func (r *renderer) helmPatches(rels []HelmRelease) []patch {
+	k := &rels[0]
+	if p, ok := r.patches.Load(k); ok {
+		return p.([]patch)
+	}
+	p, err := helmPatches(rels)
+	if err != nil {
+		r.failed(err)
+	}
+	r.patches.Store(k, p)
+	return p
+}
+
 // helmPatches returns the Kustomization's patches for rels: one per
 // HelmRelease and one per chart source object, sorted by target.
 func helmPatches(rels []HelmRelease) ([]patch, error) {

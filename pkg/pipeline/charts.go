@@ -29,14 +29,14 @@ import (
 // renders once per distinct input (charts.Memo), whatever the number of
 // clusters.
 type chartRenderer struct {
-	f      *schema.Fleet
-	lock   *lock.Lock
-	cache  *charts.Cache
+	f     *schema.Fleet
+	lock  *lock.Lock
+	cache *charts.Cache
 	// cacheErr is why there is no chart cache (no user cache folder).
 	cacheErr error
-	lim    charts.Limits
-	memo   *charts.Memo
-	remote []remote.Option // nil: never fetch
+	lim      charts.Limits
+	memo     *charts.Memo
+	remote   []remote.Option // nil: never fetch
 	// pending (mirror's first pass) renders nothing for a chart the lock or
 	// the cache lacks, with no error: mirror fetches it next.
 	pending bool
@@ -46,6 +46,7 @@ type chartRenderer struct {
 	loaded   map[string]*loadedChart   // by digest
 	objects  map[*charts.Result]objset // a result as the model's objects, by namespace
 	releases map[releaseKey]*Release
+	done     map[doneKey]*done
 	sources  map[string]*charts.Source      // every chart source met, by Label
 	users    map[string]map[string][]string // Label → HelmRelease → clusters
 	fatal    error                          // the first failure that is not the input's
@@ -85,7 +86,7 @@ func newChartRenderer(f *schema.Fleet, l *lock.Lock, cfg Config) *chartRenderer 
 	}
 	r := &chartRenderer{f: f, lock: l, cache: charts.NewCache(dir), cacheErr: cacheErr, lim: charts.DefaultLimits(), memo: charts.NewMemo(),
 		kube: map[string]string{}, loaded: map[string]*loadedChart{}, objects: map[*charts.Result]objset{},
-		releases: map[releaseKey]*Release{}, sources: map[string]*charts.Source{}, users: map[string]map[string][]string{}}
+		releases: map[releaseKey]*Release{}, done: map[doneKey]*done{}, sources: map[string]*charts.Source{}, users: map[string]map[string][]string{}}
 	for _, c := range f.Spec.Clusters {
 		r.kube[c.Name] = c.KubernetesVersion
 	}
@@ -112,8 +113,65 @@ func (r *chartRenderer) fail(err error) error {
 	return err
 }
 
-// render is the layers.ChartRenderer.
+// render is the layers.ChartRenderer. The clusters that receive one set of
+// a layer receive the same HelmRelease object with the same objects beside
+// it: for those with the same Kubernetes version the first one's answer is
+// theirs, without parsing or keying the release again (10,000 clusters
+// share a handful of sets).
 func (r *chartRenderer) render(cluster string, obj *layers.Object, received []*layers.Object) ([]*layers.Object, error) {
+	k := doneKey{obj: obj, kube: r.kube[cluster], n: len(received)}
+	if len(received) > 0 {
+		k.first = received[0]
+	}
+	r.mu.Lock()
+	d, ok := r.done[k]
+	if ok {
+		if d.rel != nil {
+			r.releases[releaseKey{cluster, obj}] = d.rel
+		}
+		if d.src != nil {
+			r.use(d.src, obj, cluster)
+		}
+	}
+	r.mu.Unlock()
+	if ok {
+		return d.objs, d.err
+	}
+	d = &done{}
+	d.objs, d.err = r.renderOnce(cluster, obj, received, d)
+	r.mu.Lock()
+	r.done[k] = d
+	r.mu.Unlock()
+	return d.objs, d.err
+}
+
+type doneKey struct {
+	obj, first *layers.Object
+	n          int
+	kube       string
+}
+
+type done struct {
+	objs []*layers.Object
+	err  error
+	rel  *Release
+	src  *charts.Source
+}
+
+// use records that cluster's obj uses src's chart, for messages.
+func (r *chartRenderer) use(src *charts.Source, obj *layers.Object, cluster string) {
+	l := src.Label()
+	if _, ok := r.sources[l]; !ok {
+		r.sources[l] = src
+		r.users[l] = map[string][]string{}
+	}
+	u := r.users[l]
+	if cs := u[qualified(obj.Namespace, obj.Name)]; len(cs) == 0 || cs[len(cs)-1] != cluster {
+		u[qualified(obj.Namespace, obj.Name)] = append(cs, cluster)
+	}
+}
+
+func (r *chartRenderer) renderOnce(cluster string, obj *layers.Object, received []*layers.Object, d *done) ([]*layers.Object, error) {
 	rel, err := charts.ParseRelease(obj.Map)
 	if err != nil {
 		return nil, err
@@ -130,15 +188,9 @@ func (r *chartRenderer) render(cluster string, obj *layers.Object, received []*l
 	if err != nil {
 		return nil, err
 	}
+	d.src = src
 	r.mu.Lock()
-	if _, ok := r.sources[src.Label()]; !ok {
-		r.sources[src.Label()] = src
-		r.users[src.Label()] = map[string][]string{}
-	}
-	u := r.users[src.Label()]
-	if cs := u[qualified(obj.Namespace, obj.Name)]; len(cs) == 0 || cs[len(cs)-1] != cluster {
-		u[qualified(obj.Namespace, obj.Name)] = append(cs, cluster)
-	}
+	r.use(src, obj, cluster)
 	r.mu.Unlock()
 	_, digest, ok := chartTarget(r.lock, src)
 	if !ok {
@@ -169,8 +221,9 @@ func (r *chartRenderer) render(cluster string, obj *layers.Object, received []*l
 	if err != nil {
 		return nil, err
 	}
+	d.rel = &Release{Release: rel, Source: src, Chart: ch.Name + "-" + ch.Version, Digest: digest, Result: res}
 	r.mu.Lock()
-	r.releases[releaseKey{cluster, obj}] = &Release{Release: rel, Source: src, Chart: ch.Name + "-" + ch.Version, Digest: digest, Result: res}
+	r.releases[releaseKey{cluster, obj}] = d.rel
 	r.mu.Unlock()
 	return r.layerObjects(res, rel.HelmNamespace(), crds)
 }
@@ -327,11 +380,13 @@ func (ld *Loaded) chartPatches() (map[[2]string][]generate.HelmRelease, problem.
 	}
 	out := map[[2]string][]generate.HelmRelease{}
 	pinned := map[*Release]*generate.HelmRelease{} // one per render and HelmRelease object
+	lists := map[string][]generate.HelmRelease{}   // one list per distinct content, shared by units
 	for _, u := range layers.FromFleet(f) {
 		s := ld.Model.Received(u.Cluster, u.Layer)
 		if s == nil || s.Objects == nil {
 			continue
 		}
+		var mine []*generate.HelmRelease
 		for _, o := range s.Objects {
 			if !o.IsHelmRelease() {
 				continue
@@ -342,7 +397,7 @@ func (ld *Loaded) chartPatches() (map[[2]string][]generate.HelmRelease, problem.
 			}
 			name := qualified(o.Namespace, o.Name)
 			if hr, ok := pinned[info]; ok && hr.Name == o.Name && hr.Namespace == o.Namespace {
-				out[[2]string{u.Cluster, u.Layer}] = append(out[[2]string{u.Cluster, u.Layer}], *hr)
+				mine = append(mine, hr)
 				continue
 			}
 			var refs []string
@@ -374,8 +429,20 @@ func (ld *Loaded) chartPatches() (map[[2]string][]generate.HelmRelease, problem.
 				hr.Source = generate.ChartSource{Kind: src.Kind, Namespace: src.Namespace, Name: src.Name, URL: url, Digest: digest, Insecure: f.Spec.Registry.Insecure}
 			}
 			pinned[info] = hr
-			out[[2]string{u.Cluster, u.Layer}] = append(out[[2]string{u.Cluster, u.Layer}], *hr)
+			mine = append(mine, hr)
 		}
+		if len(mine) == 0 {
+			continue
+		}
+		key := fmt.Sprint(mine)
+		list, ok := lists[key]
+		if !ok {
+			for _, hr := range mine {
+				list = append(list, *hr)
+			}
+			lists[key] = list
+		}
+		out[[2]string{u.Cluster, u.Layer}] = list
 	}
 	for _, k := range order {
 		ld.patchErrs = append(ld.patchErrs, f.At(problem.Other(fmt.Sprintf("spec.layers[%d]", idx[k[0]]), "layer %s: HelmRelease %s: %s (%s)",
