@@ -259,7 +259,7 @@ type input struct {
 	file           string
 	allowPlaintext bool
 	locked         bool
-	fetchCharts    bool
+	fetchCharts    string
 }
 
 // inputFlags chooses the optional input flags of a command.
@@ -276,7 +276,7 @@ const (
 // fleetFile), --error-format, and those of which.
 func (in *input) add(g *globals, cmd *cobra.Command, which inputFlags) {
 	addFile(g, cmd, &in.file)
-	cmd.Flags().BoolVar(&in.fetchCharts, "fetch-charts", false, "fetch a chart the chart cache lacks from the mirror (spec.registry), by its locked digest, read-only (docs/ci.md)")
+	cmd.Flags().StringVar(&in.fetchCharts, "fetch-charts", "", "fetch a chart the chart cache lacks from the mirror at this registry host (it must be spec.registry.host), by its locked digest, read-only (docs/ci.md)")
 	if which&withPlaintext != 0 {
 		cmd.Flags().BoolVar(&in.allowPlaintext, "allow-plaintext-secrets", false, "accept Secrets that hold credentials in plaintext when spec.encryption is not set (render writes them unencrypted)")
 	}

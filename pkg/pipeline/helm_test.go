@@ -727,3 +727,48 @@ func TestHelmDiff(t *testing.T) {
 		}
 	}
 }
+
+// TestHelmChartCache: once mirror ran, a fresh runner (an empty chart cache)
+// renders only with --fetch-charts naming the mirror fleet.yaml names,
+// reading the charts from it by digest; without, each chart is "run
+// fleetgen mirror"; a cache whose bytes are not the locked ones is refused.
+func TestHelmChartCache(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := newHelmWorld(t)
+	if _, err := pipeline.Mirror(ctx, w.cfg(), pipeline.MirrorOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fresh := w.cfg()
+	fresh.ChartCache = t.TempDir()
+	if _, err := pipeline.Validate(ctx, fresh); !problem.IsInvalid(err) || !strings.Contains(err.Error(), "is not in the chart cache: run `fleetgen mirror`") {
+		t.Fatalf("Validate with an empty chart cache = %v", err)
+	}
+	other := fresh
+	other.FetchCharts = "registry.example"
+	if _, err := pipeline.Validate(ctx, other); !problem.IsInvalid(err) || !strings.Contains(err.Error(), "--fetch-charts registry.example: spec.registry.host is") {
+		t.Fatalf("Validate --fetch-charts of another host = %v", err)
+	}
+	fresh.FetchCharts = w.dst
+	if _, err := pipeline.Validate(ctx, fresh); err != nil {
+		t.Fatalf("Validate --fetch-charts %s = %v", w.dst, err)
+	}
+	// The cache now holds them: offline again.
+	fresh.FetchCharts = ""
+	if _, err := pipeline.Validate(ctx, fresh); err != nil {
+		t.Fatalf("Validate after the fetch = %v", err)
+	}
+	// Poison every archive in the cache: same name, other bytes.
+	blobs, _ := filepath.Glob(filepath.Join(fresh.ChartCache, "blobs", "sha256", "*"))
+	for _, b := range blobs {
+		if data, _ := os.ReadFile(b); len(data) > 0 && data[0] == 0x1f { // gzip: an archive
+			if err := os.WriteFile(b, append(data, 0), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	_, err := pipeline.Validate(ctx, fresh)
+	if err == nil || problem.IsInvalid(err) || !strings.Contains(err.Error(), "are not those fleet.lock.yaml locks") {
+		t.Fatalf("Validate with a poisoned cache = %v, want a runtime error refusing the bytes", err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"fleetgen.dev/fleetgen/internal/inert"
 	"fleetgen.dev/fleetgen/pkg/generate"
 	"fleetgen.dev/fleetgen/pkg/images"
 	"fleetgen.dev/fleetgen/pkg/layers"
@@ -110,7 +111,11 @@ func (ld *Loaded) model(ctx context.Context, cfg Config, pending bool) error {
 	r := newChartRenderer(ld.Fleet, ld.Lock, cfg)
 	r.pending = pending
 	var err error
-	if cfg.FetchCharts {
+	if cfg.FetchCharts != "" {
+		if !strings.EqualFold(cfg.FetchCharts, ld.Fleet.Spec.Registry.Host) {
+			return problem.Invalid(fmt.Errorf("--fetch-charts %s: spec.registry.host is %s: charts are fetched only from the mirror the job names, not from one fleet.yaml names (a pull request may change it)",
+				inert.Quote(cfg.FetchCharts), inert.Quote(ld.Fleet.Spec.Registry.Host)))
+		}
 		if r.remote, err = mirror.Remote(ctx, ld.Fleet.Spec.Registry, registryCredentials(cfg)); err != nil {
 			return err
 		}

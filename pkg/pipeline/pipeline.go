@@ -36,11 +36,14 @@ type Config struct {
 	// ChartCache is the chart cache's folder (charts.Cache); empty means
 	// charts.DefaultCacheDir, the user's cache.
 	ChartCache string
-	// FetchCharts lets a command fetch a chart the chart cache lacks from
-	// the mirror (spec.registry), by its locked digest, read-only: a pull
-	// request job on a fresh runner (docs/ci.md). Without it nothing is
-	// fetched, and such a chart is an input error ("run fleetgen mirror").
-	FetchCharts bool
+	// FetchCharts, a registry host, lets a command fetch a chart the chart
+	// cache lacks from the mirror, by its locked digest, read-only, when
+	// spec.registry.host is that host: a pull request job on a fresh runner
+	// (docs/ci.md). The host comes from the job, not from fleet.yaml, so
+	// that a pull request that names another registry gets no credential
+	// and no request. Empty: nothing is fetched, and such a chart is an
+	// input error ("run fleetgen mirror").
+	FetchCharts string
 }
 
 func (c Config) logger() *slog.Logger {
