@@ -2,9 +2,11 @@
 // layers, as Flux's kustomize-controller applies it: the kustomize build of
 // the layer's folder (confined to the fleet's folder, fetching nothing, as
 // kustomize-controller builds it), then Flux's post-build substitution with
-// that cluster's variables. Image discovery (pkg/images), the plaintext guard
-// and the strict-substitution check (Check), the per-layer decryption
-// (Decrypts) and diff's per-cluster comparison of objects all read it.
+// that cluster's variables; and the chart of every HelmRelease in it, as
+// Options.Charts renders it (charts.go). Image discovery (pkg/images), the
+// plaintext guard and the strict-substitution check (Check), the per-layer
+// decryption (Decrypts) and diff's per-cluster comparison of objects all read
+// it.
 //
 // Clusters that receive the same thing share it: a folder is built once, and
 // the objects post-build substitution leaves as they are are shared by every
