@@ -16,6 +16,7 @@ import (
 	"fleetgen.dev/fleetgen/pkg/pipeline"
 	"fleetgen.dev/fleetgen/pkg/schema"
 	"fleetgen.dev/fleetgen/test/crdcheck"
+	"fleetgen.dev/fleetgen/test/testenv"
 )
 
 // agentChart is the fleet-agent chart of Fleet v0.16.1, copied unchanged
@@ -28,22 +29,11 @@ const (
 	agentNamespace = "cattle-fleet-system"
 )
 
-// helmBinary returns the helm binary the chart tests run: $FLEETGEN_HELM, or
-// helm on PATH. .ci/run builds it (helm.sh/helm/v3/cmd/helm, pinned). Without
-// one the test is skipped, except in CI, where it fails.
+// helmBinary returns the helm binary the chart tests run (testenv.Tool:
+// $FLEETGEN_HELM, build.sh's pinned helm, or helm on PATH).
 func helmBinary(t testing.TB) string {
 	t.Helper()
-	if p := os.Getenv("FLEETGEN_HELM"); p != "" {
-		return p
-	}
-	if p, err := exec.LookPath("helm"); err == nil {
-		return p
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("no helm: set FLEETGEN_HELM or put helm on PATH (.ci/run builds it)")
-	}
-	t.Skip("no helm: set FLEETGEN_HELM or put helm on PATH (.ci/run builds it)")
-	return ""
+	return testenv.Tool(t, "helm")
 }
 
 // helmTemplate renders the chart as `helm install fleet-agent <chart> -n

@@ -84,7 +84,7 @@ func resolveFleetFile(cmd *cobra.Command, flagValue string, args []string) (stri
 func inFolder(cmd *cobra.Command, p, what string) (string, error) {
 	// The argument of render, publish and build is the fleet, not DIR.
 	hint := ""
-	if o := cmd.Flags().Lookup("dir"); what == "argument" && o != nil {
+	if o := cmd.Flags().Lookup("output-dir"); what == "argument" && o != nil {
 		hint = " (the output folder is -o DIR)"
 	}
 	st, err := os.Stat(p)

@@ -26,36 +26,39 @@ func newValidate(g *globals) *cobra.Command {
 		Short: "Check fleet.yaml and every file it refers to",
 		Long: `Validate loads fleet.yaml strictly, applies defaults and checks everything:
 names, labels, modes, durations, URLs, layer dependencies, referenced files and
-environment variables. It prints every problem (file:line:col, field path,
-what would be valid) and writes nothing. Exit code 2 when the input is invalid.
-Warnings (a ClusterGroup that holds no cluster, a delivery target that reaches
-no cluster) are printed too and never change the exit code.`,
+environment variables, then every layer build, image and lock entry. It
+prints every problem of every phase in one run (file:line:col, field path,
+what would be valid): a misspelled field or a missing file never hides a
+layer that does not build or an image the lock lacks. It writes nothing.
+Exit code 2 when the input is invalid. Warnings (a ClusterGroup that holds no
+cluster, a delivery target or layer selector that reaches no cluster) are
+printed beside the problems and never change the exit code.`,
 		Example: example(
 			"fleetgen validate",
 			"fleetgen validate clusters/prod          # clusters/prod/fleet.yaml",
-			"fleetgen validate -o github              # in a GitHub Actions job: annotate the pull request",
-			"fleetgen validate -o json | jq -r .code  # one JSON object per problem",
+			"fleetgen validate --output github   # in a GitHub Actions job: annotate the pull request",
+			"fleetgen validate --output json | jq -r .code   # one JSON object per problem",
 		),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := g.configFor(cmd, in, args)
 			if err != nil {
 				return err
 			}
-			ws, err := pipeline.Validate(cmd.Context(), cfg) // no warning with an error
+			ws, err := pipeline.Validate(cmd.Context(), cfg) // warnings beside errors
 			writeWarnings(cmd.OutOrStdout(), cmd.ErrOrStderr(), g.errFormat, ws)
 			return wrap(err)
 		},
 	}
-	// For validate the problems are the output: -o/--output names their format,
+	// For validate the problems are the report: --output names their format,
 	// and --error-format, which the other commands take, is the same flag.
-	cmd.Flags().StringVarP(&g.errFormat, "output", "o", formatText, "how problems are printed: text (stderr), json or github (stdout)")
+	addFormat(cmd, &g.errFormat, "how problems are printed: text (stderr), json or github (stdout)", formatText, formatJSON, formatGitHub)
+	aliasShortFormat(cmd, &g.errFormat)
 	cmd.Flags().SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
 		if name == "error-format" {
 			name = "output"
 		}
 		return pflag.NormalizedName(name)
 	})
-	_ = cmd.RegisterFlagCompletionFunc("output", completeValues(formatText, formatJSON, formatGitHub))
 	in.add(g, cmd, withPlaintext)
 	return cmd
 }
@@ -77,7 +80,7 @@ fleet.lock.yaml keys them.`,
 		Example: example(
 			"fleetgen images",
 			"fleetgen images --why   # say which layer or spec.images entry needs each image",
-			"fleetgen images -o json | jq -r '.[] | select(.locked == null) | .image'   # not mirrored yet",
+			"fleetgen images --output json | jq -r '.[] | select(.locked == null) | .image'   # not mirrored yet",
 		),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(cmd, o.format, formatText, formatJSON); err != nil {
@@ -96,8 +99,8 @@ fleet.lock.yaml keys them.`,
 	}
 	in.add(g, cmd, 0)
 	cmd.Flags().BoolVar(&o.why, "why", false, "print who needs each image")
-	cmd.Flags().StringVarP(&o.format, "output", "o", formatText, "text (one image per line) or json (an array of {image, neededBy, locked, policy})")
-	_ = cmd.RegisterFlagCompletionFunc("output", completeValues(formatText, formatJSON))
+	addFormat(cmd, &o.format, "text (one image per line) or json (an array of {image, neededBy, locked, policy})", formatText, formatJSON)
+	aliasShortFormat(cmd, &o.format)
 	return cmd
 }
 
@@ -110,7 +113,16 @@ func newMirror(g *globals, stdout io.Writer) *cobra.Command {
 		Long: `Mirror copies each image the fleet needs (see 'fleetgen images') to
 spec.registry: all platforms of an index, by digest, skipping what is already
 there. Only when every copy succeeded does it write the digests to
-fleet.lock.yaml, beside fleet.yaml; commit that file.
+fleet.lock.yaml, beside fleet.yaml; commit that file. Images a spec.verify
+policy covers are copied only with a signature that verifies at the source;
+--dry-run prints the plan and checks those signatures, copying nothing.
+
+Across an air gap, the lock says what goes: --to oci-layout:PATH writes every
+locked image (every platform, every referrer the lock lists) into an OCI image
+layout, a folder or a tar when PATH ends in .tar, verifying signatures first;
+on the other side, --from oci-layout:PATH (a layout fleetgen or 'oras backup'
+wrote) checks every digest and signature and pushes exactly what the lock
+names into spec.registry. Neither changes the lock.
 
 Credentials come from the Docker config and its credential helpers (so
 'az acr login' works), or FLEETGEN_REGISTRY_USERNAME and
@@ -118,6 +130,8 @@ FLEETGEN_REGISTRY_PASSWORD.`,
 		Example: example(
 			"fleetgen mirror --dry-run   # print the plan: source -> target",
 			"fleetgen mirror --jobs 8",
+			"fleetgen mirror --to oci-layout:images.tar     # the connected side of an air gap",
+			"fleetgen mirror --from oci-layout:images.tar   # the other side",
 		),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := g.configFor(cmd, in, args)
@@ -126,30 +140,43 @@ FLEETGEN_REGISTRY_PASSWORD.`,
 			}
 			o.OnProgress = mirrorProgress(g.progress)
 			res, err := pipeline.Mirror(cmd.Context(), cfg, o)
-			if err != nil || !o.DryRun {
+			if res == nil || !o.DryRun {
 				return wrap(err)
 			}
 			var b strings.Builder // the references come from layers: inert
 			for _, p := range res.Plan {
 				fmt.Fprintf(&b, "%s -> %s\n", inert.Text(p.Source), inert.Text(p.Target))
 			}
-			_, err = io.WriteString(stdout, b.String())
+			if _, werr := io.WriteString(stdout, b.String()); werr != nil {
+				return wrap(werr)
+			}
+			if res.Verdicts != nil {
+				io.WriteString(stdout, "\nsignatures at the source:\n")
+				if werr := writeVerdicts(stdout, res.Verdicts, formatText); werr != nil {
+					return wrap(werr)
+				}
+			}
 			return wrap(err)
 		},
 	}
 	in.add(g, cmd, 0)
-	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "print the plan and copy nothing")
+	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "print the plan and check signatures (spec.verify), copying nothing")
 	cmd.Flags().IntVar(&o.Jobs, "jobs", 0, "images copied at once (0: default)")
 	cmd.Flags().BoolVar(&o.NoReferrers, "no-referrers", false, noReferrersUsage)
+	cmd.Flags().StringVar(&o.To, "to", "", "write the locked images into an OCI image layout, oci-layout:PATH (a folder, or a .tar), instead of spec.registry")
+	cmd.Flags().StringVar(&o.From, "from", "", "push the locked images from an OCI image layout, oci-layout:PATH, into spec.registry")
+	_ = cmd.MarkFlagFilename("to")
+	_ = cmd.MarkFlagFilename("from")
 	return cmd
 }
 
 func newRender(g *globals, stdout io.Writer) *cobra.Command {
 	in := new(input)
 	var o struct {
-		out    string
-		check  bool
-		format string
+		out      string
+		check    bool
+		format   string
+		clusters []string
 	}
 	cmd := &cobra.Command{
 		Use:   "render [PATH] -o DIR",
@@ -173,12 +200,16 @@ cluster (see 'fleetgen diff').
 With -o -, render writes no folder: every rendered document goes to stdout as
 one YAML stream, files in path order, each after "---" and "# Source: <path>".
 It never changes the lock: a new agent cluster's client ID is refused (exit 2)
-until 'fleetgen render -o DIR' has minted it.`,
+until 'fleetgen render -o DIR' has minted it. --cluster NAME (repeatable)
+streams only what concerns those clusters, as helm template shows one
+release: their Flux entry folder, agent values and registration objects on
+the manager (naming the manager adds its shared files).`,
 		Example: example(
 			"fleetgen render -o out",
 			"fleetgen render -f fleet.yaml -o out --check   # in CI: fail on drift",
 			"fleetgen render -o out --check --locked --output github",
 			"fleetgen render -o - | kubeconform -strict -",
+			"fleetgen render -o - --cluster edge-1   # what edge-1 gets",
 		),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutFlag(cmd, o.out, true); err != nil {
@@ -194,12 +225,15 @@ until 'fleetgen render -o DIR' has minted it.`,
 			if err != nil {
 				return err
 			}
-			ro := pipeline.RenderOptions{OutDir: o.out}
+			if len(o.clusters) > 0 && o.out != "-" {
+				return usagef("%s: --cluster limits the stream of -o -: give -o -, or use 'fleetgen diff --cluster' to compare with DIR", cmd.CommandPath())
+			}
+			ro := pipeline.RenderOptions{OutDir: o.out, Clusters: o.clusters}
 			if o.out == "-" {
 				if o.check {
 					return usagef("%s: --check compares with a folder: give -o DIR, not -o -", cmd.CommandPath())
 				}
-				return wrap(pipeline.RenderStream(cmd.Context(), cfg, stdout))
+				return wrap(pipeline.RenderStream(cmd.Context(), cfg, ro, stdout))
 			}
 			if !o.check {
 				return wrap(pipeline.Render(cmd.Context(), cfg, ro))
@@ -227,10 +261,10 @@ until 'fleetgen render -o DIR' has minted it.`,
 		},
 	}
 	in.add(g, cmd, withPlaintext|withLocked)
-	addOutput(cmd, &o.out)
+	addOutputDir(cmd, &o.out)
 	cmd.Flags().BoolVar(&o.check, "check", false, "write nothing; print a diff and exit 3 when DIR differs")
-	cmd.Flags().StringVar(&o.format, "output", formatText, "with --check: text (the diff) or github (workflow commands, then the diff)")
-	_ = cmd.RegisterFlagCompletionFunc("output", completeValues(formatText, formatGitHub))
+	addFormat(cmd, &o.format, "with --check: text (the diff) or github (workflow commands, then the diff)", formatText, formatGitHub)
+	addClusters(cmd, &o.clusters, "with -o -: stream only what concerns this cluster (repeatable)")
 	return cmd
 }
 
@@ -272,7 +306,7 @@ the commit would add, change and remove.`,
 		},
 	}
 	in.add(g, cmd, withLocked)
-	addOutput(cmd, &o.OutDir)
+	addOutputDir(cmd, &o.OutDir)
 	cmd.Flags().StringVar(&o.PushURL, "push-url", "", "push here instead of spec.source.url")
 	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "do everything but push; print what the commit would change")
 	cmd.Flags().BoolVar(&o.AllowDirty, "allow-dirty", false, "publish even when fleet.yaml, the lock or a layer folder has uncommitted changes")
@@ -306,7 +340,7 @@ an image the registry lacks.`,
 		},
 	}
 	in.add(g, cmd, withPlaintext|withLocked)
-	addOutput(cmd, &o.Publish.OutDir)
+	addOutputDir(cmd, &o.Publish.OutDir)
 	cmd.Flags().BoolVar(&o.Push, "publish", false, "publish after rendering")
 	cmd.Flags().StringVar(&o.Publish.PushURL, "push-url", "", "push here instead of spec.source.url")
 	cmd.Flags().IntVar(&o.Mirror.Jobs, "jobs", 0, "images copied at once (0: default)")
@@ -321,7 +355,7 @@ func newVersion(stdout io.Writer) *cobra.Command {
 		Use:     "version",
 		Short:   "Print version, commit and Go version",
 		Args:    cobra.NoArgs,
-		Example: example("fleetgen version", "fleetgen version -o json | jq -r .version"),
+		Example: example("fleetgen version", "fleetgen version --output json | jq -r .version"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFormat(cmd, format, formatText, formatJSON); err != nil {
 				return err
@@ -343,8 +377,8 @@ func newVersion(stdout io.Writer) *cobra.Command {
 			return wrap(err)
 		},
 	}
-	cmd.Flags().StringVarP(&format, "output", "o", formatText, "text or json ({version, commit, go})")
-	_ = cmd.RegisterFlagCompletionFunc("output", completeValues(formatText, formatJSON))
+	addFormat(cmd, &format, "text or json ({version, commit, go})", formatText, formatJSON)
+	aliasShortFormat(cmd, &format)
 	return cmd
 }
 

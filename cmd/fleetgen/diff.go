@@ -18,8 +18,9 @@ const formatMarkdown = "markdown"
 func newDiff(g *globals, stdout io.Writer) *cobra.Command {
 	in := new(input)
 	var o struct {
-		out    string
-		format string
+		out      string
+		format   string
+		clusters []string
 	}
 	cmd := &cobra.Command{
 		Use:   "diff [PATH] -o DIR",
@@ -29,10 +30,15 @@ DIR: a previous render, or a checkout of the published tree (give the folder
 at spec.source.path). Per cluster it reports added, removed or changed, and for
 a changed one each field that moved: labels, registration (mode, clientID,
 token TTL, kubeconfig or CA changed, never their values), layers and images
-(old -> new digest); groups and the Verrazzano admin ConfigMap under manager.
+(old → new digest); groups and the Verrazzano admin ConfigMap under manager.
+When DIR holds the layer folders (a checkout of the published tree), each
+cluster also lists the objects it receives that the change adds, removes or
+changes, and for a changed object each field that moved, as a JSON path with
+old → new (spec.replicas: 3 → 5); a Secret shows only which keys changed.
 It warns where a person must act: a changed clientID or mode, a removed
 cluster, a changed kubeconfig. Unchanged clusters are left out; a client ID
-that render would generate reads "(generated at render)".
+that render would generate reads "(generated at render)". --cluster NAME
+(repeatable) limits the report and the file diff to those clusters.
 
 Outputs: text (the report, then the file diff with Secret contents elided),
 markdown (one pull request comment, starting with "<!-- fleetgen diff -->"),
@@ -43,6 +49,7 @@ write, 3 when not.`,
 			"fleetgen diff -o out",
 			"fleetgen diff -o published --output markdown > comment.md",
 			"fleetgen diff -o out --output json | jq '.clusters[].name'",
+			"fleetgen diff -o published --cluster edge-1",
 		),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutFlag(cmd, o.out, false); err != nil {
@@ -55,7 +62,7 @@ write, 3 when not.`,
 			if err != nil {
 				return err
 			}
-			rep, diff, err := pipeline.Diff(cmd.Context(), cfg, pipeline.RenderOptions{OutDir: o.out})
+			rep, diff, err := pipeline.Diff(cmd.Context(), cfg, pipeline.RenderOptions{OutDir: o.out, Clusters: o.clusters})
 			if err != nil {
 				return wrap(err)
 			}
@@ -63,9 +70,9 @@ write, 3 when not.`,
 		},
 	}
 	in.add(g, cmd, withPlaintext|withLocked)
-	addOutput(cmd, &o.out)
-	cmd.Flags().StringVar(&o.format, "output", formatText, "report format: text, markdown, json or github")
-	_ = cmd.RegisterFlagCompletionFunc("output", completeValues(formatText, formatMarkdown, formatJSON, formatGitHub))
+	addOutputDir(cmd, &o.out)
+	addFormat(cmd, &o.format, "report format: text, markdown, json or github", formatText, formatMarkdown, formatJSON, formatGitHub)
+	addClusters(cmd, &o.clusters, "report only this cluster (repeatable); the manager's name adds its shared changes")
 	return cmd
 }
 
@@ -112,20 +119,12 @@ func checkOutFlag(cmd *cobra.Command, out string, stream bool) error {
 		if cmd.Flags().Lookup("output") == nil {
 			hint = "this command prints no other format"
 		}
-		return usagef("%s: -o %s: -o is the output folder, not a format (%s); give -o ./%s for a folder of that name", cmd.CommandPath(), out, hint, out)
+		return usagef("%s: -o %s: -o is the output folder (-o/--output-dir), not a format (%s); give -o ./%s for a folder of that name", cmd.CommandPath(), out, hint, out)
 	}
 	if out == "-" && !stream {
 		return usagef("%s: -o -: only render streams to stdout; give the output folder", cmd.CommandPath())
 	}
 	return nil
-}
-
-// checkFormat refuses a --output value not in valid.
-func checkFormat(cmd *cobra.Command, format string, valid ...string) error {
-	if slices.Contains(valid, format) {
-		return nil
-	}
-	return usagef("%s: --output %q: want %s", cmd.CommandPath(), format, strings.Join(valid, ", "))
 }
 
 // writeImages prints `images`: text is one image per line, with why followed

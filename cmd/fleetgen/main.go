@@ -142,6 +142,7 @@ Exit codes: 0 ok, 1 runtime failure, 2 invalid input or usage, 3 drift (render -
 		SilenceUsage:      true,
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			warnDeprecated(cmd, stderr)
 			return g.setup(stderr)
 		},
 	}
@@ -168,9 +169,12 @@ Exit codes: 0 ok, 1 runtime failure, 2 invalid input or usage, 3 drift (render -
 		newPublish(g, stdout),
 		newBuild(g),
 		newTargets(g, stdout),
+		newVerify(g, stdout),
 		newVersion(stdout),
 		newCompletion(stdout),
 		newSchema(stdout),
+		newExplain(stdout),
+		newInit(stdout, stderr),
 	)
 	return root
 }
@@ -305,13 +309,6 @@ func addFile(g *globals, cmd *cobra.Command, file *string) {
 		cmd.Flags().StringVar(&g.errFormat, "error-format", formatText, "how input problems are printed: text (stderr), json or github (stdout)")
 		_ = cmd.RegisterFlagCompletionFunc("error-format", completeValues(formatText, formatJSON, formatGitHub))
 	}
-}
-
-func addOutput(cmd *cobra.Command, out *string) {
-	// The long name is --dir: render and diff take --output for a format.
-	// checkOutFlag requires it, naming -o rather than --dir.
-	cmd.Flags().StringVarP(out, "dir", "o", "", "output folder of the rendered tree (required)")
-	_ = cmd.MarkFlagDirname("dir")
 }
 
 func example(lines ...string) string {

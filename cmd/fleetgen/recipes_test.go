@@ -50,9 +50,7 @@ func TestCIRecipesRun(t *testing.T) {
 		t.Skip("builds fleetgen from a clone and runs the CI jobs")
 	}
 	for _, tool := range []string{"bash", "git", "make", "curl", "jq"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("the recipes need %s on PATH (.ci/run installs it): %v", tool, err)
-		}
+		testenv.Tool(t, tool)
 	}
 	src, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
@@ -123,6 +121,42 @@ func TestCIRecipesRun(t *testing.T) {
 	if n := bareCount(t, r.bare); n != "1" {
 		t.Errorf("the GitLab publish job of the unchanged fleet made a commit: %s commits", n)
 	}
+
+	// A pull request that adds an agent cluster without committing its client
+	// ID: the comment shows "(generated at render)" (docs/ci.md), then
+	// --locked fails the job naming the cluster; on GitLab too.
+	testenv.Git(t, r.repo, "checkout", "--quiet", "-b", "new-agent", "main")
+	testenv.ReplaceIn(t, filepath.Join(r.repo, "fleet.yaml"), "  clusters:\n", "  clusters:\n    - name: edge-9\n      labels: {env: dev}\n")
+	testenv.Git(t, r.repo, "commit", "--quiet", "-am", "edge-9, its client ID not in the lock")
+	testenv.Git(t, r.repo, "checkout", "--quiet", "main")
+	ws, failed, out := r.githubJobs(t, ghPR, "new-agent")
+	if !strings.Contains(failed, "annotate") || !strings.Contains(out, "edge-9") {
+		t.Errorf("the pull request job that lacks edge-9's client ID: failed step %q, want annotate naming edge-9:\n%s", failed, out)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "diff.md")); err != nil || !strings.Contains(string(b), "generated at render") {
+		t.Errorf("the comment does not show (generated at render): %v\n%s", err, b)
+	}
+	if calls := r.ghCalls(t); !slices.Contains(calls, "pr comment 7 --body-file diff.md") {
+		t.Errorf("the comment was not posted before the job failed; gh calls: %q", calls)
+	}
+	glOut, err := r.gitlabJob(t, gl, "review", "new-agent")
+	if err == nil || !strings.Contains(glOut, "edge-9") {
+		t.Errorf("the GitLab review that lacks edge-9's client ID: %v, want a failure naming it:\n%s", err, glOut)
+	}
+	if notes := r.notes(); len(notes) != 1 || !strings.Contains(notes[0], "generated at render") {
+		t.Errorf("the GitLab note does not show (generated at render): %.300q", notes)
+	}
+
+	// An invalid fleet.yaml: GitLab's review job fails with the problem in
+	// its log, file:line:col and field.
+	testenv.Git(t, r.repo, "checkout", "--quiet", "-b", "invalid", "main")
+	testenv.ReplaceIn(t, filepath.Join(r.repo, "fleet.yaml"), "registration: {mode: agent, tokenTTL: 24h}", "registration: {mode: pull, tokenTTL: 24h}")
+	testenv.Git(t, r.repo, "commit", "--quiet", "-am", "a mode that does not exist")
+	testenv.Git(t, r.repo, "checkout", "--quiet", "main")
+	glOut, err = r.gitlabJob(t, gl, "review", "invalid")
+	if err == nil || !regexp.MustCompile(`fleet\.yaml:\d+:\d+: spec\.clusters\[\d+\]\.registration\.mode: unsupported value "pull"`).MatchString(glOut) {
+		t.Errorf("the GitLab review of an invalid fleet: %v, want the problem in the log:\n%s", err, glOut)
+	}
 }
 
 // recipes is the world the CI jobs run in.
@@ -146,11 +180,42 @@ type recipes struct {
 // registry, its lock made by `fleetgen mirror`, and an empty gitops repository.
 func (r *recipes) setup(t *testing.T, src, commit string) {
 	r.src, r.commit = src, commit
+	qs := filepath.Join(src, "examples", "quickstart")
+	r.repo = localQuickstart(t, src)
+	r.ageKey = filepath.Join(qs, "age.agekey")
+	testenv.Git(t, r.repo, "init", "--quiet", "--initial-branch=main")
+	testenv.Git(t, r.repo, "add", "-A")
+	testenv.Git(t, r.repo, "commit", "--quiet", "-m", "fleet")
+	r.bare = testenv.BareRepo(t, "fleet-gitops.git")
+
+	f, err := schema.Load(filepath.Join(r.repo, "fleet.yaml"), schema.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.inputs = fleetInputs(t, r.repo, f)
+
+	r.home = t.TempDir()
+	r.tools = t.TempDir()
+	r.ghLog = filepath.Join(t.TempDir(), "gh.log")
+	gh := "#!/bin/sh\n# gh stands in for GitHub's API here: it records its arguments.\necho \"$*\" >> \"$GH_LOG\"\n"
+	if err := os.WriteFile(filepath.Join(r.tools, "gh"), []byte(gh), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r.api = httptest.NewServer(http.HandlerFunc(r.serveNotes))
+	t.Cleanup(r.api.Close)
+}
+
+// localQuickstart copies examples/quickstart (without its age key) to a new
+// folder whose images come from a local source registry (spec.sourceMirrors)
+// and are mirrored to a local target registry by `fleetgen mirror`, which
+// wrote its lock; it returns the folder. The registries live as long as the
+// test process.
+func localQuickstart(t *testing.T, src string) string {
+	t.Helper()
 	srcReg := strings.TrimPrefix(httptest.NewServer(registry.New()).URL, "http://")
 	dstReg := strings.TrimPrefix(httptest.NewServer(registry.New()).URL, "http://")
 	qs := filepath.Join(src, "examples", "quickstart")
-	r.repo = testenv.CopyTree(t, qs, ".fleetgen", "age.agekey")
-	r.ageKey = filepath.Join(qs, "age.agekey")
+	repo := testenv.CopyTree(t, qs, ".fleetgen", "age.agekey")
 	old, err := lock.Load(filepath.Join(qs, lock.FileName))
 	if err != nil {
 		t.Fatal(err)
@@ -177,32 +242,13 @@ func (r *recipes) setup(t *testing.T, src, commit string) {
 	for _, host := range sortedKeys(mirrors) {
 		fmt.Fprintf(&sm, "    - {host: %s, mirror: %q, insecure: true}\n", host, mirrors[host])
 	}
-	testenv.ReplaceIn(t, filepath.Join(r.repo, "fleet.yaml"),
+	testenv.ReplaceIn(t, filepath.Join(repo, "fleet.yaml"),
 		"  registry:\n    host: quickstart.azurecr.io\n", "  registry:\n    host: \""+dstReg+"\"\n    insecure: true\n"+sm.String())
 	var stderr bytes.Buffer
-	if code := run(context.Background(), []string{"mirror", "-q", "-f", filepath.Join(r.repo, "fleet.yaml")}, nil, io.Discard, &stderr); code != 0 {
+	if code := run(context.Background(), []string{"mirror", "-q", "-f", filepath.Join(repo, "fleet.yaml")}, nil, io.Discard, &stderr); code != 0 {
 		t.Fatalf("fleetgen mirror: exit %d: %s", code, stderr.String())
 	}
-	testenv.Git(t, r.repo, "init", "--quiet", "--initial-branch=main")
-	testenv.Git(t, r.repo, "add", "-A")
-	testenv.Git(t, r.repo, "commit", "--quiet", "-m", "fleet")
-	r.bare = testenv.BareRepo(t, "fleet-gitops.git")
-
-	f, err := schema.Load(filepath.Join(r.repo, "fleet.yaml"), schema.LoadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.inputs = fleetInputs(t, r.repo, f)
-
-	r.home = t.TempDir()
-	r.tools = t.TempDir()
-	r.ghLog = filepath.Join(t.TempDir(), "gh.log")
-	gh := "#!/bin/sh\n# gh stands in for GitHub's API here: it records its arguments.\necho \"$*\" >> \"$GH_LOG\"\n"
-	if err := os.WriteFile(filepath.Join(r.tools, "gh"), []byte(gh), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	r.api = httptest.NewServer(http.HandlerFunc(r.serveNotes))
-	t.Cleanup(r.api.Close)
+	return repo
 }
 
 // fleetInputs lists, relative to root, every file fleetgen reads for f:
@@ -376,7 +422,17 @@ var (
 // failing step fails the test.
 func (r *recipes) github(t *testing.T, w *workflow, ref string) string {
 	t.Helper()
-	var ws string
+	ws, failed, out := r.githubJobs(t, w, ref)
+	if failed != "" {
+		t.Fatalf("%s failed:\n%s", failed, out)
+	}
+	return ws
+}
+
+// githubJobs is github, stopping at the first failing step: it returns the
+// workspace, the failing step ("" when none) and that step's output.
+func (r *recipes) githubJobs(t *testing.T, w *workflow, ref string) (ws, failed, failedOut string) {
+	t.Helper()
 	for _, jobName := range sortedKeys(w.Jobs) {
 		job := w.Jobs[jobName]
 		ws = filepath.Join(t.TempDir(), "ws")
@@ -425,7 +481,7 @@ func (r *recipes) github(t *testing.T, w *workflow, ref string) string {
 			}
 			out, err := runScript(ws, env, r.expand(t, st.Run))
 			if err != nil {
-				t.Fatalf("%s failed: %v\n%s", label, err, out)
+				return ws, label, fmt.Sprintf("%v\n%s", err, out)
 			}
 			t.Logf("%s: ok", label)
 			if b, err := os.ReadFile(outFile); err == nil {
@@ -444,7 +500,7 @@ func (r *recipes) github(t *testing.T, w *workflow, ref string) string {
 			}
 		}
 	}
-	return ws
+	return ws, "", ""
 }
 
 // runScript runs a step's script as GitHub's and GitLab's runners run bash:
@@ -528,8 +584,18 @@ func readGitLab(t *testing.T) *gitlabFile {
 }
 
 // gitlab runs job of g in a fresh checkout at ref: before_script and script
-// in one bash, the file's variables overridden by the CI/CD variables.
+// in one bash, the file's variables overridden by the CI/CD variables. A
+// failing job fails the test.
 func (r *recipes) gitlab(t *testing.T, g *gitlabFile, job, ref string) {
+	t.Helper()
+	if out, err := r.gitlabJob(t, g, job, ref); err != nil {
+		t.Fatalf("GitLab job %s failed: %v\n%s", job, err, out)
+	}
+	t.Logf("GitLab job %s at %s: ok", job, ref)
+}
+
+// gitlabJob is gitlab, returning the job's log and its failure.
+func (r *recipes) gitlabJob(t *testing.T, g *gitlabFile, job, ref string) (string, error) {
 	t.Helper()
 	ws := filepath.Join(t.TempDir(), "ws")
 	testenv.Git(t, "", "clone", "--quiet", "--branch", ref, r.repo, ws)
@@ -563,15 +629,12 @@ func (r *recipes) gitlab(t *testing.T, g *gitlabFile, job, ref string) {
 	}
 	script := strings.Join(append(slices.Clone(g.Default.BeforeScript), g.Jobs[job].Script...), "\n")
 	out, err := runScript(ws, env, script)
-	if err != nil {
-		t.Fatalf("GitLab job %s failed: %v\n%s", job, err, out)
-	}
-	if _, err := os.Stat(cache); err != nil {
+	if _, serr := os.Stat(cache); serr != nil {
 		if out, err := exec.Command("cp", "-a", filepath.Join(ws, ".fleetgen-bin"), cache).CombinedOutput(); err != nil {
 			t.Fatalf("save the cache: %v: %s", err, out)
 		}
 	}
-	t.Logf("GitLab job %s at %s: ok", job, ref)
+	return out, err
 }
 
 // serveNotes is GitLab's merge request notes API, as much as the review job

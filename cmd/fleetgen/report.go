@@ -113,7 +113,10 @@ func report(stdout, stderr io.Writer, format, cmdPath string, err error) int {
 	code := exitFailure
 	switch {
 	case errors.Is(err, errDrift):
-		code = exitDrift
+		// An answer, not a failure: diff's exit 3 is what a pull request
+		// expects, and render --check printed the diff already.
+		fmt.Fprintf(stderr, "%s: %s\n", cmdPath, err)
+		return exitDrift
 	case !errors.As(err, &re):
 		// cobra's own errors (unknown command or flag, missing -o, bad value)
 		// and ours (usageError).
@@ -125,7 +128,7 @@ func report(stdout, stderr io.Writer, format, cmdPath string, err error) int {
 	case problem.IsInvalid(err):
 		code = exitInvalid
 	}
-	if code != exitDrift && (format == formatJSON || format == formatGitHub) {
+	if format == formatJSON || format == formatGitHub {
 		if werr := writeProblems(stdout, format, err); werr == nil {
 			n := len(problems(err))
 			fmt.Fprintf(stderr, "error: %d %s (on stdout as %s)\n", n, plural(n, "problem", "problems"), format)

@@ -2,7 +2,6 @@ package charts
 
 import (
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -10,6 +9,8 @@ import (
 	"sync"
 	"text/template"
 	"time"
+
+	"fleetgen.dev/fleetgen/internal/sprigbound"
 )
 
 // maxGenerated bounds what one call of a size-taking template function
@@ -66,7 +67,8 @@ func (r *recorder) notes() []Note {
 // deterministic, bounded render: lookup finds nothing (Helm's own
 // placeholder, recorded), the random, key-generating and clock functions
 // return fixed stand-ins (recorded), and the functions whose output size a
-// template chooses refuse past maxGenerated. Everything else is Helm's.
+// template chooses refuse past maxGenerated (package sprigbound).
+// Everything else is Helm's.
 func (r *recorder) funcs() template.FuncMap {
 	gen := func(fn string) { r.add(NoteGenerated, fn) }
 	randString := func(fn string, fill byte) func(int) (string, error) {
@@ -84,7 +86,7 @@ func (r *recorder) funcs() template.FuncMap {
 			return standIn{Cert: standInCert, Key: standInKey}, nil
 		}
 	}
-	return template.FuncMap{
+	m := template.FuncMap{
 		"lookup": func(string, string, string, string) (map[string]any, error) {
 			r.add(NoteLookup, "lookup")
 			return map[string]any{}, nil
@@ -115,82 +117,7 @@ func (r *recorder) funcs() template.FuncMap {
 		"genSelfSignedCertWithKey": cert("genSelfSignedCertWithKey"),
 		"genSignedCert":            cert("genSignedCert"),
 		"genSignedCertWithKey":     cert("genSignedCertWithKey"),
-		"repeat": func(count int, s string) (string, error) {
-			if count < 0 || int64(count)*int64(len(s)) > maxGenerated {
-				return "", fmt.Errorf("repeat of %d times %d bytes: more than %d", count, len(s), maxGenerated)
-			}
-			return strings.Repeat(s, count), nil
-		},
-		"until": func(count int) ([]int, error) {
-			step := 1
-			if count < 0 {
-				step = -1
-			}
-			return untilStep(0, count, step)
-		},
-		"untilStep": untilStep,
-		"seq":       seq,
 	}
-}
-
-var errTooMany = errors.New("more than a million numbers")
-
-// untilStep is Sprig's untilStep, refusing more than maxGenerated numbers.
-func untilStep(start, stop, step int) ([]int, error) {
-	v := []int{}
-	switch {
-	case stop < start && step < 0:
-		if (start-stop)/(-step) > maxGenerated {
-			return nil, fmt.Errorf("untilStep: %w", errTooMany)
-		}
-		for i := start; i > stop; i += step {
-			v = append(v, i)
-		}
-	case stop >= start && step > 0:
-		if (stop-start)/step > maxGenerated {
-			return nil, fmt.Errorf("untilStep: %w", errTooMany)
-		}
-		for i := start; i < stop; i += step {
-			v = append(v, i)
-		}
-	}
-	return v, nil
-}
-
-// seq is Sprig's seq (like the seq command), refusing more than
-// maxGenerated numbers.
-func seq(params ...int) (string, error) {
-	var start, end, step int
-	switch len(params) {
-	case 1:
-		start, end, step = 1, params[0], 1
-		if end < start {
-			step = -1
-		}
-	case 2:
-		start, end, step = params[0], params[1], 1
-		if end < start {
-			step = -1
-		}
-	case 3:
-		start, step, end = params[0], params[1], params[2]
-		if end < start && step > 0 {
-			return "", nil
-		}
-	default:
-		return "", nil
-	}
-	inc := 1
-	if end < start {
-		inc = -1
-	}
-	v, err := untilStep(start, end+inc, step)
-	if err != nil {
-		return "", fmt.Errorf("seq: %w", errTooMany)
-	}
-	s := make([]string, len(v))
-	for i, n := range v {
-		s[i] = fmt.Sprint(n)
-	}
-	return strings.Join(s, " "), nil
+	maps.Copy(m, sprigbound.Funcs(maxGenerated, maxGenerated))
+	return m
 }

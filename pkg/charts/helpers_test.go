@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/Masterminds/sprig/v3"
 	"github.com/google/go-cmp/cmp"
 	"helm.sh/helm/v4/pkg/chart/common"
 	"sigs.k8s.io/yaml"
@@ -307,11 +306,6 @@ func golden(t testing.TB, name, got string) {
 	if diff := cmp.Diff(string(want), got); diff != "" {
 		t.Errorf("%s (-want +got):\n%s", p, diff)
 	}
-}
-
-// sprigSeq is Sprig's own seq, the oracle of ours.
-func sprigSeq(p ...int) string {
-	return sprig.TxtFuncMap()["seq"].(func(...int) string)(p...)
 }
 
 func commonRelease() common.ReleaseOptions {

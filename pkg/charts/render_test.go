@@ -275,17 +275,3 @@ func TestRenderBounds(t *testing.T) {
 		})
 	}
 }
-
-func TestSeqMatchesSprig(t *testing.T) {
-	t.Parallel()
-	for _, p := range [][]int{{}, {5}, {-3}, {0}, {2, 6}, {6, 2}, {1, 2, 9}, {9, -2, 1}, {9, 2, 1}, {1, -2, 9}, {1, 2, 3, 4}} {
-		got, err := seq(p...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := sprigSeq(p...)
-		if got != want {
-			t.Errorf("seq %v = %q, sprig's %q", p, got, want)
-		}
-	}
-}

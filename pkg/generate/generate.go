@@ -74,6 +74,9 @@ type renderer struct {
 	agentImageErr *problem.FieldError         // why agentImage is nil; reported once, when an agent cluster needs it
 	layerIndex    map[string]int              // layer name → index in spec.layers
 	images        map[string]*layerPathImages // cleaned layer path → spec.images
+	// hosted are, per cluster of the fleet that runs a manager, the files
+	// of its Flux folder that register clusters with it (registrations).
+	hosted map[string][]string
 
 	encodeMu  sync.Mutex
 	encodeErr error    // the first object that could not be encoded
@@ -112,6 +115,8 @@ func (r *renderer) render() ([]layout.File, error) {
 		return f.Spec.Clusters[order[a]].Name < f.Spec.Clusters[order[b]].Name
 	})
 
+	registrations, hosted := r.registrations()
+	r.hosted = hosted
 	results := make([]clusterResult, len(order))
 	workers := r.opts.Workers
 	if workers <= 0 {
@@ -151,6 +156,7 @@ func (r *renderer) render() ([]layout.File, error) {
 	}
 
 	files = append(files, r.managerFiles()...)
+	files = append(files, registrations...)
 	for _, fl := range files {
 		if rel, ok := strings.CutPrefix(fl.Path, layout.ManagerDir+"/"); ok {
 			managerRes = append(managerRes, rel)
@@ -229,6 +235,7 @@ func (r *renderer) cluster(i int) clusterResult {
 		resources = append(resources, path.Base(p))
 	}
 	if r.ownSource() {
+		resources = append(resources, r.hosted[c.Name]...) // read-only here: the clusters render at once
 		res.files = append(res.files, r.file(layout.ClusterKustomization.Path(c.Name), r.kustomizeFile(resources), false))
 	}
 	return res
@@ -294,8 +301,11 @@ func (r *renderer) managerFiles() []layout.File {
 	if len(set) == 0 {
 		set[f.Spec.Manager.Namespace] = true
 	}
-	if a := f.Spec.ArgoCD; a != nil && len(f.ArgoCDClusters()) > 0 {
-		set[a.Namespace] = true // Argo CD's: the cluster Secrets need it
+	for i := range schema.Registrars {
+		reg := &schema.Registrars[i]
+		if ns := reg.Namespace; reg.Used(f) && reg.OnManager(f) && len(reg.Clusters(f)) > 0 && ns(&f.Spec) != "" {
+			set[ns(&f.Spec)] = true // Argo CD's, Sveltos's: the registrations need it
+		}
 	}
 	namespaces := make([]string, 0, len(set))
 	for ns := range set {
@@ -329,7 +339,6 @@ func (r *renderer) managerFiles() []layout.File {
 	}
 
 	files = append(files, r.deliveries()...)
-	files = append(files, r.argoCD()...)
 
 	entry, src := layout.ManagerEntry.Path(f.Spec.Manager.Name), layout.ClusterSource.Path(f.Spec.Manager.Name)
 	files = append(files,

@@ -17,6 +17,10 @@ const (
 	kustomizeAPIVersion  = "kustomize.toolkit.fluxcd.io/v1"
 	verrazzanoAPIVersion = "clusters.verrazzano.io/v1alpha1"
 	kustomizeConfigAPI   = "kustomize.config.k8s.io/v1beta1"
+	kubeFleetAPIVersion  = "cluster.kubernetes-fleet.io/v1"
+	sveltosAPIVersion    = "lib.projectsveltos.io/v1beta1"
+	ocmClusterAPIVersion = "cluster.open-cluster-management.io/v1"
+	rbacAPIGroup         = "rbac.authorization.k8s.io"
 
 	fluxNamespace      = "flux-system"
 	fluxSystem         = "flux-system" // the source `flux bootstrap` makes
@@ -241,4 +245,105 @@ type agentValues struct {
 type agentImage struct {
 	Repository string `json:"repository"`
 	Tag        string `json:"tag"`
+}
+
+// memberCluster is a KubeFleet cluster.kubernetes-fleet.io/v1 MemberCluster.
+type memberCluster struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Metadata   objectMeta        `json:"metadata"`
+	Spec       memberClusterSpec `json:"spec"`
+}
+
+type memberClusterSpec struct {
+	Identity subject `json:"identity"`
+}
+
+// subject is an rbac/v1 Subject.
+type subject struct {
+	APIGroup string `json:"apiGroup,omitempty"`
+	Kind     string `json:"kind"`
+	Name     string `json:"name"`
+}
+
+// sveltosCluster is a lib.projectsveltos.io/v1beta1 SveltosCluster.
+type sveltosCluster struct {
+	APIVersion string             `json:"apiVersion"`
+	Kind       string             `json:"kind"`
+	Metadata   objectMeta         `json:"metadata"`
+	Spec       sveltosClusterSpec `json:"spec"`
+}
+
+type sveltosClusterSpec struct {
+	KubeconfigName    string `json:"kubeconfigName"`
+	KubeconfigKeyName string `json:"kubeconfigKeyName"`
+}
+
+// ocmManagedCluster is an OCM cluster.open-cluster-management.io/v1
+// ManagedCluster (cluster-scoped).
+type ocmManagedCluster struct {
+	APIVersion string                `json:"apiVersion"`
+	Kind       string                `json:"kind"`
+	Metadata   objectMeta            `json:"metadata"`
+	Spec       ocmManagedClusterSpec `json:"spec"`
+}
+
+type ocmManagedClusterSpec struct {
+	HubAcceptsClient bool        `json:"hubAcceptsClient"`
+	ClientConfigs    []serverURL `json:"managedClusterClientConfigs,omitempty"`
+}
+
+// serverURL is OCM's ClientConfig and ServerURL: an API server and its CA
+// bundle (base64 PEM; empty for a well-known CA).
+type serverURL struct {
+	URL      string `json:"url"`
+	CABundle string `json:"caBundle,omitempty"`
+}
+
+// klusterletValues are the values fleetgen writes for OCM's klusterlet
+// chart (open-cluster-management.io/ocm deploy/klusterlet/chart, v1.3):
+// everything but the bootstrap token.
+type klusterletValues struct {
+	Klusterlet             klusterletSettings `json:"klusterlet"`
+	BootstrapHubKubeConfig string             `json:"bootstrapHubKubeConfig"`
+}
+
+type klusterletSettings struct {
+	ClusterName        string      `json:"clusterName"`
+	ExternalServerURLs []serverURL `json:"externalServerURLs,omitempty"`
+}
+
+// kubeconfigFile is a client-go kubeconfig (clientcmd/api/v1 Config).
+type kubeconfigFile struct {
+	APIVersion     string         `json:"apiVersion"`
+	Kind           string         `json:"kind"`
+	Clusters       []namedCluster `json:"clusters"`
+	Contexts       []namedContext `json:"contexts"`
+	CurrentContext string         `json:"current-context"`
+	Users          []namedUser    `json:"users"`
+}
+
+type namedCluster struct {
+	Name    string            `json:"name"`
+	Cluster kubeconfigCluster `json:"cluster"`
+}
+
+type kubeconfigCluster struct {
+	Server                   string `json:"server"`
+	CertificateAuthorityData string `json:"certificate-authority-data,omitempty"`
+}
+
+type namedContext struct {
+	Name    string            `json:"name"`
+	Context kubeconfigContext `json:"context"`
+}
+
+type kubeconfigContext struct {
+	Cluster string `json:"cluster"`
+	User    string `json:"user"`
+}
+
+type namedUser struct {
+	Name string            `json:"name"`
+	User map[string]string `json:"user"`
 }

@@ -45,7 +45,7 @@ func (r *renderer) agent(i int, c *schema.Cluster) ([]layout.File, *problem.Fiel
 	files := []layout.File{
 		r.file(layout.FleetToken.Path(c.Name), &registrationToken{
 			APIVersion: fleetAPIVersion, Kind: "ClusterRegistrationToken",
-			Metadata: objectMeta{Name: c.Name + "-token", Namespace: ns},
+			Metadata: objectMeta{Name: schema.FleetToken(c.Name), Namespace: ns},
 			Spec:     registrationTokenSpec{TTL: c.Registration.TokenTTL},
 		}, false),
 		r.file(layout.FleetCluster.Path(c.Name), &fleetCluster{
@@ -64,7 +64,7 @@ func (r *renderer) agent(i int, c *schema.Cluster) ([]layout.File, *problem.Fiel
 		APIServerURL:     f.Spec.Manager.APIServerURL,
 		ClientID:         clientID,
 		ClusterNamespace: ns,
-		TokenName:        c.Name + "-token",
+		TokenName:        schema.FleetToken(c.Name),
 		Image:            r.agentImage,
 		FleetAgent:       agentChartValues(c),
 	}
@@ -78,7 +78,7 @@ func (r *renderer) agent(i int, c *schema.Cluster) ([]layout.File, *problem.Fiel
 // names it.
 func (r *renderer) manager(_ int, c *schema.Cluster) ([]layout.File, *problem.FieldError) {
 	ns := r.f.Spec.Manager.Namespace
-	secretName := c.Name + "-kubeconfig"
+	secretName := schema.FleetKubeconfigSecret(c.Name)
 	var kubeconfig []byte
 	if c.Registration.Kubeconfig != nil {
 		kubeconfig = c.Registration.Kubeconfig.Data
@@ -103,13 +103,13 @@ func (r *renderer) capi(_ int, c *schema.Cluster) ([]layout.File, *problem.Field
 	return []layout.File{r.file(layout.FleetCluster.Path(c.Name), &fleetCluster{
 		APIVersion: fleetAPIVersion, Kind: "Cluster",
 		Metadata: objectMeta{Name: c.Name, Namespace: r.f.Spec.Manager.Namespace, Labels: c.Labels},
-		Spec:     withAgent(fleetClusterSpec{KubeConfigSecret: c.Name + "-kubeconfig"}, c),
+		Spec:     withAgent(fleetClusterSpec{KubeConfigSecret: schema.FleetKubeconfigSecret(c.Name)}, c),
 	}, false)}, nil
 }
 
 // verrazzano: a VerrazzanoManagedCluster and its CA Secret.
 func (r *renderer) verrazzano(_ int, c *schema.Cluster) ([]layout.File, *problem.FieldError) {
-	caName := "ca-secret-" + c.Name
+	caName := schema.VerrazzanoCASecret(c.Name)
 	var ca []byte
 	if c.Registration.CACert != nil {
 		ca = c.Registration.CACert.Data

@@ -22,8 +22,11 @@ import (
 )
 
 // upstreamType returns a new upstream Go object for apiVersion/kind, or nil
-// when there is no Go type in our dependencies (VerrazzanoManagedCluster:
-// crdcheck's pruning check covers it).
+// when there is no Go type in our dependencies (VerrazzanoManagedCluster,
+// KubeFleet's MemberCluster, Sveltos's SveltosCluster, OCM's
+// ManagedCluster: their modules link controller-runtime or the project's
+// whole controller tree; crdcheck's schema and pruning checks, what the API
+// server applies, cover them: noGoType).
 func upstreamType(apiVersion, kind string) any {
 	switch apiVersion + "/" + kind {
 	case "v1/Namespace":
@@ -73,7 +76,7 @@ func checkObject(t testing.TB, name string, doc []byte) {
 	}
 	obj := upstreamType(tm.APIVersion, tm.Kind)
 	if obj == nil {
-		if tm.Kind != "VerrazzanoManagedCluster" {
+		if !noGoType[tm.Kind] {
 			t.Errorf("%s: no upstream type for %s %s", name, tm.APIVersion, tm.Kind)
 		}
 		return
@@ -82,6 +85,10 @@ func checkObject(t testing.TB, name string, doc []byte) {
 		t.Errorf("%s: strict decode into %T: %v", name, obj, err)
 	}
 }
+
+// noGoType are the kinds fleetgen renders that upstreamType has no Go type
+// for.
+var noGoType = map[string]bool{"VerrazzanoManagedCluster": true, "MemberCluster": true, "SveltosCluster": true, "ManagedCluster": true}
 
 // newerFleet is the one thing fleetgen renders that Fleet v0.13 does not
 // know: spec.clusters[].agent.schedulingCustomization (Fleet v0.14+), which
@@ -136,7 +143,7 @@ func TestRenderedObjectsValidate(t *testing.T) {
 func TestGoldenCoversEveryField(t *testing.T) {
 	t.Parallel()
 	var all strings.Builder
-	for _, name := range []string{"mixed", "oci-source", "agent", "bootstrap-none", "bootstrap-none-oci", "managers"} {
+	for _, name := range []string{"mixed", "oci-source", "agent", "bootstrap-none", "bootstrap-none-oci", "managers", "registrations", "registrations-hosted"} {
 		for _, f := range renderCase(t, loadCase(t, name)) {
 			all.Write(f.Data)
 		}
@@ -157,6 +164,10 @@ func TestGoldenCoversEveryField(t *testing.T) {
 		"tolerationSeconds:", "agentAffinity:", "podAntiAffinity:", "nodeSelectorTerms:", "agentResources:",
 		"hostNetwork: true", "agentSchedulingCustomization:", "priorityClass:", "podDisruptionBudget:",
 		"fleetAgent:",
+		// kubefleet, sveltos, ocm (the registrations cases)
+		"kind: MemberCluster", "identity:", "apiGroup: rbac.authorization.k8s.io", "kind: SveltosCluster",
+		"kubeconfigName:", "kubeconfigKeyName:", "kind: ManagedCluster", "hubAcceptsClient: true",
+		"managedClusterClientConfigs:", "caBundle:", "bootstrapHubKubeConfig:", "externalServerURLs:",
 	} {
 		if !strings.Contains(all.String(), field) {
 			t.Errorf("no golden case renders %q", field)

@@ -28,6 +28,26 @@ type Use struct {
 	// Fields are the fields of fleet.yaml that ask for it, in document
 	// order: spec.images[0], spec.layers[2].path.
 	Fields []string
+	// Sources are the objects of layer builds that ask for it, sorted by
+	// file and field, each once: where a message about the image points in
+	// the layer's files.
+	Sources []Source
+}
+
+// Source is where an object a layer's build makes asks for an image.
+type Source struct {
+	// File is the file the object came from (layers.Object.Origin):
+	// slash-separated, relative to the folder of fleet.yaml.
+	File string
+	// Field is the image's field in the object, as review.FieldChanges
+	// writes paths: spec.template.spec.containers[name=app].image.
+	Field string
+	// Object names the object and container without quoting a value:
+	// "Deployment shop/web containers app".
+	Object string
+	// Written is the reference as the object holds it, after post-build
+	// substitution (not normalised).
+	Written string
 }
 
 // Result is what Discover found.
@@ -57,12 +77,14 @@ func (r *Result) Refs() []string {
 // chart references, after post-build substitution.
 //
 // Problems are problem.Errors located at the layer concerned in fleet.yaml: an
-// invalid image (naming the object, never the value). Sets that Flux would
-// fail (a missing variable, a failed substitution: layers.Model.Check
-// reports them) give no images.
+// invalid image (naming the object, never the value); the Result of every
+// other image comes with them. Sets that Flux would fail (a missing
+// variable, a failed substitution: layers.Model.Check reports them) give no
+// images.
 func Discover(f *schema.Fleet, m *layers.Model) (*Result, error) {
 	why := map[string]map[string]bool{}
 	fields := map[string]map[int]string{} // ref → document order → field
+	sources := map[string]map[Source]bool{}
 	var errs problem.Errors
 	add := func(ref, who string, order int, field string) bool {
 		n, err := lock.Normalize(ref)
@@ -139,6 +161,12 @@ func Discover(f *schema.Fleet, m *layers.Model) (*Result, error) {
 			if !img.chart && !img.template {
 				written[s.Path] = append(written[s.Path], img.ref)
 			}
+			if n, err := lock.Normalize(img.ref); err == nil {
+				if sources[n] == nil {
+					sources[n] = map[Source]bool{}
+				}
+				sources[n][Source{File: img.file, Field: img.field, Object: img.who, Written: img.ref}] = true
+			}
 		}
 	}
 	for p := range m.Builds {
@@ -146,11 +174,24 @@ func Discover(f *schema.Fleet, m *layers.Model) (*Result, error) {
 			res.LayerImages[p] = dedupe(written[p])
 		}
 	}
-	if len(errs) > 0 {
-		return nil, schema.Sorted(errs)
-	}
 	for _, ref := range sortedKeys(why) {
 		u := Use{Ref: ref, Why: sortedKeys(why[ref])}
+		for src := range sources[ref] {
+			u.Sources = append(u.Sources, src)
+		}
+		sort.Slice(u.Sources, func(i, j int) bool {
+			a, b := u.Sources[i], u.Sources[j]
+			if a.File != b.File {
+				return a.File < b.File
+			}
+			if a.Field != b.Field {
+				return a.Field < b.Field
+			}
+			if a.Object != b.Object {
+				return a.Object < b.Object
+			}
+			return a.Written < b.Written
+		})
 		var order []int
 		for o := range fields[ref] {
 			order = append(order, o)
@@ -160,6 +201,9 @@ func Discover(f *schema.Fleet, m *layers.Model) (*Result, error) {
 			u.Fields = append(u.Fields, fields[ref][o])
 		}
 		res.Images = append(res.Images, u)
+	}
+	if len(errs) > 0 {
+		return res, schema.Sorted(errs)
 	}
 	return res, nil
 }
@@ -188,6 +232,9 @@ type found struct {
 	// who names where ref was found without quoting it: kind,
 	// namespace/name and container.
 	who string
+	// file is the object's origin; field the reference's field in it
+	// (Source).
+	file, field string
 }
 
 // collect returns the images (workload.Containers) and OCI charts objs
@@ -209,7 +256,7 @@ func collect(s *layers.Set) (out []found, bad []string) {
 			where = fmt.Sprintf("HelmRelease %s chart %s template %s: %s", s.Release, chartName(o.Origin), o.Origin, where)
 		}
 		for _, c := range workload.Containers(o.Map) {
-			out = append(out, found{ref: c.Image, who: fmt.Sprintf("%s %s %s", where, c.Field, c.Name), template: s.Chart()})
+			out = append(out, found{ref: c.Image, who: fmt.Sprintf("%s %s %s", where, c.Field, c.Name), template: s.Chart(), file: o.Origin, field: c.Path})
 		}
 		if !o.IsHelmRelease() || s.Chart() {
 			continue
@@ -226,7 +273,7 @@ func collect(s *layers.Set) (out []found, bad []string) {
 		case err != nil:
 			// Not a chart fleetgen mirrors, or one the renderer reports.
 		case !src.HTTP():
-			out = append(out, found{ref: src.OCI, chart: true, who: o.Describe() + " chart"})
+			out = append(out, found{ref: src.OCI, chart: true, who: o.Describe() + " chart", file: o.Origin, field: "spec.chart"})
 		}
 	}
 	sort.Strings(bad)

@@ -22,14 +22,19 @@ import (
 // A layer folder that does not exist or does not build is a problem of
 // fleet.yaml, located at the first layer whose path expands to it and naming
 // the cluster whose labels expanded it; all of them are returned at once as
-// problem.Errors. A bound of Options is an input error (*problem.InvalidError);
+// problem.Errors, with the model of what did build (validate goes on to check
+// it: one run finds every problem). A bound of Options is an input error (*problem.InvalidError);
 // an I/O failure or a panic in kustomize is a runtime error.
-func Load(f *schema.Fleet, opts Options) (*Model, error) {
+func Load(f *schema.Fleet, opts Options) (*Model, error) { return LoadUnits(f, FromFleet(f), opts) }
+
+// LoadUnits is Load of some of f's units (of FromFleet(f)): validate leaves
+// out the layers whose path fleet.yaml's own rules found wrong, and checks
+// the rest in the same run.
+func LoadUnits(f *schema.Fleet, units []Unit, opts Options) (*Model, error) {
 	dir := f.Dir
 	if dir == "" {
 		dir = "."
 	}
-	units := FromFleet(f)
 	m, err := New(dir, units, opts)
 	var lim *LimitError
 	if errors.As(err, &lim) {
@@ -52,7 +57,7 @@ func Load(f *schema.Fleet, opts Options) (*Model, error) {
 		errs = append(errs, f.At(problem.Other(at+".path", "layer %s: folder %s%s does not build with kustomize: %v", names, p, expanded, b.Err)))
 	}
 	if len(errs) > 0 {
-		return nil, schema.Sorted(errs)
+		return m, schema.Sorted(errs)
 	}
 	return m, nil
 }

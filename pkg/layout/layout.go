@@ -17,8 +17,8 @@ const (
 var Top = []string{ManagerDir, ClustersDir, AgentsDir}
 
 // Kind is one kind of file of the output tree, spelled as its path pattern:
-// literal segments and placeholders <cluster>, <layer>, <group>, <delivery>
-// that stand for one name each. A new kind of file (a manager's folder) is a
+// literal segments and placeholders <cluster>, <layer>, <group>, <delivery>,
+// <member> that stand for one name each. A new kind of file (a manager's folder) is a
 // new constant here and its entry in kinds; Parse and Path follow.
 type Kind string
 
@@ -34,7 +34,11 @@ const (
 	FleetGroup           Kind = "manager/fleet/groups/<group>.yaml"
 	FleetGitRepo         Kind = "manager/fleet/gitrepos/<delivery>.yaml"
 	FleetPolicy          Kind = "manager/fleet/policy.yaml"
-	ArgoCDCluster        Kind = "manager/argocd/<cluster>.yaml"
+	ArgoCDCluster        Kind = "manager/argocd/<cluster>.yaml"             // spec.argocd on the manager
+	KubeFleetMember      Kind = "manager/kubefleet/<cluster>.yaml"          // spec.kubefleet, the manager its hub
+	SveltosCluster       Kind = "manager/sveltos/<cluster>.yaml"            // spec.sveltos on the manager
+	SveltosKubeconfig    Kind = "manager/sveltos/<cluster>/kubeconfig.yaml" // mode manager: a credential
+	OCMCluster           Kind = "manager/ocm/<cluster>.yaml"                // spec.ocm, the manager its hub
 	VerrazzanoCluster    Kind = "manager/verrazzano/<cluster>/vmc.yaml"
 	VerrazzanoCA         Kind = "manager/verrazzano/<cluster>/ca-secret.yaml"
 	VerrazzanoAdmin      Kind = "manager/verrazzano/admin-cluster.yaml"
@@ -43,14 +47,26 @@ const (
 	ClusterKustomization Kind = "clusters/<cluster>/kustomization.yaml" // bootstrap none
 	ManagerEntry         Kind = "clusters/<cluster>/manager.yaml"       // <cluster> is the manager
 	AgentValues          Kind = "agents/<cluster>/values.yaml"          // fleet-agent Helm values
+	KlusterletValues     Kind = "agents/<cluster>/klusterlet.yaml"      // OCM klusterlet Helm values
+
+	// The same registrations when a cluster of the fleet, not the manager,
+	// runs the manager (spec.argocd.cluster, spec.kubefleet.hub, …): in that
+	// cluster's Flux folder, <cluster>, about the cluster <member>.
+	HostArgoCDCluster     Kind = "clusters/<cluster>/argocd/<member>.yaml"
+	HostKubeFleetMember   Kind = "clusters/<cluster>/kubefleet/<member>.yaml"
+	HostSveltosCluster    Kind = "clusters/<cluster>/sveltos/<member>.yaml"
+	HostSveltosKubeconfig Kind = "clusters/<cluster>/sveltos/<member>/kubeconfig.yaml"
+	HostOCMCluster        Kind = "clusters/<cluster>/ocm/<member>.yaml"
 )
 
 // kinds are what Parse recognises, in the order it tries them: of two that
 // match one path, the one with a literal where the other has a placeholder
 // (manager/fleet/groups/x.yaml is a group; TestReservedNames).
 var kinds = []Kind{SOPSConfig, ManagerKustomization, Namespaces, FleetGroup, FleetGitRepo, FleetPolicy,
-	FleetCluster, FleetKubeconfig, FleetToken, ArgoCDCluster, VerrazzanoAdmin, VerrazzanoCluster, VerrazzanoCA,
-	ClusterSource, ClusterKustomization, ManagerEntry, Layer, AgentValues}
+	FleetCluster, FleetKubeconfig, FleetToken, ArgoCDCluster, KubeFleetMember, SveltosCluster, SveltosKubeconfig,
+	OCMCluster, VerrazzanoAdmin, VerrazzanoCluster, VerrazzanoCA,
+	ClusterSource, ClusterKustomization, ManagerEntry, Layer, AgentValues, KlusterletValues,
+	HostArgoCDCluster, HostKubeFleetMember, HostSveltosCluster, HostSveltosKubeconfig, HostOCMCluster}
 
 // Path returns k's path with its placeholders replaced, in order, by names
 // (FleetCluster.Path("edge-7") is manager/fleet/edge-7/cluster.yaml), which
@@ -80,8 +96,41 @@ func (k Kind) Regexp() string {
 // may not share the manager's name (schema checks it).
 func ClusterDir(name string) string { return ClustersDir + "/" + name }
 
+// onHost pairs each registration kept under manager/ with its kind in the
+// Flux folder of a cluster that runs that manager instead.
+var onHost = map[Kind]Kind{
+	ArgoCDCluster:     HostArgoCDCluster,
+	KubeFleetMember:   HostKubeFleetMember,
+	SveltosCluster:    HostSveltosCluster,
+	SveltosKubeconfig: HostSveltosKubeconfig,
+	OCMCluster:        HostOCMCluster,
+}
+
+// hostKinds are onHost's values: the registrations in the Flux folder of
+// the cluster that runs their manager.
+var hostKinds = func() map[Kind]bool {
+	m := map[Kind]bool{}
+	for _, h := range onHost {
+		m[h] = true
+	}
+	return m
+}()
+
+// Placed returns the path of k, a registration file under manager/
+// (ArgoCDCluster, KubeFleetMember, SveltosCluster, SveltosKubeconfig,
+// OCMCluster), about cluster member, when host runs its manager: k's own
+// path when host is the management cluster (onManager), else its
+// counterpart in host's Flux folder (clusters/<host>/argocd/<member>.yaml).
+func (k Kind) Placed(host, member string, onManager bool) string {
+	if h, ok := onHost[k]; ok && !onManager {
+		return h.Path(host, member)
+	}
+	return k.Path(member)
+}
+
 // Path is what Parse says a path is: its Kind, the cluster the file is about
-// (for ManagerEntry the manager) and the layer, group or delivery it names.
+// (for ManagerEntry the manager; for the Host kinds the cluster whose Flux
+// folder holds it) and the layer, group, delivery or member it names.
 type Path struct {
 	Kind          Kind
 	Cluster, Name string
@@ -158,3 +207,26 @@ func ReservedCluster(name string) string { return reservedClusters[name] }
 
 // ReservedLayer says why no layer may be called name, "" when one may.
 func ReservedLayer(name string) string { return reservedLayers[name] }
+
+// ClusterOf is the cluster the slash path p, relative to the output tree, is
+// about: Parse's Cluster (manager/fleet/<cluster>/…, clusters/<cluster>/…,
+// agents/<cluster>/…; the manager's name for its entry point; the member for
+// a registration in the folder of the cluster that runs its manager), or for a path
+// fleetgen does not write the cluster folder it lies in (clusters/<name>/…,
+// agents/<name>/…); "" for the manager's shared files (its kustomization,
+// namespaces, groups, GitRepos, policy) and anything else. `--cluster`
+// limits output to the paths of the named clusters.
+func ClusterOf(p string) string {
+	lp := Parse(p)
+	if hostKinds[lp.Kind] {
+		return lp.Name // a registration of Name in the folder of the cluster that runs its manager
+	}
+	if lp.Cluster != "" {
+		return lp.Cluster
+	}
+	parts := strings.SplitN(p, "/", 3)
+	if len(parts) == 3 && (parts[0] == ClustersDir || parts[0] == AgentsDir) && parts[1] != "" && parts[1] != "." && parts[1] != ".." {
+		return parts[1]
+	}
+	return ""
+}

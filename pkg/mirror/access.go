@@ -33,6 +33,9 @@ func newOptions(opts []Option) (*options, error) {
 	if o.transport == nil {
 		o.transport = newTransport(o.timeouts)
 	}
+	if o.local != nil {
+		o.transport = localTransport{h: o.local, next: o.transport}
+	}
 	return o, nil
 }
 
@@ -61,7 +64,7 @@ func (o *options) remote(ctx context.Context, targets ...schema.Registry) ([]rem
 	for _, t := range targets {
 		keychain = Keychain(t, o.user, o.password, keychain)
 	}
-	pings := &pingCache{next: o.transport}
+	pings := &pingCache{next: boundTransport{next: o.transport}}
 	return []remote.Option{
 		remote.WithContext(ctx),
 		remote.WithAuthFromKeychain(keychain),

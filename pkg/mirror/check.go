@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"fleetgen.dev/fleetgen/internal/inert"
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/schema"
 )
@@ -73,11 +74,12 @@ func Check(ctx context.Context, reg schema.Registry, images []lock.Image, opts .
 	}
 	var checks []check
 	for _, img := range images {
-		checks = append(checks, check{img: img, what: img.Pinned()})
+		// The lock comes from pull requests: its strings are quoted.
+		checks = append(checks, check{img: img, what: inert.Quote(img.Pinned())})
 		for i := range img.Referrers {
 			r := &img.Referrers[i]
 			checks = append(checks, check{img: img, ref: r,
-				what: fmt.Sprintf("%s: referrer %s (%s)", img.Pinned(), r.Digest, r.ArtifactType)})
+				what: fmt.Sprintf("%s: referrer %s (%s)", inert.Quote(img.Pinned()), r.Digest, inert.Quote(r.ArtifactType))})
 		}
 	}
 	err = fanOut(len(checks), o.jobs, func(missing []string) error { return &MissingError{Images: missing} }, func(i int) (string, error) {
@@ -88,7 +90,7 @@ func Check(ctx context.Context, reg schema.Registry, images []lock.Image, opts .
 		}
 		d, err := name.NewDigest(pinned, o.nameOpts()...)
 		if err != nil {
-			return "", fmt.Errorf("lock entry %s: %w", c.img.Source, err)
+			return "", fmt.Errorf("lock entry %s: %w", inert.Quote(c.img.Source), err)
 		}
 		desc, err := remote.Head(d, ropts...)
 		switch {
@@ -103,7 +105,7 @@ func Check(ctx context.Context, reg schema.Registry, images []lock.Image, opts .
 			// Where cosign looks: the tag must name the same artifact.
 			t, err := name.NewTag(c.img.Repository()+":"+c.ref.Tag, o.nameOpts()...)
 			if err != nil {
-				return "", fmt.Errorf("lock entry %s: %w", c.img.Source, err)
+				return "", fmt.Errorf("lock entry %s: %w", inert.Quote(c.img.Source), err)
 			}
 			desc, err := remote.Head(t, ropts...)
 			switch {
@@ -146,10 +148,10 @@ func checkTargets(reg schema.Registry, images []lock.Image) error {
 	for _, img := range images {
 		src, err := lock.Normalize(img.Source)
 		if err != nil {
-			return fmt.Errorf("check registry %s: lock entry %s: %w", reg.Host, img.Source, err)
+			return fmt.Errorf("check registry %s: lock entry %s: %w", reg.Host, inert.Quote(img.Source), err)
 		}
 		if want := planned[src]; img.Target != want {
-			stale = append(stale, fmt.Sprintf("%s: locked at %s, want %s", img.Source, img.Target, want))
+			stale = append(stale, fmt.Sprintf("%s: locked at %s, want %s", inert.Quote(img.Source), inert.Quote(img.Target), want))
 		}
 	}
 	if len(stale) == 0 {

@@ -157,3 +157,36 @@ func TestCheckRefusesDeletedSignature(t *testing.T) {
 		t.Errorf("message quotes the password: %v", err)
 	}
 }
+
+// TestCheckQuotesTheLock: the lock comes from pull requests, and publish's
+// refusal names what it lacks: a referrer's artifact type, a stale entry's
+// source and target are quoted (internal/inert), so that none starts a CI
+// workflow command or a line of its own (issue 38: publish quoted a lock
+// referrer's artifactType as it was).
+func TestCheckQuotesTheLock(t *testing.T) {
+	ctx := context.Background()
+	host := inProcess(t)
+	reg := schema.Registry{Host: host, Insecure: true}
+	img, err := random.Image(256, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, _ := name.NewTag(host+"/library/a:1", name.Insecure)
+	if err := remote.Write(ref, img); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := img.Digest()
+	evil := "x\n::error::pwned\r##[error]x"
+	entry := lock.Image{Source: "docker.io/library/a:1", Target: host + "/library/a:1", Digest: d.String(),
+		Referrers: []lock.Referrer{{Digest: "sha256:" + strings.Repeat("e", 64), ArtifactType: evil}}}
+	stale := lock.Image{Source: "docker.io/library/b:1", Target: "evil.example/b:1\n::error::pwned", Digest: d.String()}
+	for name, images := range map[string][]lock.Image{"referrer": {entry}, "stale": {stale}} {
+		err := mirror.Check(ctx, reg, images)
+		if err == nil {
+			t.Fatalf("%s: the check passed", name)
+		}
+		if msg := err.Error(); strings.Contains(msg, "\n::") || strings.Contains(msg, "\r") || strings.Contains(msg, "\n##[") {
+			t.Errorf("%s: the lock's text is in the message as it is: %q", name, msg)
+		}
+	}
+}

@@ -4,9 +4,13 @@
 // every request goes through one Keychain, transport and retry policy.
 //
 // "Verify" means signature verification only: Run verifies at the source
-// (WithVerify), Verify at the mirror. Both call pkg/verify's Policy.Image and
-// Policy.Signature, nothing else (verify.go): the verifier behind those two
-// methods can be swapped (sigstore-go, notation-go) without touching the copier.
+// (WithVerify), VerifySource in place, Verify and VerifyMirror at the mirror.
+// All call pkg/verify's Policy.Image and Policy.Signature, nothing else
+// (verify.go), and pkg/verify has sigstore-go and notation-go verify.
+//
+// The air gap (airgap.go) runs the same copier: an OCI image layout is a
+// registry to it, served in process (local.go). What any registry returns is
+// bounded (bounds.go).
 package mirror
 
 import (
@@ -76,6 +80,8 @@ type options struct {
 	referrers bool
 	sources   []SourceMirror
 	policies  verify.Policies
+	local     http.Handler // an OCI image layout as a registry (local.go)
+	display   func(Pair) Pair
 }
 
 // WithReferrers copies each image's supply chain with it (default true):
@@ -194,8 +200,12 @@ func Run(ctx context.Context, pairs []Pair, opts ...Option) ([]lock.Image, Stats
 		stats   Stats
 	)
 	one := func(p Pair) {
+		shown := p
+		if o.display != nil {
+			shown = o.display(p)
+		}
 		if o.progress != nil {
-			o.progress(Event{Pair: p})
+			o.progress(Event{Pair: shown})
 		}
 		var (
 			pushed atomic.Int64
@@ -203,12 +213,12 @@ func Run(ctx context.Context, pairs []Pair, opts ...Option) ([]lock.Image, Stats
 			err    = ctx.Err()
 		)
 		if err == nil {
-			stop := r.reportBytes(p, &pushed)
+			stop := r.reportBytes(shown, &pushed)
 			res, err = r.copyPair(ctx, p, &pushed)
 			stop()
 		}
 		if err != nil {
-			err = fmt.Errorf("mirror %s -> %s: %w", p.Source, p.Target, err)
+			err = fmt.Errorf("mirror %s -> %s: %w", shown.Source, shown.Target, err)
 		}
 		mu.Lock()
 		stats.BytesPushed += pushed.Load()
@@ -232,7 +242,7 @@ func Run(ctx context.Context, pairs []Pair, opts ...Option) ([]lock.Image, Stats
 			o.logger.Debug("mirror", "source", p.Source, "target", p.Target, "digest", res.digest, "present", res.present, "referrers", len(res.referrers), "bytes", pushed.Load())
 		}
 		if o.progress != nil {
-			o.progress(Event{Pair: p, Done: true, Present: res.present, Bytes: pushed.Load(), Err: err})
+			o.progress(Event{Pair: shown, Done: true, Present: res.present, Bytes: pushed.Load(), Err: err})
 		}
 	}
 	// Images in flight wait on each other's shared blobs and on manifest round
@@ -424,7 +434,7 @@ func (r *runner) copyPair(ctx context.Context, p Pair, pushed *atomic.Int64) (pa
 // copyImage copies the manifest desc (digest want) to dst, what it refers to
 // first, tags it and checks the target's digest.
 func (r *runner) copyImage(ctx context.Context, srcRepo name.Repository, dst name.Reference, desc *remote.Descriptor, want v1.Hash, pushed *atomic.Int64) error {
-	if err := r.copyManifest(ctx, srcRepo, dst.Context(), desc.MediaType, desc.Manifest, want, pushed, false); err != nil {
+	if err := r.copyManifest(ctx, srcRepo, dst.Context(), desc.MediaType, desc.Manifest, want, pushed, false, 0); err != nil {
 		return err
 	}
 	if err := r.pusher.Put(ctx, dst, rawManifest{desc.Manifest, desc.MediaType}); err != nil {
@@ -459,9 +469,9 @@ func (r *runner) subjects(ctx context.Context, src name.Reference, want v1.Hash,
 		mt, raw = d.MediaType, d.Manifest
 	}
 	if mt.IsIndex() {
-		idx, err := v1.ParseIndexManifest(bytes.NewReader(raw))
+		idx, err := parseIndex(src.Context().RegistryStr(), want, raw)
 		if err != nil {
-			return nil, fmt.Errorf("parse index %s: %w", want, err)
+			return nil, err
 		}
 		for _, c := range idx.Manifests {
 			subjects = append(subjects, c.Digest)
@@ -470,15 +480,31 @@ func (r *runner) subjects(ctx context.Context, src name.Reference, want v1.Hash,
 	return subjects, nil
 }
 
+// parseIndex reads an index a registry served, held to MaxIndexEntries.
+func parseIndex(registry string, d v1.Hash, raw []byte) (*v1.IndexManifest, error) {
+	idx, err := v1.ParseIndexManifest(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("parse index %s: %w", d, err)
+	}
+	if len(idx.Manifests) > MaxIndexEntries {
+		return nil, &BoundError{Registry: registry, What: fmt.Sprintf("index %s (%d manifests)", d, len(idx.Manifests)), Bound: fmt.Sprintf("MaxIndexEntries, %d", MaxIndexEntries)}
+	}
+	return idx, nil
+}
+
 // copyManifest copies what manifest raw (digest d) refers to into dst, and, when
 // put, the manifest itself by digest. Children of an index are copied
-// concurrently; each is skipped when dst already has it.
-func (r *runner) copyManifest(ctx context.Context, srcRepo, dstRepo name.Repository, mt types.MediaType, raw []byte, d v1.Hash, pushed *atomic.Int64, put bool) error {
+// concurrently; each is skipped when dst already has it. depth counts the
+// indexes above raw (MaxIndexDepth).
+func (r *runner) copyManifest(ctx context.Context, srcRepo, dstRepo name.Repository, mt types.MediaType, raw []byte, d v1.Hash, pushed *atomic.Int64, put bool, depth int) error {
 	switch {
 	case mt.IsIndex():
-		idx, err := v1.ParseIndexManifest(bytes.NewReader(raw))
+		if depth == MaxIndexDepth {
+			return &BoundError{Registry: srcRepo.RegistryStr(), What: fmt.Sprintf("index %s (nested more than %d deep)", d, MaxIndexDepth), Bound: fmt.Sprintf("MaxIndexDepth, %d", MaxIndexDepth)}
+		}
+		idx, err := parseIndex(srcRepo.RegistryStr(), d, raw)
 		if err != nil {
-			return fmt.Errorf("parse index %s: %w", d, err)
+			return err
 		}
 		g, gctx := errgroup.WithContext(ctx)
 		g.SetLimit(r.o.jobs)
@@ -493,7 +519,7 @@ func (r *runner) copyManifest(ctx context.Context, srcRepo, dstRepo name.Reposit
 				if err != nil {
 					return fmt.Errorf("get source manifest %s: %w", child.Digest, err)
 				}
-				return r.copyManifest(gctx, srcRepo, dstRepo, cd.MediaType, cd.Manifest, child.Digest, pushed, true)
+				return r.copyManifest(gctx, srcRepo, dstRepo, cd.MediaType, cd.Manifest, child.Digest, pushed, true, depth+1)
 			})
 		}
 		if err := g.Wait(); err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -153,7 +154,10 @@ func (r *runner) referrersOf(ctx context.Context, repo name.Repository, d v1.Has
 	// sha256-<hex>, and cosign keeps its artifacts under tags too: where the
 	// repository's tag list is known, only the tags it has are read, so an
 	// image without artifacts costs no request at all.
-	tags, listed := r.tagList(ctx, repo)
+	tags, listed, err := r.tagList(ctx, repo)
+	if err != nil {
+		return nil, err
+	}
 	fallback := "sha256-" + d.Hex
 	has, known := r.pings.referrersAPI(repo.RegistryStr())
 	if !known {
@@ -181,7 +185,7 @@ func (r *runner) referrersOf(ctx context.Context, repo name.Repository, d v1.Has
 			if err != nil {
 				return fmt.Errorf("referrers of %s in %s: %w", d, repo.RegistryStr(), err)
 			}
-			im, err := v1.ParseIndexManifest(bytes.NewReader(desc.Manifest))
+			im, err := parseIndex(repo.RegistryStr(), d, desc.Manifest)
 			if err != nil {
 				return fmt.Errorf("referrers of %s in %s: tag index: %w", d, repo.RegistryStr(), err)
 			}
@@ -199,6 +203,9 @@ func (r *runner) referrersOf(ctx context.Context, repo name.Repository, d v1.Has
 			im, err := idx.IndexManifest()
 			if err != nil {
 				return fmt.Errorf("referrers of %s in %s: %w", d, repo.RegistryStr(), err)
+			}
+			if len(im.Manifests) > MaxIndexEntries {
+				return &BoundError{Registry: repo.RegistryStr(), What: fmt.Sprintf("the referrers list of %s (%d manifests)", d, len(im.Manifests)), Bound: fmt.Sprintf("MaxIndexEntries, %d", MaxIndexEntries)}
 			}
 			for _, m := range im.Manifests {
 				add(artifact{desc: m, subject: d})
@@ -253,6 +260,7 @@ type tagList struct {
 	once sync.Once
 	tags map[string]bool
 	ok   bool
+	err  error // a bound the listing went past
 }
 
 // maxListedTags bounds the tag list read per repository: past it (a public
@@ -261,8 +269,10 @@ type tagList struct {
 const maxListedTags = 10_000
 
 // tagList returns repo's tags, and false when they could not be listed (the
-// registry refuses, or there are too many): then every tag is asked for.
-func (r *runner) tagList(ctx context.Context, repo name.Repository) (map[string]bool, bool) {
+// registry refuses, or there are more than maxListedTags): then every tag is
+// asked for. A listing past MaxTagPages pages, or a page past MaxListBytes,
+// is a *BoundError: the walk fails rather than read on.
+func (r *runner) tagList(ctx context.Context, repo name.Repository) (map[string]bool, bool, error) {
 	r.mu.Lock()
 	tl, ok := r.tags[repo.String()]
 	if !ok {
@@ -271,16 +281,41 @@ func (r *runner) tagList(ctx context.Context, repo name.Repository) (map[string]
 	}
 	r.mu.Unlock()
 	tl.once.Do(func() {
-		tags, err := r.puller.List(ctx, repo)
-		if err != nil || len(tags) > maxListedTags {
+		lister, err := r.puller.Lister(ctx, repo)
+		if err != nil {
+			tl.err = boundOf(err)
 			return
 		}
-		tl.tags, tl.ok = make(map[string]bool, len(tags)), true
-		for _, t := range tags {
-			tl.tags[t] = true
+		tags := map[string]bool{}
+		for pages := 0; lister.HasNext(); pages++ {
+			if pages == MaxTagPages {
+				tl.err = &BoundError{Registry: repo.RegistryStr(), What: "the tag list of " + repo.RepositoryStr() + " (more than " + strconv.Itoa(MaxTagPages) + " pages)", Bound: "MaxTagPages, " + strconv.Itoa(MaxTagPages)}
+				return
+			}
+			page, err := lister.Next(ctx)
+			if err != nil {
+				tl.err = boundOf(err)
+				return
+			}
+			for _, t := range page.Tags {
+				tags[t] = true
+			}
+			if len(tags) > maxListedTags {
+				return // too many to be worth it: ask tag by tag
+			}
 		}
+		tl.tags, tl.ok = tags, true
 	})
-	return tl.tags, tl.ok
+	return tl.tags, tl.ok, tl.err
+}
+
+// boundOf returns err's *BoundError, nil when it has none.
+func boundOf(err error) error {
+	var be *BoundError
+	if errors.As(err, &be) {
+		return be
+	}
+	return nil
 }
 
 // artifactPlan is what one artifact needs at the target.
@@ -367,7 +402,7 @@ func specificType(t string) bool {
 func (r *runner) putArtifact(ctx context.Context, srcRepo, dstRepo name.Repository, p artifactPlan, pushed *atomic.Int64) error {
 	d := p.a.desc.Digest
 	if p.copy {
-		if err := r.copyManifest(ctx, srcRepo, dstRepo, p.mt, p.raw, d, pushed, true); err != nil {
+		if err := r.copyManifest(ctx, srcRepo, dstRepo, p.mt, p.raw, d, pushed, true, 0); err != nil {
 			return r.refused(dstRepo, p.ref, err)
 		}
 	}

@@ -53,6 +53,9 @@ func (r *runner) mirrorFor(reg string) (SourceMirror, bool) {
 
 // via says where a source was read from when a source mirror served it.
 func (r *runner) via(src name.Reference) string {
+	if src.Context().RegistryStr() == layoutHost {
+		return " (read from the OCI layout)"
+	}
 	for _, m := range r.o.sources {
 		if strings.HasPrefix(src.Context().String(), strings.TrimSuffix(m.Mirror, "/")+"/") {
 			return " (read from source mirror " + src.Context().RegistryStr() + ")"

@@ -10,7 +10,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"golang.org/x/sync/errgroup"
 
+	"fleetgen.dev/fleetgen/internal/inert"
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/schema"
 	"fleetgen.dev/fleetgen/pkg/verify"
@@ -43,6 +45,179 @@ func (r *runner) verify(ctx context.Context, p Pair, src name.Reference, want v1
 	return &lock.Verified{Policy: v.Policy, PolicyDigest: v.PolicyDigest, Signature: v.Signature.String()}, nil
 }
 
+// Verdict is what a signature check found for one image a policy covers.
+type Verdict struct {
+	// Image is the normalised source reference.
+	Image string `json:"image"`
+	// At is where the signatures were read: repository@digest (the source,
+	// or its source mirror, or the target).
+	At string `json:"at"`
+	// Policy is the covering policy, spec.verify[N].
+	Policy string `json:"policy"`
+	// Signature is the verifying signature's manifest digest, "" when none.
+	Signature string `json:"signature,omitempty"`
+	// Reason is "" when a signature verified, else a verify.Reason or
+	// ReasonRegistry; Detail says more.
+	Reason string `json:"reason,omitempty"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// ReasonRegistry is a Verdict's reason when the registry failed (auth,
+// network, a bound): nothing was verified either way.
+const ReasonRegistry = "registry error"
+
+// Refused counts the verdicts with a reason.
+func Refused(vs []Verdict) int {
+	n := 0
+	for _, v := range vs {
+		if v.Reason != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// verdict fills v from a verification's outcome.
+func verdict(v Verdict, sig string, err error) Verdict {
+	var ve *verify.Error
+	switch {
+	case err == nil:
+		v.Signature = sig
+	case errors.As(err, &ve):
+		v.Reason, v.Detail = string(ve.Reason), ve.Detail
+	default:
+		v.Reason, v.Detail = ReasonRegistry, oneLine(err.Error())
+	}
+	return v
+}
+
+func oneLine(s string) string { return strings.NewReplacer("\r", " ", "\n", " ").Replace(s) }
+
+// VerifySource verifies, in place and copying nothing, the signature of
+// each pair's source image that a policy of ps covers, as Run would before
+// copying it: the source tag resolved to its digest (through a source
+// mirror when WithSourceMirrors names one) and a signature found there that
+// verifies. It returns one Verdict per covered pair, sorted by image;
+// registry failures are verdicts too (ReasonRegistry). Requests go as Run's
+// do.
+func VerifySource(ctx context.Context, pairs []Pair, ps verify.Policies, opts ...Option) ([]Verdict, error) {
+	o, err := newOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	var covered []Pair
+	for _, p := range pairs {
+		if repo, _ := lock.SplitRef(p.Source); ps.For(repo) != nil {
+			covered = append(covered, p)
+		}
+	}
+	ropts, _ := o.remote(ctx)
+	puller, err := remote.NewPuller(ropts...)
+	if err != nil {
+		return nil, err
+	}
+	r := &runner{o: o, puller: puller}
+	out := make([]Verdict, len(covered))
+	var g errgroup.Group
+	g.SetLimit(o.jobs)
+	for i, p := range covered {
+		g.Go(func() error {
+			repo, _ := lock.SplitRef(p.Source)
+			pol := ps.For(repo)
+			v := Verdict{Image: p.Source, At: p.Source, Policy: pol.Name}
+			src, err := r.sourceRef(p.Source)
+			if err != nil {
+				out[i] = verdict(v, "", err)
+				return nil
+			}
+			want, err := r.resolve(ctx, src)
+			if err != nil {
+				out[i] = verdict(v, "", err)
+				return nil
+			}
+			v.At = src.Context().Digest(want.String()).String()
+			got, err := pol.Image(ctx, src.Context(), want, remote.Reuse(puller))
+			out[i] = verdict(v, got.Signature.String(), err)
+			return nil
+		})
+	}
+	_ = g.Wait()
+	slices.SortFunc(out, func(a, b Verdict) int { return strings.Compare(a.Image, b.Image) })
+	return out, nil
+}
+
+// resolve returns the digest src names (HEAD for a tag).
+func (r *runner) resolve(ctx context.Context, src name.Reference) (v1.Hash, error) {
+	if d, ok := src.(name.Digest); ok {
+		return v1.NewHash(d.DigestStr())
+	}
+	desc, err := r.puller.Head(ctx, src)
+	if err != nil {
+		return v1.Hash{}, fmt.Errorf("resolve source%s: %w", r.via(src), err)
+	}
+	return desc.Digest, nil
+}
+
+// VerifyMirror verifies, at the mirror reg (what clusters pull), the
+// signature each covered image's lock entry names (lock.Verified) under the
+// policy of ps that covers its source now: the manifest must be in the
+// image's target repository and verify for the image's digest, offline. An
+// entry that records no verification under that policy is refused
+// (verify.NoSignature). One Verdict per covered image, sorted by image.
+// Requests go as Check's do.
+func VerifyMirror(ctx context.Context, reg schema.Registry, images []lock.Image, ps verify.Policies, opts ...Option) ([]Verdict, error) {
+	policy := func(img lock.Image) *verify.Policy {
+		repo, _ := lock.SplitRef(img.Source)
+		return ps.For(repo)
+	}
+	covered := slices.DeleteFunc(slices.Clone(images), func(img lock.Image) bool { return policy(img) == nil })
+	if len(covered) == 0 {
+		return nil, nil
+	}
+	o, err := newOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	o.insecure = o.insecure || reg.Insecure
+	ropts, _ := o.remote(ctx, schema.Registry{Host: reg.Host, Insecure: o.insecure})
+	out := make([]Verdict, len(covered))
+	var g errgroup.Group
+	g.SetLimit(o.jobs)
+	for i, img := range covered {
+		g.Go(func() error {
+			p := policy(img)
+			v := Verdict{Image: img.Source, At: img.Pinned(), Policy: p.Name}
+			lv := img.Verified
+			if lv == nil || lv.Policy != p.Name || lv.PolicyDigest != p.Digest {
+				v.Reason, v.Detail = string(verify.NoSignature), "locked without a signature verified under the policy (run `fleetgen mirror`)"
+				out[i] = v
+				return nil
+			}
+			repo, err := name.NewRepository(img.Repository(), o.nameOpts()...)
+			if err != nil {
+				out[i] = verdict(v, "", fmt.Errorf("lock entry %s: %w", inert.Quote(img.Source), err))
+				return nil
+			}
+			d, err1 := v1.NewHash(img.Digest)
+			sig, err2 := v1.NewHash(lv.Signature)
+			if err1 != nil || err2 != nil {
+				v.Reason, v.Detail = string(verify.Malformed), "malformed digest in the lock"
+				out[i] = v
+				return nil
+			}
+			err = p.Signature(ctx, repo, d, sig, ropts...)
+			out[i] = verdict(v, lv.Signature, err)
+			if err == nil {
+				o.logger.Debug("signature verified at the mirror", "image", img.Pinned(), "policy", p.Name, "signature", lv.Signature)
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
+	slices.SortFunc(out, func(a, b Verdict) int { return strings.Compare(a.Image, b.Image) })
+	return out, nil
+}
+
 // UnsignedError lists the locked images a spec.verify policy covers that
 // have no verifying signature at the mirror: what clusters would pull.
 type UnsignedError struct {
@@ -55,58 +230,37 @@ func (e *UnsignedError) Error() string {
 		len(e.Images), strings.Join(e.Images, "\n  "))
 }
 
-// Verify verifies, at the mirror reg (what clusters pull), the signature
-// each image's lock entry names (lock.Verified) under the policy of ps that
-// covers its source now: the manifest must be in the image's target
-// repository and verify for the image's digest, offline. An image whose
-// entry records no verification under that policy, or a refused signature,
-// makes an *UnsignedError listing every one; registry failures are reported
-// too. Requests go as Check's do. Run verifies at the source (WithVerify).
+// Verify verifies, at the mirror reg, the signatures of the locked images
+// a policy of ps covers (VerifyMirror): a refused signature makes an
+// *UnsignedError listing every one, registry failures are errors. Publish
+// runs it before it pushes anything; Run verifies at the source
+// (WithVerify).
 func Verify(ctx context.Context, reg schema.Registry, images []lock.Image, ps verify.Policies, opts ...Option) error {
-	policy := func(img lock.Image) *verify.Policy {
-		repo, _ := lock.SplitRef(img.Source)
-		return ps.For(repo)
-	}
-	covered := slices.DeleteFunc(slices.Clone(images), func(img lock.Image) bool { return policy(img) == nil })
-	if len(covered) == 0 {
-		return nil
-	}
-	o, err := newOptions(opts)
+	vs, err := VerifyMirror(ctx, reg, images, ps, opts...)
 	if err != nil {
 		return err
 	}
-	o.insecure = o.insecure || reg.Insecure
-	ropts, _ := o.remote(ctx, schema.Registry{Host: reg.Host, Insecure: o.insecure})
-	err = fanOut(len(covered), o.jobs, func(refused []string) error { return &UnsignedError{Images: refused} }, func(i int) (string, error) {
-		img, p := covered[i], policy(covered[i])
-		what := img.Pinned() + ": policy " + p.Name + ": "
-		v := img.Verified
-		if v == nil || v.Policy != p.Name || v.PolicyDigest != p.Digest {
-			return what + "locked without a signature verified under the policy", nil
-		}
-		repo, err := name.NewRepository(img.Repository(), o.nameOpts()...)
-		if err != nil {
-			return "", fmt.Errorf("lock entry %s: %w", img.Source, err)
-		}
-		d, err1 := v1.NewHash(img.Digest)
-		sig, err2 := v1.NewHash(v.Signature)
-		if err1 != nil || err2 != nil {
-			return what + "malformed digest in the lock", nil
-		}
-		err = p.Signature(ctx, repo, d, sig, ropts...)
-		var ve *verify.Error
+	var refused []string
+	var errs []error
+	for _, v := range vs {
 		switch {
-		case errors.As(err, &ve):
-			return what + string(ve.Reason) + ": " + ve.Detail, nil
-		case err != nil:
-			return "", fmt.Errorf("verify signature of %s: %w", img.Pinned(), err)
+		case v.Reason == ReasonRegistry:
+			errs = append(errs, fmt.Errorf("verify signature of %s: %s", inert.Quote(v.At), v.Detail))
+		case v.Reason != "":
+			refused = append(refused, inert.Quote(v.At)+": policy "+v.Policy+": "+v.Reason+": "+v.Detail)
 		}
-		o.logger.Debug("signature verified at the mirror", "image", img.Pinned(), "policy", p.Name, "signature", v.Signature)
-		return "", nil
-	})
-	if err != nil {
+	}
+	if len(refused) > 0 {
+		errs = append([]error{&UnsignedError{Images: refused}}, errs...)
+	}
+	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("verify signatures in %s: %w", reg.Host, err)
 	}
-	o.logger.Info("verified the locked images' signatures at the mirror", "registry", reg.Host, "images", len(covered))
+	if len(vs) > 0 {
+		newOpts, _ := newOptions(opts)
+		if newOpts != nil {
+			newOpts.logger.Info("verified the locked images' signatures at the mirror", "registry", reg.Host, "images", len(vs))
+		}
+	}
 	return nil
 }

@@ -19,6 +19,9 @@ import (
 // the report also lists, per cluster, the objects it receives that the
 // change adds, removes or changes (receivedChanges).
 //
+// With o.Clusters, the report and the file diff hold only those clusters
+// (review.Report.Only, layout.ClusterOf), and the lock's change is left out.
+//
 // Only files of OutDir that carry layout.Header take part: fleetgen's
 // files, as tree.Read reads them for the file diff (OutDir is untrusted:
 // symlinks, FIFOs and devices are never followed or read, nothing outside it
@@ -28,12 +31,21 @@ func Diff(ctx context.Context, cfg Config, o RenderOptions) (review.Report, stri
 	if err != nil {
 		return review.Report{}, "", err
 	}
+	keepPath, keep, manager, err := o.only(ld.Fleet)
+	if err != nil {
+		return review.Report{}, "", err
+	}
 	r, d, err := checkLoaded(ctx, cfg, ld, o.OutDir)
 	if err != nil {
 		return review.Report{}, "", err
 	}
+	if keepPath != nil {
+		if d, err = r.fileDiff(o.OutDir, keepPath); err != nil {
+			return review.Report{}, "", err
+		}
+	}
 	had := owned(r.had)
-	objs, oldTags, err := receivedChanges(o, ld, had)
+	objs, oldTags, old, err := receivedChanges(o, ld, had)
 	if err != nil {
 		return review.Report{}, "", err
 	}
@@ -46,6 +58,17 @@ func Diff(ctx context.Context, cfg Config, o RenderOptions) (review.Report, stri
 	rep := review.Compare(had, filesMap(r.files), review.Options{GeneratedClientIDs: r.generated, Tags: tg})
 	rep.AddObjects(objs)
 	rep.AddImageVerification(ld.verificationChanges())
+	now := filesMap(r.files)
+	nv := argoCDSees(ld.Fleet, ld.Model, now)
+	if ov, ok := oldArgoCD(ld.Fleet, had, old, nv); ok {
+		rep.AddApplications(applicationNames(ov), applicationNames(nv))
+	}
+	if keep != nil {
+		rep = rep.Only(keep, manager)
+	}
+	// Drift is what exit 3 says: the file diff or the report, which also
+	// counts what clusters receive from their layers.
+	cfg.logger().Info("checked", "dir", o.OutDir, "files", len(r.files), "clusters", len(rep.Clusters), "drift", d != "" || !rep.Empty())
 	return rep, d, nil
 }
 

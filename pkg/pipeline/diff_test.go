@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"fleetgen.dev/fleetgen/pkg/layout"
+	"fleetgen.dev/fleetgen/pkg/review"
 	"fleetgen.dev/fleetgen/pkg/tree"
 	"fleetgen.dev/fleetgen/test/testenv"
 )
@@ -126,6 +127,17 @@ func TestDiffLayerOnlyChange(t *testing.T) {
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("received objects per cluster (-want +got):\n%s", d)
 	}
+	// The changed Deployment says what moved (issue 39).
+	for _, c := range rep.Clusters {
+		for _, o := range c.Objects {
+			if o.Change != review.Update {
+				continue
+			}
+			if d := cmp.Diff([]review.Change{{Field: "spec.replicas", From: "1", To: "3"}}, o.Changes); d != "" {
+				t.Errorf("%s: %s %s changes (-want +got):\n%s", c.Name, o.Kind, o.Name, d)
+			}
+		}
+	}
 
 	// A previous render without the layer folders: nothing to compare with.
 	rep, _, err = Diff(context.Background(), cfg, RenderOptions{OutDir: rendered})
@@ -180,7 +192,7 @@ func TestDiffLayerFoldersUntrusted(t *testing.T) {
 
 // TestDiffOldTagFromPublishedLayers: an image bump replaces the lock's entry,
 // so the old tag is read from what DIR's layer folders wrote: the report
-// reads 6.7.1 -> 6.7.2 beside the digests, not "?" (issue 28).
+// reads 6.7.1 → 6.7.2 beside the digests, not "?" (issue 28).
 func TestDiffOldTagFromPublishedLayers(t *testing.T) {
 	t.Parallel()
 	cfg, fleet, published := publishedQuickstart(t, true)
@@ -196,7 +208,7 @@ func TestDiffOldTagFromPublishedLayers(t *testing.T) {
 	if err := rep.Write(&b, "text", ""); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(b.String(), "6.7.1 -> 6.7.2") {
+	if !strings.Contains(b.String(), "6.7.1 → 6.7.2") {
 		t.Errorf("the report does not show the old and new tags:\n%s", b.String())
 	}
 }

@@ -2,8 +2,10 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -38,6 +40,8 @@ type Loaded struct {
 	// Images is every image the fleet needs, found in Model.
 	Images *images.Result
 
+	// units are the units Model holds (loadAll's, without skipLayers').
+	units []layers.Unit
 	// charts renders the charts of the HelmReleases the Model holds.
 	charts *chartRenderer
 	// patches caches chartPatches.
@@ -48,6 +52,12 @@ type Loaded struct {
 	// allowPlaintext is Config.AllowPlaintextSecrets: the command line's
 	// leave to write credential Secrets unencrypted.
 	allowPlaintext bool
+	// lockBad says the lock did not load (loadAll reported why): Lock is
+	// empty, and the checks against it are skipped.
+	lockBad bool
+	// skipLayers names the layers loadAll left out of Model (brokenLayers):
+	// the scan of the layer folders leaves them out too.
+	skipLayers map[string]bool
 
 	// input caches the checks that do not read the lock (the lock changes
 	// when build mirrors; fleet.yaml and the layers do not).
@@ -66,12 +76,35 @@ type Loaded struct {
 // Load reads fleet.yaml, its lock and its layers (built with kustomize,
 // confined to the folder of fleet.yaml). Any problem found there is an input
 // error, located in fleet.yaml where it can be.
-func Load(ctx context.Context, cfg Config) (*Loaded, error) { return load2(ctx, cfg, false) }
+func Load(ctx context.Context, cfg Config) (*Loaded, error) { return loadPending(ctx, cfg, false) }
 
-// load2 is Load; with pending (mirror, build: what brings the lock up to
-// date) a chart the lock or the chart cache lacks is left out of the model
-// rather than an input error.
-func load2(ctx context.Context, cfg Config, pending bool) (*Loaded, error) {
+// loadPending is Load; with pending (mirror, build: what brings the lock up
+// to date) a chart the lock or the chart cache lacks is left out of the
+// model rather than an input error.
+func loadPending(ctx context.Context, cfg Config, pending bool) (*Loaded, error) {
+	ld, errs, err := loadAll(ctx, cfg, pending)
+	if err != nil {
+		return nil, err
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return ld, nil
+}
+
+// loadAll is Load that goes on past problems, for validate and targets
+// (SPEC §1: a problem in one part never hides the problems of another): it
+// returns what it could load (nil when fleet.yaml holds no Fleet at all)
+// with every problem of fleet.yaml, the lock, the layer builds and image
+// discovery, sorted (sortProblems). A part that cannot be loaded is left
+// out of what it returns, and the checks that need it skip it (a broken
+// lock: Loaded.lockBad; a folder that does not build gives no objects and
+// no images). err is a runtime failure, or an input error no problem list
+// holds (a missing fleet.yaml, a bound).
+//
+// What it returns from an invalid fleet.yaml is for checks only: nothing may
+// be rendered from it.
+func loadAll(ctx context.Context, cfg Config, pending bool) (*Loaded, problem.Errors, error) {
 	// The lock, beside fleet.yaml, is read and parsed while fleet.yaml is.
 	type lockRead struct {
 		l    *lock.Lock
@@ -84,56 +117,178 @@ func load2(ctx context.Context, cfg Config, pending bool) (*Loaded, error) {
 		r.l, r.data, r.err = loadLock(filepath.Dir(cfg.file()))
 		lockc <- r
 	}()
-	f, err := load(cfg)
+	f, errs, err := load(cfg)
 	lr := <-lockc
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	l, data, err := lr.l, lr.data, lr.err
-	if err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	ld := &Loaded{Fleet: f, Lock: l, LockPath: filepath.Join(f.Dir, lock.FileName), LockBytes: data, allowPlaintext: cfg.AllowPlaintextSecrets}
-	if err := ld.model(ctx, cfg, pending); err != nil {
-		return nil, err
-	}
-	return ld, nil
-}
-
-// model builds ld's model of what each cluster receives, its charts
-// rendered from the charts ld.Lock pins, and finds its images. With pending
-// (mirror's first pass) a chart the lock or the chart cache lacks is left
-// out rather than an error.
-func (ld *Loaded) model(ctx context.Context, cfg Config, pending bool) error {
-	r := newChartRenderer(ld.Fleet, ld.Lock, cfg)
-	r.pending = pending
-	var err error
-	if cfg.FetchCharts != "" {
-		if !strings.EqualFold(cfg.FetchCharts, ld.Fleet.Spec.Registry.Host) {
-			return problem.Invalid(fmt.Errorf("--fetch-charts %s: spec.registry.host is %s: charts are fetched only from the mirror the job names, not from one fleet.yaml names (a pull request may change it)",
-				inert.Quote(cfg.FetchCharts), inert.Quote(ld.Fleet.Spec.Registry.Host)))
-		}
-		if r.remote, err = mirror.Remote(ctx, ld.Fleet.Spec.Registry, registryCredentials(cfg)); err != nil {
+	// Later phases add what they find beyond what fleet.yaml's own rules
+	// said: a field that is wrong is said once (later).
+	later := func(err error) error {
+		var es problem.Errors
+		if !errors.As(err, &es) || err.Error() != es.Error() {
 			return err
 		}
+		errs = append(errs, afterSchema(es, errs, f)...)
+		return nil
 	}
-	m, err := layers.Load(ld.Fleet, layers.Options{Charts: r.render})
+	if lr.err != nil {
+		if err := later(lr.err); err != nil {
+			return nil, nil, err
+		}
+	}
+	if f == nil {
+		return nil, sortProblems(errs, cfg.file()), nil
+	}
+	for _, e := range errs {
+		if e.ErrorCode() == problem.CodeTooLarge && e.File == f.File {
+			// Past a bound of fleet.yaml: the later phases would be as large.
+			return nil, sortProblems(errs, f.File), nil
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	skip := brokenLayers(f, errs)
+	units := layers.FromFleet(f)
+	if len(skip) > 0 {
+		units = slices.DeleteFunc(units, func(u layers.Unit) bool { return skip[u.Layer] })
+	}
+	ld := &Loaded{Fleet: f, Lock: lr.l, LockPath: filepath.Join(f.Dir, lock.FileName), LockBytes: lr.data,
+		allowPlaintext: cfg.AllowPlaintextSecrets, skipLayers: skip, units: units}
+	if lr.err != nil {
+		ld.Lock, ld.LockBytes, ld.lockBad = lock.New(), nil, true
+	}
+	lerr, derr, err := ld.model(ctx, cfg, pending)
 	if err != nil {
-		return err
+		return nil, nil, err
+	}
+	if later(lerr) != nil {
+		return nil, nil, lerr
+	}
+	if ld.Images == nil || later(derr) != nil {
+		return nil, nil, derr
+	}
+	return ld, sortProblems(errs, f.File), nil
+}
+
+// model builds ld's model of what each of ld.units receives, the charts of
+// its HelmReleases rendered from the charts ld.Lock pins (chartRenderer),
+// and finds its images. lerr and derr are the problems of the layer builds
+// and of image discovery (problem.Errors; Model and Images hold what did
+// build); err is a failure that is not the input's (the chart cache, the
+// mirror) or an input error no problem list holds. With pending (mirror's
+// first pass) a chart the lock or the chart cache lacks is left out rather
+// than a problem.
+func (ld *Loaded) model(ctx context.Context, cfg Config, pending bool) (lerr, derr, err error) {
+	f := ld.Fleet
+	r := newChartRenderer(f, ld.Lock, cfg)
+	r.pending = pending
+	if cfg.FetchCharts != "" {
+		if !strings.EqualFold(cfg.FetchCharts, f.Spec.Registry.Host) {
+			return nil, nil, problem.Invalid(fmt.Errorf("--fetch-charts %s: spec.registry.host is %s: charts are fetched only from the mirror the job names, not from one fleet.yaml names (a pull request may change it)",
+				inert.Quote(cfg.FetchCharts), inert.Quote(f.Spec.Registry.Host)))
+		}
+		if r.remote, err = mirror.Remote(ctx, f.Spec.Registry, registryCredentials(cfg)); err != nil {
+			return nil, nil, err
+		}
+	}
+	m, lerr := layers.LoadUnits(f, ld.units, layers.Options{Charts: r.render})
+	if m == nil {
+		return nil, nil, lerr
 	}
 	if r.fatal != nil {
-		return r.fatal
+		return nil, nil, r.fatal
 	}
-	found, err := images.Discover(ld.Fleet, m)
-	if err != nil {
-		return err
-	}
+	found, derr := images.Discover(f, m)
 	ld.Model, ld.Images, ld.charts = m, found, r
 	ld.inputDone, ld.filesDone, ld.patchesDone = false, false, false
-	return nil
+	return lerr, derr, nil
+}
+
+// remodel builds ld's model again (mirror, once it brought the charts): a
+// problem is an error.
+func (ld *Loaded) remodel(ctx context.Context, cfg Config) error {
+	lerr, derr, err := ld.model(ctx, cfg, false)
+	if err == nil {
+		err = lerr
+	}
+	if err == nil {
+		err = derr
+	}
+	return err
+}
+
+// brokenLayers names the layers whose path fleet.yaml's own rules found
+// wrong (errs): loadAll builds none of their units, as no later step would
+// (a label one cluster lacks is not the path's fault: that cluster's unit
+// keeps its ${label} and is not built, the others are).
+func brokenLayers(f *schema.Fleet, errs problem.Errors) map[string]bool {
+	skip := map[string]bool{}
+	for i, l := range f.Spec.Layers {
+		p := fmt.Sprintf("spec.layers[%d].path", i)
+		for _, e := range errs {
+			if e.File == f.File && e.ErrorCode() != problem.CodeMissingLabel && (e.Path == p || strings.HasPrefix(e.Path, p+".")) {
+				skip[l.Name] = true
+			}
+		}
+	}
+	return skip
+}
+
+// afterSchema returns the problems of es that are not about a field
+// fleet.yaml's own rules (in before) already found wrong: none at or below
+// such a field's path in fleet.yaml (a key file that cannot be read is not
+// also a policy that does not compile). A label one cluster lacks is not
+// the field's fault, and hides nothing.
+func afterSchema(es, before problem.Errors, f *schema.Fleet) problem.Errors {
+	var out problem.Errors
+next:
+	for _, e := range es {
+		if f != nil && e.File == f.File && e.Path != "" {
+			for _, b := range before {
+				if b.File == e.File && b.Path != "" && b.ErrorCode() != problem.CodeMissingLabel &&
+					(e.Path == b.Path || strings.HasPrefix(e.Path, b.Path+".") || strings.HasPrefix(e.Path, b.Path+"[")) {
+					continue next
+				}
+			}
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// sortProblems puts errs in the order validate prints them: fleet.yaml's
+// (file) in document order first, then the other files' (the lock, layer
+// files) by file, line and column; problems without a file first. nil when
+// there are none.
+func sortProblems(errs problem.Errors, file string) problem.Errors {
+	if len(errs) == 0 {
+		return nil
+	}
+	rank := func(e *problem.FieldError) int {
+		switch e.File {
+		case "":
+			return 0
+		case file:
+			return 1
+		}
+		return 2
+	}
+	sort.SliceStable(errs, func(i, j int) bool {
+		a, b := errs[i], errs[j]
+		if ra, rb := rank(a), rank(b); ra != rb {
+			return ra < rb
+		}
+		if a.File != b.File {
+			return a.File < b.File
+		}
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		return a.Column < b.Column
+	})
+	return errs
 }
 
 // rules chooses which input checks a command needs.
@@ -177,16 +332,19 @@ func (ld *Loaded) check(r rules) error {
 		}
 		errs = append(errs, found...)
 	}
-	if r >= allRules {
+	if r >= allRules && !ld.lockBad {
 		errs = append(errs, ld.lockErrors()...)
 		errs = append(errs, generate.ImageClashes(ld.Fleet, ld.Lock, ld.Images.LayerImages)...)
 		_, perrs := ld.chartPatches()
 		errs = append(errs, perrs...)
 	}
-	if r == verifyRules {
+	if r == verifyRules && !ld.lockBad {
 		errs = append(errs, ld.verifyLock()...)
 	}
-	return schema.Sorted(errs)
+	if errs = sortProblems(errs, ld.Fleet.File); errs != nil {
+		return errs
+	}
+	return nil
 }
 
 // layerFileProblems scans every file publish would copy from the layer
@@ -196,7 +354,13 @@ func (ld *Loaded) check(r rules) error {
 // already reports for the same file and object is left out.
 func (ld *Loaded) layerFileProblems() (problem.Errors, error) {
 	if !ld.filesDone {
-		files, err := publish.LayerFiles(ld.Fleet, "", nil)
+		f := ld.Fleet
+		if len(ld.skipLayers) > 0 {
+			c := *f
+			c.Spec.Layers = slices.DeleteFunc(slices.Clone(f.Spec.Layers), func(l schema.Layer) bool { return ld.skipLayers[l.Name] })
+			f = &c
+		}
+		files, err := publish.LayerFiles(f, "", nil)
 		if err != nil {
 			return nil, err
 		}
@@ -300,38 +464,25 @@ func others(all []string, not string) []string {
 }
 
 // lockErrors reports images the lock lacks and lock targets that are not
-// where spec.registry says (a lock made for another registry). Neither names
-// the image nor the target: they come from a layer or the lock, which a pull
-// request may fill with anything; the field, who uses the image and the
-// file:line do (`fleetgen images --why` lists the images).
+// where spec.registry says (a lock made for another registry). Each names
+// the image (quoted inert: a layer, which a pull request may fill, spells
+// it) and who uses it; an image a layer's object asks for is located where
+// that object's file spells it (file:line:col and the field in the object,
+// imageAt), one that spec.images lists at its entry in fleet.yaml.
 func (ld *Loaded) lockErrors() problem.Errors {
 	f := ld.Fleet
 	targets := ld.targets()
 	var errs problem.Errors
-	type where struct{ field, who string }
-	missing := map[where]int{}
-	var order []where
 	var stale []images.Use
 	for _, u := range ld.Images.Images {
 		img, ok := ld.Lock.Image(u.Ref)
 		if !ok {
-			w := where{u.Fields[0], whoUses(u)}
-			if missing[w] == 0 {
-				order = append(order, w)
-			}
-			missing[w]++
+			errs = append(errs, ld.imageProblem(u, fmt.Sprintf("is not in %s: run `fleetgen mirror`", lock.FileName)))
 			continue
 		}
 		if t, ok := targets[u.Ref]; ok && t != img.Target {
 			stale = append(stale, u)
 		}
-	}
-	for _, w := range order {
-		what := "an image that is"
-		if n := missing[w]; n > 1 {
-			what = fmt.Sprintf("%d images that are", n)
-		}
-		errs = append(errs, f.At(problem.Other(w.field, "%s uses %s not in %s: run `fleetgen mirror`", w.who, what, lock.FileName)))
 	}
 	if len(stale) > 0 {
 		r := f.Spec.Registry
@@ -339,10 +490,30 @@ func (ld *Loaded) lockErrors() problem.Errors {
 		if r.Prefix != "" {
 			at += "/" + r.Prefix
 		}
-		errs = append(errs, f.At(problem.Other("spec.registry", "%s was made for another registry: %d image(s) are locked at targets off %s (layout %s), e.g. the one %s uses: run `fleetgen mirror`",
-			lock.FileName, len(stale), at, r.Layout, whoUses(stale[0]))))
+		errs = append(errs, f.At(problem.Other("spec.registry", "%s was made for another registry: %d image(s) are locked at targets off %s (layout %s), e.g. image %s, which %s uses: run `fleetgen mirror`",
+			lock.FileName, len(stale), at, r.Layout, inert.Quote(stale[0].Ref), whoUses(stale[0]))))
 	}
 	return errs
+}
+
+// imageProblem is a problem about image u, "… image <ref> <what>": at the
+// first layer file that asks for it (its line and column when imageAt finds
+// them, and the field in the object), or at its first field in fleet.yaml
+// when spec.images lists it or no file is known. The reference is quoted
+// inert: a layer, which a pull request may fill, spells it.
+func (ld *Loaded) imageProblem(u images.Use, what string) *problem.FieldError {
+	f := ld.Fleet
+	ref := inert.Quote(u.Ref)
+	if fromFleet(u) || len(u.Sources) == 0 || u.Sources[0].File == "" {
+		if len(u.Why) == 1 && u.Why[0] == u.Fields[0] {
+			return f.At(problem.Other(u.Fields[0], "image %s %s", ref, what))
+		}
+		return f.At(problem.Other(u.Fields[0], "image %s, which %s uses, %s", ref, whoUses(u), what))
+	}
+	src := u.Sources[0]
+	line, col := imageAt(f.Dir, src)
+	return problem.Other(src.Field, "%s: %s uses image %s, which %s", whoUses(u), src.Object, ref, what).
+		At(filepath.Join(f.Dir, filepath.FromSlash(src.File)), line, col)
 }
 
 // whoUses names who asks for an image: "layer web (web/prod)",

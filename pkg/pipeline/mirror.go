@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"context"
-
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,13 +10,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
-
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/mirror"
 	"fleetgen.dev/fleetgen/pkg/problem"
+	"fleetgen.dev/fleetgen/pkg/schema"
 	"fleetgen.dev/fleetgen/pkg/verify"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
 // Image is one image the fleet needs (`fleetgen images`; -o json prints
@@ -82,6 +81,11 @@ type MirrorOptions struct {
 	// draws it): one MirrorUpdate at the start, one per mirror.Event, one at
 	// the end.
 	OnProgress func(MirrorUpdate)
+	// To writes the locked images into an OCI image layout,
+	// "oci-layout:PATH" (a folder, or a tar when PATH ends in .tar), instead
+	// of copying them to spec.registry; From pushes them from one into
+	// spec.registry. Neither writes the lock (airgap.go).
+	To, From string
 }
 
 // MirrorResult is what a mirror did, or with DryRun would do.
@@ -90,6 +94,10 @@ type MirrorResult struct {
 	Plan []mirror.Pair
 	// Stats counts what the copy did; zero with DryRun.
 	Stats mirror.Stats
+	// Verdicts are, with DryRun, the signature checks at the source of the
+	// images spec.verify covers (as `fleetgen verify`): a refused one makes
+	// the dry run fail with a *VerifyError, as the mirror would.
+	Verdicts []Verdict
 }
 
 // Mirror plans and copies every image, then writes fleet.lock.yaml atomically,
@@ -104,7 +112,7 @@ type MirrorResult struct {
 // It runs every input check but the lock's (Validate), the lock being what it
 // brings up to date.
 func Mirror(ctx context.Context, cfg Config, o MirrorOptions) (*MirrorResult, error) {
-	ld, err := load2(ctx, cfg, true)
+	ld, err := loadPending(ctx, cfg, true)
 	if err != nil {
 		return nil, err
 	}
@@ -122,37 +130,46 @@ func registryCredentials(cfg Config) mirror.Option {
 	return mirror.WithTargetCredentials(user, pass)
 }
 
+// sourceMirrors is spec.sourceMirrors as mirror takes it.
+func sourceMirrors(f *schema.Fleet) mirror.Option {
+	ms := make([]mirror.SourceMirror, len(f.Spec.SourceMirrors))
+	for i, m := range f.Spec.SourceMirrors {
+		ms[i] = mirror.SourceMirror{Host: m.Host, Mirror: m.Mirror, Insecure: m.Insecure}
+	}
+	return mirror.WithSourceMirrors(ms)
+}
+
 // mirrorLoaded mirrors ld's charts and images and, unless o.DryRun, writes
 // the lock and makes it ld's.
 func mirrorLoaded(ctx context.Context, cfg Config, ld *Loaded, o MirrorOptions) (*MirrorResult, error) {
+	if o.To != "" || o.From != "" {
+		return airGap(ctx, cfg, ld, o)
+	}
 	f := ld.Fleet
 	log := cfg.logger()
-	opts := []mirror.Option{
-		mirror.WithLogger(log),
-		mirror.WithJobs(o.Jobs),
-		mirror.WithInsecure(f.Spec.Registry.Insecure),
-		registryCredentials(cfg),
-		mirror.WithReferrers(!o.NoReferrers),
-	}
-	if ps, err := ld.Policies(); err != nil {
-		return nil, err
-	} else if len(ps) > 0 {
-		if o.NoReferrers {
-			return nil, problem.Invalid(errors.New("mirror: --no-referrers would leave behind the signatures spec.verify needs at the mirror: drop the flag, or spec.verify"))
+	runOpts := func() ([]mirror.Option, error) {
+		opts := []mirror.Option{
+			mirror.WithLogger(log),
+			mirror.WithJobs(o.Jobs),
+			mirror.WithInsecure(f.Spec.Registry.Insecure),
+			registryCredentials(cfg),
+			mirror.WithReferrers(!o.NoReferrers),
 		}
-		opts = append(opts, mirror.WithVerify(ps))
-	}
-	if len(f.Spec.SourceMirrors) > 0 {
-		ms := make([]mirror.SourceMirror, len(f.Spec.SourceMirrors))
-		for i, m := range f.Spec.SourceMirrors {
-			ms[i] = mirror.SourceMirror{Host: m.Host, Mirror: m.Mirror, Insecure: m.Insecure}
+		if ps, err := ld.Policies(); err != nil {
+			return nil, err
+		} else if len(ps) > 0 {
+			if o.NoReferrers {
+				return nil, problem.Invalid(errors.New("mirror: --no-referrers would leave behind the signatures spec.verify needs at the mirror: drop the flag, or spec.verify"))
+			}
+			opts = append(opts, mirror.WithVerify(ps))
 		}
-		opts = append(opts, mirror.WithSourceMirrors(ms))
+		return append(opts, sourceMirrors(f)), nil
 	}
 	// The charts first: their images are known once they render.
 	old := ld.Lock
-	chartLock, err := ld.mirrorCharts(ctx, cfg, o, opts)
+	chartLock, err := ld.mirrorCharts(ctx, cfg, o, runOpts)
 	if err != nil {
+		ld.Lock = old
 		return nil, err
 	}
 	pairs, err := mirror.Plan(f.Spec.Registry, ld.Images.Refs())
@@ -161,7 +178,24 @@ func mirrorLoaded(ctx context.Context, cfg Config, ld *Loaded, o MirrorOptions) 
 	}
 	if o.DryRun {
 		ld.Lock = old
-		return &MirrorResult{Plan: pairs}, nil
+		res := &MirrorResult{Plan: pairs}
+		ps, err := ld.Policies()
+		if err != nil || len(ps) == 0 {
+			return res, err
+		}
+		res.Verdicts, err = mirror.VerifySource(ctx, pairs, ps, mirror.WithLogger(log), mirror.WithJobs(o.Jobs), registryCredentials(cfg), sourceMirrors(f))
+		if err != nil {
+			return nil, err
+		}
+		if n := mirror.Refused(res.Verdicts); n > 0 {
+			return res, &VerifyError{Refused: n, Total: len(res.Verdicts), At: AtSource}
+		}
+		return res, nil
+	}
+
+	opts, err := runOpts()
+	if err != nil {
+		return nil, err
 	}
 	if o.OnProgress != nil {
 		o.OnProgress(MirrorUpdate{Start: true, Total: len(pairs), Registry: f.Spec.Registry.Host})
@@ -183,7 +217,7 @@ func mirrorLoaded(ctx context.Context, cfg Config, ld *Loaded, o MirrorOptions) 
 	l.SetImages(entries)
 	l.SetCharts(chartLock.Charts)
 	if cfg.Locked {
-		if err := lockedImages(ld.Lock, l); err != nil {
+		if err := lockedImages(old, l); err != nil {
 			return nil, err
 		}
 	}
@@ -296,7 +330,7 @@ func MirrorBytes(n int64) string {
 // rendered with: ld's, its charts and OCI charts as this run found them;
 // ld.Lock is that lock until the caller sets the one it writes. Nothing is
 // done when no HelmRelease names a chart.
-func (ld *Loaded) mirrorCharts(ctx context.Context, cfg Config, o MirrorOptions, opts []mirror.Option) (*lock.Lock, error) {
+func (ld *Loaded) mirrorCharts(ctx context.Context, cfg Config, o MirrorOptions, runOpts func() ([]mirror.Option, error)) (*lock.Lock, error) {
 	if len(ld.charts.sources) == 0 {
 		return &lock.Lock{}, nil
 	}
@@ -310,7 +344,11 @@ func (ld *Loaded) mirrorCharts(ctx context.Context, cfg Config, o MirrorOptions,
 			entries, err = resolveCharts(ctx, cfg, ld, refs)
 		} else {
 			var pairs []mirror.Pair
+			var opts []mirror.Option
 			if pairs, err = mirror.Plan(ld.Fleet.Spec.Registry, refs); err == nil {
+				opts, err = runOpts()
+			}
+			if err == nil {
 				entries, _, err = mirror.Run(ctx, pairs, opts...)
 				if err != nil {
 					err = mirrorFailures(err, len(pairs))
@@ -334,7 +372,7 @@ func (ld *Loaded) mirrorCharts(ctx context.Context, cfg Config, o MirrorOptions,
 	}
 	tmp.SetImages(imgs)
 	ld.Lock = tmp
-	if err := ld.model(ctx, cfg, false); err != nil {
+	if err := ld.remodel(ctx, cfg); err != nil {
 		return nil, err
 	}
 	if err := ld.check(inputRules); err != nil {

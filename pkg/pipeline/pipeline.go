@@ -64,3 +64,11 @@ func (c Config) lookupEnv(k string) (string, bool) {
 
 // Schema returns fleet.yaml's JSON Schema (`fleetgen schema`).
 func Schema() ([]byte, error) { return schema.JSONSchema() }
+
+// Field is what `fleetgen explain` says about one field of fleet.yaml.
+type Field = schema.Field
+
+// Explain describes the field of fleet.yaml at path (`fleetgen explain`),
+// from the schema Schema returns; an unknown field is an input error that
+// suggests the closest one.
+func Explain(path string) (*Field, error) { return schema.Explain(path) }

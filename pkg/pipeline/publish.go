@@ -103,6 +103,7 @@ func publishLoaded(ctx context.Context, cfg Config, ld *Loaded, o PublishOptions
 	if err != nil {
 		return nil, err
 	}
+	log.Info("checked", "dir", o.OutDir, "files", len(r.files), "drift", diff != "")
 	if diff != "" {
 		return nil, fmt.Errorf("publish: nothing pushed: %s differs from a fresh render (hand edits, or run `fleetgen render -o %s`):\n%s",
 			o.OutDir, o.OutDir, truncateLines(diff, 40))

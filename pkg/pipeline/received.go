@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -34,8 +35,10 @@ type pinned struct{ name, ref string }
 //
 // It also returns the tags the old images were pinned from, by mirror
 // reference pinned by digest (review.Options.Tags), read from what DIR's
-// layers wrote: the lock no longer holds an image a change replaced.
-func receivedChanges(cfg RenderOptions, ld *Loaded, had map[string][]byte) (map[string][]review.Object, map[string]string, error) {
+// layers wrote: the lock no longer holds an image a change replaced; and
+// DIR's model with its units (nil when DIR holds no layer folder), which
+// the ApplicationSet preview of the old tree reads.
+func receivedChanges(cfg RenderOptions, ld *Loaded, had map[string][]byte) (map[string][]review.Object, map[string]string, *oldModel, error) {
 	f := ld.Fleet
 	src := schema.CleanPath(f.Spec.Source.Path)
 	var units []layers.Unit
@@ -67,17 +70,17 @@ func receivedChanges(cfg RenderOptions, ld *Loaded, had map[string][]byte) (map[
 		return units[i].Layer < units[j].Layer
 	})
 	if !holdsAny(cfg.OutDir, units) {
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
 	opts := layers.DefaultOptions()
 	opts.Charts = ld.charts.previous().render
 	old, err := layers.New(cfg.OutDir, units, opts)
 	var lim *layers.LimitError
 	if errors.As(err, &lim) {
-		return nil, nil, problem.Invalid(errors.New("diff: the layer folders of " + cfg.OutDir + ": " + lim.Error()))
+		return nil, nil, nil, problem.Invalid(errors.New("diff: the layer folders of " + cfg.OutDir + ": " + lim.Error()))
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	tags := map[string]string{}
 	seenSet := map[*layers.Set]map[string]string{}
@@ -114,10 +117,7 @@ func receivedChanges(cfg RenderOptions, ld *Loaded, had map[string][]byte) (map[
 		}
 		seen[k] = true
 		was, is := old.Closure(cluster, layer), ld.Model.Closure(cluster, layer)
-		key := fmt.Sprintf("%p|%p", was, is)
-		if len(was) > 0 && len(is) > 0 {
-			key = fmt.Sprint(was, "|", is) // the sets' addresses: closures are rebuilt per unit
-		}
+		key := fmt.Sprint(was, "|", is) // the sets' addresses
 		changes, ok := memo[key]
 		if !ok {
 			changes = compareSets(was, is)
@@ -134,7 +134,13 @@ func receivedChanges(cfg RenderOptions, ld *Loaded, had map[string][]byte) (map[
 	for _, u := range layers.FromFleet(f) {
 		compare(u.Cluster, u.Layer)
 	}
-	return out, tags, nil
+	return out, tags, &oldModel{model: old, units: units}, nil
+}
+
+// oldModel is DIR's model of what each cluster received, and its units.
+type oldModel struct {
+	model *layers.Model
+	units []layers.Unit
 }
 
 // splitTag splits an image reference as written into its name and tag ("" when
@@ -164,9 +170,13 @@ func holdsAny(dir string, units []layers.Unit) bool {
 
 // compareSets returns the objects added, removed or changed from what old
 // to what new receive (a layer's closure: its own set and its charts';
-// sets Flux fails receive nothing), by kind, namespace and name; Layer is
-// left for the caller.
+// sets Flux fails receive nothing), by kind, namespace and name, a changed
+// one with the fields that moved (review.FieldChanges); Layer is left for
+// the caller.
 func compareSets(old, new []*layers.Set) []review.Object {
+	if slices.Equal(old, new) {
+		return nil
+	}
 	was, is := objectsOf(old), objectsOf(new)
 	var out []review.Object
 	for k, n := range is {
@@ -175,7 +185,9 @@ func compareSets(old, new []*layers.Set) []review.Object {
 		case !ok:
 			out = append(out, objectChange(n, review.Added))
 		case o != n && o.Digest() != n.Digest():
-			out = append(out, objectChange(n, review.Update))
+			c := objectChange(n, review.Update)
+			c.Changes, c.MoreChanges = review.FieldChanges(n.Kind, o.Map, n.Map)
+			out = append(out, c)
 		}
 	}
 	for k, o := range was {
@@ -183,19 +195,7 @@ func compareSets(old, new []*layers.Set) []review.Object {
 			out = append(out, objectChange(o, review.Removed))
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if a.Kind != b.Kind {
-			return a.Kind < b.Kind
-		}
-		if a.Namespace != b.Namespace {
-			return a.Namespace < b.Namespace
-		}
-		if a.Name != b.Name {
-			return a.Name < b.Name
-		}
-		return a.APIVersion < b.APIVersion
-	})
+	review.SortObjects(out)
 	return out
 }
 

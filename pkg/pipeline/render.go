@@ -28,31 +28,95 @@ const DefaultFile = "fleet.yaml"
 // Validate loads fleet.yaml, its lock and its layers, and runs every check a
 // later step would apply to them (schema.Validate, then Loaded.check); it
 // writes nothing. Nothing that passes Validate fails later for a reason found
-// in the input. The problems are the error (problem.Errors); a valid fleet
-// returns its warnings: what validate accepts but is likely a mistake
-// (schema.Warnings), which never fail a command.
+// in the input.
+//
+// It finds every problem of every phase in one run (SPEC §1): a problem in
+// one part (a misspelled field, a missing file, a broken lock) never hides
+// the problems of another (a layer that does not build, an image the lock
+// lacks, a target that selects nothing); what cannot be checked because of
+// an earlier problem is skipped for that part only. It returns the warnings
+// (schema.Warnings: what validate accepts but is likely a mistake, which
+// never fails a command) beside the problems, which are the error
+// (problem.Errors); warnings are nil only when fleet.yaml holds no Fleet.
 func Validate(ctx context.Context, cfg Config) (problem.Errors, error) {
-	ld, err := Load(ctx, cfg)
-	if err != nil {
-		return nil, err
+	ld, ws, err := validateAll(ctx, cfg)
+	if ld != nil && err == nil {
+		logValid(cfg, ld)
 	}
-	return validate(cfg, ld, verifyRules)
+	return ws, err
+}
+
+func logValid(cfg Config, ld *Loaded) {
+	f := ld.Fleet
+	cfg.logger().Info("valid", "file", f.File, "clusters", len(f.Spec.Clusters),
+		"layers", len(f.Spec.Layers), "groups", len(f.Spec.Groups), "images", len(ld.Images.Images),
+		"lockedImages", len(ld.Lock.Images))
+}
+
+// validateAll is Validate's work: what loadAll loaded (nil when fleet.yaml
+// holds no Fleet, or a problem stopped it), the warnings, and the problems of
+// every phase as one sorted problem.Errors (or a runtime error).
+func validateAll(ctx context.Context, cfg Config) (*Loaded, problem.Errors, error) {
+	ld, errs, err := loadAll(ctx, cfg, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	if ld == nil {
+		return nil, nil, errs
+	}
+	ws := ld.warnings()
+	if err := ld.check(verifyRules); err != nil {
+		var es problem.Errors
+		switch {
+		case errors.As(err, &es) && err.Error() == es.Error():
+			errs = append(errs, afterSchema(es, errs, ld.Fleet)...)
+		case problem.IsInvalid(err) && len(errs) > 0:
+			// A check that stops at its first input problem (publish's
+			// scan of the layer folders, when one is missing) on a fleet
+			// whose earlier problems explain it.
+		default:
+			return ld, ws, err
+		}
+	}
+	if len(errs) > 0 {
+		return ld, ws, sortProblems(errs, ld.Fleet.File)
+	}
+	return ld, ws, nil
 }
 
 func validate(cfg Config, ld *Loaded, r rules) (problem.Errors, error) {
 	if err := ld.check(r); err != nil {
 		return nil, err
 	}
-	f := ld.Fleet
-	cfg.logger().Info("valid", "file", f.File, "clusters", len(f.Spec.Clusters),
-		"layers", len(f.Spec.Layers), "groups", len(f.Spec.Groups), "images", len(ld.Images.Images),
-		"lockedImages", len(ld.Lock.Images))
-	return append(schema.Warnings(f), ld.Model.Warnings(f)...), nil
+	logValid(cfg, ld)
+	return ld.warnings(), nil
 }
 
-// RenderOptions are the options of Render, Check and Diff: OutDir is the
-// output folder (required), which Render writes and Check and Diff compare with.
-type RenderOptions struct{ OutDir string }
+// RenderOptions are the options of Render, Check, Diff and RenderStream.
+type RenderOptions struct {
+	// OutDir is the output folder (required but for RenderStream), which
+	// Render writes and Check and Diff compare with.
+	OutDir string
+	// Clusters limits what Diff reports and RenderStream writes to these
+	// clusters (`--cluster`: names of spec.clusters or the manager's; the
+	// manager's adds its shared files and changes); nil means all. An
+	// unknown name is an input error.
+	Clusters []string
+}
+
+// only returns the filter of o.Clusters over f (nil: keep everything), as
+// a test on the slash paths of the output tree (layout.ClusterOf), with the
+// set and whether the manager is named.
+func (o RenderOptions) only(f *schema.Fleet) (func(string) bool, map[string]bool, bool, error) {
+	keep, manager, err := f.SelectClusters(o.Clusters)
+	if err != nil || keep == nil {
+		return nil, nil, false, err
+	}
+	return func(p string) bool {
+		c := layout.ClusterOf(p)
+		return keep[c] || (c == "" && manager)
+	}, keep, manager, nil
+}
 
 // Render loads fleet.yaml and its lock, adds client IDs the lock lacks (the only
 // lock change a render makes), finds each layer's images, renders, seals
@@ -114,7 +178,7 @@ func loadFor(ctx context.Context, cfg Config, cmd, dir string) (*Loaded, error) 
 	}
 	// build mirrors before it renders: a chart not mirrored yet is its
 	// mirror step's to bring, not an input error.
-	return load2(ctx, cfg, cmd == "build")
+	return loadPending(ctx, cfg, cmd == "build")
 }
 
 // checkOutDir refuses an output folder that is the fleet's folder or holds
@@ -162,8 +226,12 @@ func Check(ctx context.Context, cfg Config, o RenderOptions) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	_, d, err := checkLoaded(ctx, cfg, ld, o.OutDir)
-	return d, err
+	r, d, err := checkLoaded(ctx, cfg, ld, o.OutDir)
+	if err != nil {
+		return "", err
+	}
+	cfg.logger().Info("checked", "dir", o.OutDir, "files", len(r.files), "drift", d != "")
+	return d, nil
 }
 
 // NewClientIDPlaceholder stands, in Check's diff, for a client ID that a
@@ -172,7 +240,8 @@ const NewClientIDPlaceholder = "(generated by fleetgen render)"
 
 // checkLoaded is Check on loaded input; it also returns the render it
 // compared, which publish pushes, with what dir held (r.had), which diff
-// reviews.
+// reviews. It logs nothing: drift is its caller's to say (diff's counts
+// the objects clusters receive too).
 func checkLoaded(ctx context.Context, cfg Config, ld *Loaded, dir string) (*rendered, string, error) {
 	r, err := render(ctx, cfg, ld, dir, true)
 	if err != nil {
@@ -181,11 +250,38 @@ func checkLoaded(ctx context.Context, cfg Config, ld *Loaded, dir string) (*rend
 	if r.had, err = tree.Read(dir, tree.Options{Lock: &tree.Lock{Path: r.lockPath}, Waiting: cfg.waiting(dir)}); err != nil {
 		return nil, "", err
 	}
-	d, err := tree.Compare(dir, r.had, r.files)
+	d, err := r.fileDiff(dir, nil)
 	if err != nil {
 		return nil, "", err
 	}
-	if r.lockChanged {
+	return r, d, nil
+}
+
+// fileDiff is the unified diff from what dir held (r.had) to r's files: the
+// lock's change first, then a note per sealed Secret that did not decrypt
+// to the render. With keep (`--cluster`), only the paths keep accepts, and
+// no lock change.
+func (r *rendered) fileDiff(dir string, keep func(string) bool) (string, error) {
+	had, files := r.had, r.files
+	if keep != nil {
+		had = map[string][]byte{}
+		for p, b := range r.had {
+			if keep(p) {
+				had[p] = b
+			}
+		}
+		files = nil
+		for _, f := range r.files {
+			if keep(f.Path) {
+				files = append(files, f)
+			}
+		}
+	}
+	d, err := tree.Compare(dir, had, files)
+	if err != nil {
+		return "", err
+	}
+	if r.lockChanged && keep == nil {
 		name := filepath.ToSlash(r.lockPath)
 		old, oldName := r.lockBytes, "a/"+name
 		if old == nil {
@@ -193,15 +289,13 @@ func checkLoaded(ctx context.Context, cfg Config, ld *Loaded, dir string) (*rend
 		}
 		d = string(diff.Diff(oldName, old, "b/"+name, r.lock.Marshal())) + d
 	}
-	if len(r.forged) > 0 {
-		var note strings.Builder
-		for _, p := range r.forged {
+	var note strings.Builder
+	for _, p := range r.forged {
+		if keep == nil || keep(p) {
 			fmt.Fprintf(&note, "# %s: the sealed Secret does not decrypt to what fleet.yaml renders (checked with the age key file)\n", p)
 		}
-		d = note.String() + d
 	}
-	cfg.logger().Info("checked", "dir", dir, "files", len(r.files), "drift", d != "")
-	return r, d, nil
+	return note.String() + d, nil
 }
 
 // BuildOptions are Build's: the options of its mirror and publish steps.
@@ -366,12 +460,14 @@ func render(ctx context.Context, cfg Config, ld *Loaded, dir string, placeholder
 	return r, nil
 }
 
-func load(cfg Config) (*schema.Fleet, error) {
+// load reads fleet.yaml as schema.LoadPartial does: the Fleet (nil when
+// there is none) with every problem of fleet.yaml itself.
+func load(cfg Config) (*schema.Fleet, problem.Errors, error) {
 	file := cfg.file()
 	if _, err := os.Stat(file); errors.Is(err, fs.ErrNotExist) {
-		return nil, problem.Invalid(fmt.Errorf("%s: no such file (use -f to name fleet.yaml)", file))
+		return nil, nil, problem.Invalid(fmt.Errorf("%s: no such file (use -f to name fleet.yaml)", file))
 	}
-	return schema.Load(file, schema.LoadOptions{LookupEnv: cfg.LookupEnv, EnvPrefix: cfg.KubeconfigEnvPrefix})
+	return schema.LoadPartial(file, schema.LoadOptions{LookupEnv: cfg.LookupEnv, EnvPrefix: cfg.KubeconfigEnvPrefix})
 }
 
 // loadLock reads fleet.lock.yaml beside fleet.yaml (in dir) and returns it

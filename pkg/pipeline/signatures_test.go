@@ -192,7 +192,7 @@ func TestValidateVerifyPolicies(t *testing.T) {
 		t.Fatalf("err = %v, want input errors", err)
 	}
 	for _, want := range []string{
-		`fleet.yaml:18:29: spec.verify[0].cosign.trustedRoot.file: "keys/root.json": not a trusted_root.json`,
+		`fleet.yaml:18:29: spec.verify[0].cosign.trustedRoot.file: "keys/root.json" does not parse as a trusted root`,
 		`fleet.yaml:15:16: spec.verify[0].images[0]: "ghcr.io/contoso/typo/**" matches no image of the fleet`,
 	} {
 		if !strings.Contains(err.Error(), want) {
@@ -253,4 +253,67 @@ func TestDiffShowsPolicyChange(t *testing.T) {
 		!strings.Contains(ch.From, " signature sha256:") || !strings.HasSuffix(ch.To, "(not verified yet: run `fleetgen mirror`)") || ch.From == ch.To {
 		t.Errorf("change %+v", ch)
 	}
+}
+
+// TestVerifyInPlace: `fleetgen verify` checks, copying nothing, what mirror
+// checks at the source (a signed image verifies, an unsigned one is refused
+// with the policy and the reason) and, after a mirror, what publish checks
+// at the mirror (the locked signature there; refused once it is deleted).
+// mirror --dry-run reports the same verdicts at the source and fails as the
+// mirror would, leaving the lock and the mirror as they were.
+func TestVerifyInPlace(t *testing.T) {
+	ctx := context.Background()
+	key := testenv.NewKey(t)
+	cfg, src, dst := signedSetup(t, key, "%SRC%/contoso/app:1.0", "%SRC%/contoso/tool:1.0")
+	lockPath := filepath.Join(filepath.Dir(cfg.File), lock.FileName)
+
+	vs, err := pipeline.Verify(ctx, cfg, pipeline.VerifyOptions{})
+	var fe *pipeline.VerifyError
+	if !errors.As(err, &fe) || fe.Refused != 1 || fe.Total != 2 || problem.IsInvalid(err) {
+		t.Fatalf("verify at the source: %v, want 1 of 2 refused (exit 1)", err)
+	}
+	if len(vs) != 2 || vs[0].Image != src+"/contoso/app:1.0" || vs[0].Reason != "" || vs[0].Signature == "" ||
+		vs[1].Image != src+"/contoso/tool:1.0" || vs[1].Reason != string(verify.NoSignature) || vs[1].Policy != "spec.verify[0]" {
+		t.Fatalf("verdicts %+v", vs)
+	}
+	res, err := pipeline.Mirror(ctx, cfg, pipeline.MirrorOptions{DryRun: true})
+	if !errors.As(err, &fe) || res == nil || len(res.Plan) != 2 || len(res.Verdicts) != 2 || res.Verdicts[1].Reason == "" {
+		t.Fatalf("mirror --dry-run: %+v, %v; want the plan and the refusal", res, err)
+	}
+	if _, err := os.Stat(lockPath); !os.IsNotExist(err) {
+		t.Errorf("the dry run wrote the lock: %v", err)
+	}
+	if tags, err := remote.List(mustRepo(t, dst+"/contoso/app")); err == nil && len(tags) > 0 {
+		t.Errorf("the dry run copied: %v", tags)
+	}
+
+	// The unsigned image leaves the fleet; mirror; verify at the mirror.
+	testenv.ReplaceIn(t, cfg.File, "    - "+src+"/contoso/tool:1.0\n", "")
+	if _, err := pipeline.Mirror(ctx, cfg, pipeline.MirrorOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	vs, err = pipeline.Verify(ctx, cfg, pipeline.VerifyOptions{At: pipeline.AtMirror})
+	if err != nil || len(vs) != 1 || vs[0].Reason != "" || !strings.HasPrefix(vs[0].At, dst+"/contoso/app@sha256:") {
+		t.Fatalf("verify at the mirror: %+v, %v", vs, err)
+	}
+	sig, _ := name.NewDigest(dst + "/contoso/app@" + vs[0].Signature)
+	if err := remote.Delete(sig); err != nil {
+		t.Fatal(err)
+	}
+	vs, err = pipeline.Verify(ctx, cfg, pipeline.VerifyOptions{At: pipeline.AtMirror})
+	if !errors.As(err, &fe) || len(vs) != 1 || vs[0].Reason != string(verify.NoSignature) {
+		t.Fatalf("verify at the mirror without the signature: %+v, %v", vs, err)
+	}
+	if _, err := pipeline.Verify(ctx, cfg, pipeline.VerifyOptions{At: "elsewhere"}); !problem.IsInvalid(err) {
+		t.Errorf("--at elsewhere: %v, want a usage error", err)
+	}
+}
+
+func mustRepo(t *testing.T, s string) name.Repository {
+	t.Helper()
+	r, err := name.NewRepository(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

@@ -26,8 +26,17 @@ import (
 // whole in memory (the render itself is). It writes nothing to disk, so it
 // refuses, as cfg.Locked does, a render that would add a client ID to the
 // lock: run `fleetgen render -o DIR` to mint it.
-func RenderStream(ctx context.Context, cfg Config, w io.Writer) error {
+//
+// With o.Clusters it writes only the files about those clusters
+// (layout.ClusterOf: their Flux entry folder, agent values and registration
+// objects on the manager; the manager's name adds its shared files), as
+// `helm template` shows one release. o.OutDir is not read.
+func RenderStream(ctx context.Context, cfg Config, o RenderOptions, w io.Writer) error {
 	ld, err := Load(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	keep, _, _, err := o.only(ld.Fleet)
 	if err != nil {
 		return err
 	}
@@ -37,6 +46,9 @@ func RenderStream(ctx context.Context, cfg Config, w io.Writer) error {
 		return err
 	}
 	files := r.files
+	if keep != nil {
+		files = slices.DeleteFunc(slices.Clone(files), func(f layout.File) bool { return !keep(f.Path) })
+	}
 	if !slices.IsSortedFunc(files, byPath) {
 		files = slices.SortedFunc(slices.Values(files), byPath)
 	}

@@ -2,25 +2,79 @@ package pipeline
 
 import (
 	"context"
+	"slices"
+	"strings"
 
 	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
-// Reach is what Targets returns (schema.Reach): what reaches each cluster.
-type Reach = schema.Reach
+// Reach is what Targets returns: what reaches each cluster (schema.Reach:
+// its layers, deliveries and managers) and, for the cluster that runs Argo
+// CD, every ApplicationSet it receives with the Applications it would
+// create, which each cluster's entry lists too.
+type Reach struct {
+	*schema.Reach
+	ApplicationSets []ApplicationSetPreview `json:"applicationSets"`
+}
+
+// TargetsOptions are Targets'.
+type TargetsOptions struct {
+	// Clusters limits the clusters listed to these (`--cluster`: names of
+	// spec.clusters or the manager's); nil means all. The targets and layer
+	// selectors that select nothing are listed whatever it holds.
+	Clusters []string
+}
 
 // Targets loads fleet.yaml and returns what reaches each of its clusters:
-// the layers selected for it and the deliveries whose targets select it
-// (Fleet's matching, package fleetmatch), and every delivery target that
-// reaches no cluster (`fleetgen targets`, SPEC §2). It reads neither the
-// lock nor the layer folders, and writes nothing.
-func Targets(ctx context.Context, cfg Config) (*Reach, error) {
-	f, err := load(cfg)
-	if err != nil {
+// the layers selected for it, the deliveries whose targets select it
+// (Fleet's matching, package fleetmatch) and the managers that register it;
+// every delivery target, layer selector and manager selector that reaches
+// no cluster, with the label values that exist (`fleetgen targets`, SPEC
+// §2); and, when a cluster of the fleet runs Argo CD (spec.argocd.cluster),
+// every ApplicationSet it receives with the Applications it would create,
+// which each cluster's entry lists too. It writes nothing.
+//
+// It explains a fleet that validate refuses too: whenever fleet.yaml holds a
+// Fleet it returns its Reach, with validate's problems as the error (what
+// Validate would return), so that a target that selects nothing is
+// explained before the command exits 2. Names in the Reach then are
+// fleet.yaml's, unchecked: print them inert.
+func Targets(ctx context.Context, cfg Config, o TargetsOptions) (*Reach, error) {
+	ld, _, err := validateAll(ctx, cfg)
+	if ld == nil {
 		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
+	f := ld.Fleet
+	keep, _, serr := f.SelectClusters(o.Clusters)
+	if serr != nil {
+		return nil, serr
 	}
-	return f.Reach(), nil
+	out := &Reach{Reach: f.Reach(), ApplicationSets: []ApplicationSetPreview{}}
+	if f.Spec.ArgoCD != nil {
+		if regs, rerr := registrationFiles(f); rerr == nil {
+			v := argoCDSees(f, ld.Model, regs)
+			out.ApplicationSets = v.preview()
+			apps := v.byDestination(out.ApplicationSets)
+			for i := range out.Clusters {
+				c := &out.Clusters[i]
+				c.Applications = append(c.Applications, apps[c.Name]...)
+				slices.SortStableFunc(c.Applications, func(a, b schema.ApplicationReach) int {
+					if d := strings.Compare(a.ApplicationSet, b.ApplicationSet); d != 0 {
+						return d
+					}
+					return strings.Compare(a.Name, b.Name)
+				})
+			}
+		}
+	}
+	if keep != nil {
+		cs := []schema.ClusterReach{}
+		for _, c := range out.Clusters {
+			if keep[c.Name] {
+				cs = append(cs, c)
+			}
+		}
+		out.Clusters = cs
+	}
+	return out, err
 }

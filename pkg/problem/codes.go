@@ -37,9 +37,12 @@ const (
 	CodeOther         = "invalid"           // any other rule
 
 	// Warnings (Warnings): valid input that is likely a mistake.
-	CodeEmptyGroup      = "empty-group"      // a ClusterGroup that holds no Fleet cluster
-	CodeUnmatchedTarget = "unmatched-target" // a delivery target that reaches no cluster
-	CodeEmptySelection  = "empty-selection"  // spec.argocd selects no cluster
+	CodeEmptyGroup      = "empty-group"        // a ClusterGroup that holds no Fleet cluster
+	CodeUnmatchedTarget = "unmatched-target"   // a delivery target that reaches no cluster
+	CodeEmptySelection  = "empty-selection"    // a manager (spec.argocd, …) or a layer selector selects no cluster
+	CodeUnanchored      = "unanchored-pattern" // a keyless subjectRegExp without ^ and $
+	CodeNotEvaluated    = "not-evaluated"      // an ApplicationSet generator or template fleetgen does not preview
+	CodeApplicationSet  = "applicationset"     // an ApplicationSet Argo CD's controller would refuse
 )
 
 // Constructors, one per code, after apimachinery's field.Required: each
@@ -166,9 +169,25 @@ func UnmatchedTarget(path, format string, args ...any) *FieldError {
 	return newf(CodeUnmatchedTarget, path, fmt.Sprintf(format, args...))
 }
 
-// EmptySelection is the warning for a spec.argocd that selects no cluster (CodeEmptySelection).
+// EmptySelection is the warning for a manager (spec.argocd, spec.kubefleet, spec.sveltos, spec.ocm) or a layer selector that selects no cluster (CodeEmptySelection).
 func EmptySelection(path, format string, args ...any) *FieldError {
 	return newf(CodeEmptySelection, path, fmt.Sprintf(format, args...))
+}
+
+// Unanchored is the warning for a keyless identity pattern without both
+// anchors, which cosign matches anywhere in the subject (CodeUnanchored).
+func Unanchored(path, format string, args ...any) *FieldError {
+	return newf(CodeUnanchored, path, fmt.Sprintf(format, args...))
+}
+
+// NotEvaluated is the warning for an ApplicationSet generator or template the preview does not evaluate (CodeNotEvaluated).
+func NotEvaluated(path, format string, args ...any) *FieldError {
+	return newf(CodeNotEvaluated, path, fmt.Sprintf(format, args...))
+}
+
+// ApplicationSetRefused is the warning for an ApplicationSet Argo CD's controller would refuse (CodeApplicationSet).
+func ApplicationSetRefused(path, format string, args ...any) *FieldError {
+	return newf(CodeApplicationSet, path, fmt.Sprintf(format, args...))
 }
 
 func newf(code, path, msg string) *FieldError {

@@ -24,7 +24,8 @@ func TestConstructors(t *testing.T) {
 		CodeDuration: InvalidDuration, CodeDuplicate: Duplicate, CodeUnknownRef: NotFound,
 		CodeCycle: Cycle, CodeNotApplicable: NotApplicable, CodeUnreadable: Unreadable,
 		CodeUnsetEnv: UnsetEnv, CodeMissingLabel: MissingLabel, CodeOther: Other,
-		CodeEmptyGroup: EmptyGroup, CodeUnmatchedTarget: UnmatchedTarget, CodeEmptySelection: EmptySelection,
+		CodeEmptyGroup: EmptyGroup, CodeUnmatchedTarget: UnmatchedTarget, CodeEmptySelection: EmptySelection, CodeUnanchored: Unanchored,
+		CodeNotEvaluated: NotEvaluated, CodeApplicationSet: ApplicationSetRefused,
 	}
 	for code, mk := range ctors {
 		e := mk("spec.x", "bad %q\r\nvalue", "v")

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 
 	"fleetgen.dev/fleetgen/pkg/fleetmatch"
 )
@@ -76,11 +75,7 @@ func (r *Report) addDeliveries(old, new tree) {
 		if len(ch) == 0 {
 			continue
 		}
-		i := sort.Search(len(r.Clusters), func(i int) bool { return r.Clusters[i].Name >= name })
-		if i == len(r.Clusters) || r.Clusters[i].Name != name {
-			r.Clusters = slices.Insert(r.Clusters, i, Cluster{Name: name, Change: Update, Changes: []Change{}, Warnings: []string{}})
-		}
-		c := &r.Clusters[i]
+		c := r.listed(name)
 		c.Changes = append(c.Changes, ch...)
 		if c.Change != Removed {
 			c.Warnings = append(c.Warnings, warn...)

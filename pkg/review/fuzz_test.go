@@ -57,7 +57,13 @@ func fuzzReport(name, field, from, to, warning string, n uint8) review.Report {
 		Changes:  []review.Change{shared, {Field: "images[" + field + "]", From: from, To: to}, {Field: warning, To: name}},
 		Warnings: []string{warning, to + ": " + warning},
 		Objects: []review.Object{{Layer: field, APIVersion: from, Kind: to, Namespace: name, Name: warning, Change: review.Added},
-			{Layer: name, APIVersion: "v1", Kind: "ConfigMap", Name: to, Change: kinds[int(n)%len(kinds)]}}})
+			{Layer: name, APIVersion: "v1", Kind: "ConfigMap", Name: to, Change: kinds[int(n)%len(kinds)]},
+			// the fields that moved in a received object: paths and values
+			// are the layer's (a label key, a ConfigMap value)
+			{Layer: name, APIVersion: "apps/v1", Kind: "Deployment", Namespace: from, Name: name, Change: review.Update,
+				Changes: []review.Change{shared, {Field: "spec.template.spec.containers[name=" + name + "].image", From: from, To: to},
+					{Field: "metadata.labels[" + field + "]", To: warning}}, MoreChanges: int(n)},
+		}, MoreObjects: int(n >> 4)})
 	return r
 }
 

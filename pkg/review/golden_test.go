@@ -34,22 +34,28 @@ var outputs = map[string]func(review.Report, *bytes.Buffer) error{
 // pipeline.Diff in every output with testdata/golden/<case>/want/.
 func TestGolden(t *testing.T) {
 	t.Parallel()
-	cases := map[string]struct {
+	type goldenCase struct {
 		example string
+		// prepare edits the example before the first render; then the
+		// output folder gets the layer folders, as a checkout of the
+		// published tree holds them.
+		prepare func(t *testing.T, dir string)
 		change  func(t *testing.T, dir string)
-	}{
+	}
+	cases := map[string]goldenCase{
 		// The change the issue names: adds, removes and relabels clusters,
 		// changes a clientID, rotates a kubeconfig, bumps an image digest.
 		"quickstart-change": {example: "quickstart", change: changeQuickstart},
 		// A Verrazzano cluster relabelled and its CA rotated; the admin
 		// ConfigMap moves with the manager's API URL.
 		"verrazzano-change": {example: "verrazzano", change: changeVerrazzano},
+		// A pull request that edits layers only (issue 39): the prod
+		// clusters' podinfo scaled 3 → 5, a SOPS-encrypted Secret's
+		// password changed and a key added (names only), a label added.
+		"layer-change": {example: "quickstart", prepare: prepareLayerSecret, change: changeLayers},
 	}
 	for _, ex := range []string{"quickstart", "verrazzano", "capi", "fleet-standalone", "aks-acr"} {
-		cases[ex+"-unchanged"] = struct {
-			example string
-			change  func(t *testing.T, dir string)
-		}{example: ex}
+		cases[ex+"-unchanged"] = goldenCase{example: ex}
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -58,8 +64,18 @@ func TestGolden(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "out")
 			env := func(string) (string, bool) { return "", false }
 			cfg := pipeline.Config{File: filepath.Join(dir, "fleet.yaml"), LookupEnv: env, AllowPlaintextSecrets: true}
+			if tc.prepare != nil {
+				tc.prepare(t, dir)
+			}
 			if err := pipeline.Render(context.Background(), cfg, pipeline.RenderOptions{OutDir: out}); err != nil {
 				t.Fatal(err)
+			}
+			if tc.prepare != nil {
+				for _, l := range []string{"apps", "infrastructure"} {
+					if err := os.CopyFS(filepath.Join(out, l), os.DirFS(filepath.Join(dir, l))); err != nil {
+						t.Fatal(err)
+					}
+				}
 			}
 			if tc.change != nil {
 				tc.change(t, dir)
@@ -140,6 +156,32 @@ func changeQuickstart(t *testing.T, dir string) {
 		"sha256:2c689903c5f16bc2ee048f34bb0d7f2839652f5183101ba158345ce2bb67a6c1",
 		"sha256:"+strings.Repeat("ab", 32),
 	)
+}
+
+// sealedSecret is a SOPS-encrypted Secret of a layer: every value an
+// envelope; password's is pw, token's tk ("" for none).
+func sealedSecret(pw, tk string) string {
+	env := func(d string) string { return "ENC[AES256_GCM,data:" + d + ",iv:AAAA,tag:BBBB,type:str]" }
+	s := "apiVersion: v1\nkind: Secret\nmetadata:\n  name: podinfo-token\ndata:\n  password: " + env(pw) + "\n"
+	if tk != "" {
+		s += "  token: " + env(tk) + "\n"
+	}
+	return s + "sops:\n  mac: " + env("MAC"+pw+tk) + "\n  version: 3.9.0\n"
+}
+
+func prepareLayerSecret(t *testing.T, dir string) {
+	if err := os.WriteFile(filepath.Join(dir, "apps", "base", "secret.yaml"), []byte(sealedSecret(marker+"old", "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	testenv.ReplaceIn(t, filepath.Join(dir, "apps", "base", "kustomization.yaml"), "  - podinfo.yaml\n", "  - podinfo.yaml\n  - secret.yaml\n")
+}
+
+func changeLayers(t *testing.T, dir string) {
+	testenv.ReplaceIn(t, filepath.Join(dir, "apps", "prod", "kustomization.yaml"), "count: 3", "count: 5")
+	if err := os.WriteFile(filepath.Join(dir, "apps", "base", "secret.yaml"), []byte(sealedSecret(marker+"new", marker+"token")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	testenv.ReplaceIn(t, filepath.Join(dir, "apps", "base", "podinfo.yaml"), "      labels: {app: podinfo}\n    spec:", "      labels: {app: podinfo, app.kubernetes.io/part-of: shop}\n    spec:")
 }
 
 func changeVerrazzano(t *testing.T, dir string) {

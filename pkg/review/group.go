@@ -26,6 +26,9 @@ type item struct {
 	change  *Change
 	object  *Object
 	warning string
+	// moreObjects, when not 0, is the item that counts a cluster's objects
+	// past MaxObjects.
+	moreObjects int
 }
 
 // key identifies an item among a kind of change's items.
@@ -36,7 +39,15 @@ func (it item) key() string {
 		return fmt.Sprintf("c\x00%s\x00%s\x00%s\x00%t\x00%t", c.Field, c.From, c.To, c.FromMarker, c.ToMarker)
 	case it.object != nil:
 		o := it.object
-		return "o\x00" + strings.Join([]string{o.Layer, o.APIVersion, o.Kind, o.Namespace, o.Name, o.Change}, "\x00")
+		var b strings.Builder
+		b.WriteString("o\x00" + strings.Join([]string{o.Layer, o.APIVersion, o.Kind, o.Namespace, o.Name, o.Change}, "\x00"))
+		for _, c := range o.Changes {
+			fmt.Fprintf(&b, "\x00%q\x00%q\x00%q\x00%t\x00%t", c.Field, c.From, c.To, c.FromMarker, c.ToMarker)
+		}
+		fmt.Fprintf(&b, "\x00%d", o.MoreChanges)
+		return b.String()
+	case it.moreObjects != 0:
+		return fmt.Sprintf("m\x00%d", it.moreObjects)
 	default:
 		return "w\x00" + it.warning
 	}
@@ -74,10 +85,13 @@ func groupClusters(clusters []Cluster) []group {
 		for j := range c.Objects {
 			add(c, item{object: &c.Objects[j]})
 		}
+		if c.MoreObjects > 0 {
+			add(c, item{moreObjects: c.MoreObjects})
+		}
 		for _, w := range c.Warnings {
 			add(c, item{warning: strings.TrimPrefix(w, c.Name+": ")})
 		}
-		if len(c.Changes)+len(c.Objects)+len(c.Warnings) == 0 {
+		if len(c.Changes)+len(c.Objects)+len(c.Warnings)+c.MoreObjects == 0 {
 			bare = append(bare, c)
 		}
 	}

@@ -215,7 +215,22 @@ func (it item) markdown() string {
 		return it.change.markdown()
 	case it.object != nil:
 		o := it.object
-		return "layer " + mdValue(o.Layer) + ": " + kindWord(o.Change) + " " + mdValue(o.Kind) + " " + objectName(o, mdValue) + " (" + mdValue(o.APIVersion) + ")"
+		var b strings.Builder
+		b.WriteString("layer " + mdValue(o.Layer) + ": " + kindWord(o.Change) + " " + mdValue(o.Kind) + " " + objectName(o, mdValue) + " (" + mdValue(o.APIVersion) + ")")
+		more := o.MoreChanges
+		for i, ch := range o.Changes {
+			if i == maxMarkdownFields {
+				more += len(o.Changes) - i
+				break
+			}
+			b.WriteString("\n  - " + ch.markdown())
+		}
+		if more > 0 {
+			fmt.Fprintf(&b, "\n  - and %d more %s", more, plural(more, "field", "fields"))
+		}
+		return b.String()
+	case it.moreObjects != 0:
+		return fmt.Sprintf("and %d more %s", it.moreObjects, plural(it.moreObjects, "object", "objects"))
 	default:
 		return "warning: " + mdValue(it.warning)
 	}

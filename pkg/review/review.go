@@ -77,8 +77,10 @@ type Cluster struct {
 	// Objects are the objects the cluster receives from its layers (the
 	// layer's build with the cluster's post-build substitution, SPEC §5) that
 	// the change adds, removes or changes, sorted by layer, kind, namespace
-	// and name. Never their values. Set by AddObjects.
+	// and name, at most MaxObjects. Set by AddObjects.
 	Objects []Object `json:"objects,omitempty"`
+	// MoreObjects counts the objects past MaxObjects.
+	MoreObjects int `json:"moreObjects,omitempty"`
 }
 
 // Object is one object a cluster receives from a layer that a change adds,
@@ -90,6 +92,12 @@ type Object struct {
 	Namespace  string `json:"namespace,omitempty"`
 	Name       string `json:"name"`
 	Change     string `json:"change"` // Added, Removed or Update
+	// Changes are, for a changed object, the fields that moved
+	// (FieldChanges: a JSON path, old → new; for a Secret only which
+	// fields, never a value), at most MaxObjectChanges.
+	Changes []Change `json:"changes,omitempty"`
+	// MoreChanges counts the fields that moved past MaxObjectChanges.
+	MoreChanges int `json:"moreChanges,omitempty"`
 }
 
 // Change is one field that moved; From or To is "" when the field is new or
@@ -153,32 +161,27 @@ func (r Report) Empty() bool {
 // AddObjects records, per cluster name, the received objects a change adds,
 // removes or changes (see Cluster.Objects). A cluster the report does not list
 // yet is added as changed; one it lists as added or removed keeps that. An
-// empty list changes nothing. Clusters stay sorted by name.
+// empty list changes nothing. Clusters stay sorted by name; each lists at
+// most MaxObjects objects and counts the rest.
 func (r *Report) AddObjects(byCluster map[string][]Object) {
 	for _, name := range sortedKeys(byCluster) {
 		objs := byCluster[name]
 		if len(objs) == 0 {
 			continue
 		}
-		i := sort.Search(len(r.Clusters), func(i int) bool { return r.Clusters[i].Name >= name })
-		if i == len(r.Clusters) || r.Clusters[i].Name != name {
-			r.Clusters = slices.Insert(r.Clusters, i, Cluster{Name: name, Change: Update, Changes: []Change{}, Warnings: []string{}})
-		}
-		r.Clusters[i].Objects = append(r.Clusters[i].Objects, objs...)
-		sort.SliceStable(r.Clusters[i].Objects, func(a, b int) bool {
-			x, y := r.Clusters[i].Objects[a], r.Clusters[i].Objects[b]
-			if x.Layer != y.Layer {
-				return x.Layer < y.Layer
-			}
-			if x.Kind != y.Kind {
-				return x.Kind < y.Kind
-			}
-			if x.Namespace != y.Namespace {
-				return x.Namespace < y.Namespace
-			}
-			return x.Name < y.Name
-		})
+		r.listed(name).addObjects(objs)
 	}
+}
+
+// listed returns the report's entry for cluster name, adding one as
+// changed when the report does not list it yet; clusters stay sorted by
+// name.
+func (r *Report) listed(name string) *Cluster {
+	i := sort.Search(len(r.Clusters), func(i int) bool { return r.Clusters[i].Name >= name })
+	if i == len(r.Clusters) || r.Clusters[i].Name != name {
+		r.Clusters = slices.Insert(r.Clusters, i, Cluster{Name: name, Change: Update, Changes: []Change{}, Warnings: []string{}})
+	}
+	return &r.Clusters[i]
 }
 
 // Warnings returns every warning, cluster by cluster, then the manager's.
@@ -232,10 +235,12 @@ func Compare(old, new map[string][]byte, opts Options) Report {
 			c.Change = Removed
 			c.Changes = []Change{{Field: "registration.mode", From: oc.mode, To: ""}}
 			c.Warnings = append(c.Warnings, removedWarning(name, oc.mode))
+			c.Warnings = append(c.Warnings, managerWarnings(name, oc.managers, nil)...)
 		default:
 			c.Change = Update
 			c.Changes = compareCluster(oc, nc)
 			c.Warnings = clusterWarnings(name, oc, nc)
+			c.Warnings = append(c.Warnings, managerWarnings(name, oc.managers, nc.managers)...)
 		}
 		if c.Change != Removed {
 			c.Changes = append(c.Changes, groupChanges(name, om, nm)...)
@@ -302,6 +307,7 @@ func compareCluster(o, n *cluster) []Change {
 	for _, k := range sortedKeys(oi, ni) {
 		ch.addValues("images["+k+"]", oi[k], ni[k])
 	}
+	compareManagers(&ch, o.managers, n.managers)
 	if ch == nil {
 		ch = changes{}
 	}
@@ -452,4 +458,37 @@ func sortedKeys[V any](ms ...map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// Only returns r limited to the clusters named in keep (`--cluster`): their
+// entries, the files about them (layout.ClusterOf), and, when manager is set
+// (the management cluster is named), the manager's changes and its shared
+// files.
+func (r Report) Only(keep map[string]bool, manager bool) Report {
+	out := Report{
+		Clusters: []Cluster{},
+		Manager:  Manager{Changes: []Change{}, Warnings: []string{}},
+		Files:    Files{Added: onlyFiles(r.Files.Added, keep, manager), Removed: onlyFiles(r.Files.Removed, keep, manager), Changed: onlyFiles(r.Files.Changed, keep, manager)},
+	}
+	for _, c := range r.Clusters {
+		if keep[c.Name] {
+			out.Clusters = append(out.Clusters, c)
+		}
+	}
+	if manager {
+		out.Manager = r.Manager
+	}
+	return out
+}
+
+// onlyFiles keeps the paths about a cluster of keep, and with manager the
+// manager's shared ones.
+func onlyFiles(paths []string, keep map[string]bool, manager bool) []string {
+	out := []string{}
+	for _, p := range paths {
+		if c := layout.ClusterOf(p); keep[c] || (c == "" && manager) {
+			out = append(out, p)
+		}
+	}
+	return out
 }

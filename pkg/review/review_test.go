@@ -144,7 +144,7 @@ func TestGenericChange(t *testing.T) {
 	if err := r.Write(&md, FormatMarkdown, ""); err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []string{"  deliveries.monitoring: + reaches\n", "  images[x].signature: keyless -> (changed)\n"} {
+	for _, w := range []string{"  deliveries.monitoring: + reaches\n", "  images[x].signature: keyless → (changed)\n"} {
 		if !strings.Contains(text.String(), w) {
 			t.Errorf("text lacks %q:\n%s", w, text.String())
 		}

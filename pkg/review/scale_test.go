@@ -45,7 +45,7 @@ func TestImageBumpAt400(t *testing.T) {
 	if len(rep.Clusters) != n {
 		t.Fatalf("%d clusters changed, want %d", len(rep.Clusters), n)
 	}
-	const line = "images[ghcr.io/kubereboot/kured]: ? -> 1.12.1, sha256:111111111111… -> cccccccccccc…"
+	const line = "images[ghcr.io/kubereboot/kured]: ? → 1.12.1, sha256:111111111111… → cccccccccccc…"
 	var text, md, gh, js bytes.Buffer
 	for _, w := range []struct {
 		b      *bytes.Buffer

@@ -25,6 +25,7 @@ type cluster struct {
 	layers     map[string]Kustomization
 	images     map[string]string // image name -> newName@digest (or newTag), of every layer
 	files      []string
+	managers   map[string]*registration // by manager: Argo CD, KubeFleet, Sveltos, OCM (managers.go)
 }
 
 type agentValues struct {
@@ -103,6 +104,9 @@ func readTree(files map[string][]byte, opts Options, generated map[string]bool) 
 		lp := layout.Parse(p)
 		var o object   // decoded by the cases that read one
 		var c *cluster // the cluster p belongs to
+		if t.readRegistration(lp, p, data, managerName) {
+			continue
+		}
 		switch lp.Kind {
 		case layout.FleetCluster, layout.FleetToken, layout.FleetKubeconfig, layout.VerrazzanoCluster,
 			layout.VerrazzanoCA, layout.AgentValues:
@@ -133,7 +137,7 @@ func readTree(files map[string][]byte, opts Options, generated map[string]bool) 
 		}
 		if c == nil {
 			// The manager's other files (its kustomization, namespaces,
-			// GitRepos, Policy, Argo CD Secrets, entry point), and Foreign
+			// GitRepos, Policy, entry point), and Foreign
 			// paths, which fleetgen does not write: each a change of its own.
 			t.manager.other[p] = data
 			continue

@@ -37,6 +37,10 @@ const (
 	maxShortNames    = 10
 	// maxItems is how many changes, objects and warnings a group shows.
 	maxItems = 200
+	// maxNoticeFields is how many fields of an object an annotation shows;
+	// maxMarkdownFields how many a Markdown section lists.
+	maxNoticeFields   = 3
+	maxMarkdownFields = 20
 	// maxAnnotations is how many ::warning and how many ::notice commands
 	// the GitHub report writes (the runner shows 10 of each per step).
 	maxAnnotations = 10
@@ -203,10 +207,10 @@ func textNames(names []string, max int) string {
 }
 
 // text is one change for the text report: field: + to, field: - from, or
-// field: from -> to; an image's tags and digests side by side.
+// field: from → to; an image's tags and digests side by side.
 func (c Change) text() string {
 	f := inert.Quote(c.Field) + ": "
-	if s, ok := imageChange(c, func(s string) string { return s }, " -> "); ok {
+	if s, ok := imageChange(c, func(s string) string { return s }, " → "); ok {
 		return f + s
 	}
 	from, to := textSide(c.From, c.FromMarker), textSide(c.To, c.ToMarker)
@@ -216,7 +220,7 @@ func (c Change) text() string {
 	case c.To == "" && !c.ToMarker:
 		return f + "- " + from
 	default:
-		return f + from + " -> " + to
+		return f + from + " → " + to
 	}
 }
 
@@ -240,10 +244,26 @@ func (it item) text() string {
 		return it.change.text()
 	case it.object != nil:
 		o := it.object
-		return "layer " + inert.Quote(o.Layer) + ": " + objectSign(o.Change) + " " + inert.Quote(o.APIVersion) + " " + inert.Quote(o.Kind) + " " + objectName(o, inert.Quote)
+		var b strings.Builder
+		b.WriteString(o.textLine())
+		for _, ch := range o.Changes {
+			b.WriteString("\n    " + ch.text())
+		}
+		if o.MoreChanges > 0 {
+			fmt.Fprintf(&b, "\n    … %d more %s", o.MoreChanges, plural(o.MoreChanges, "field", "fields"))
+		}
+		return b.String()
+	case it.moreObjects != 0:
+		return fmt.Sprintf("… %d more %s", it.moreObjects, plural(it.moreObjects, "object", "objects"))
 	default:
 		return "warning: " + inert.Prose(it.warning)
 	}
+}
+
+// textLine is the object's line in text: layer, sign, apiVersion, kind,
+// namespace/name.
+func (o *Object) textLine() string {
+	return "layer " + inert.Quote(o.Layer) + ": " + objectSign(o.Change) + " " + inert.Quote(o.APIVersion) + " " + inert.Quote(o.Kind) + " " + objectName(o, inert.Quote)
 }
 
 func objectSign(change string) string {
@@ -306,8 +326,12 @@ func (g group) fields() string {
 		switch {
 		case it.change != nil:
 			f = inert.Quote(it.change.Field)
+		case it.object != nil && len(it.object.Changes) > 0:
+			f = it.object.textLine() + ": " + changesText(it.object.Changes, it.object.MoreChanges, maxNoticeFields)
 		case it.object != nil:
 			f = "layer " + inert.Quote(it.object.Layer) + " objects"
+		case it.moreObjects != 0:
+			f = "objects"
 		default:
 			f = "warnings"
 		}

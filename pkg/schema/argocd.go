@@ -12,11 +12,15 @@ import (
 
 // ArgoCD registers the fleet's clusters with Argo CD (spec.argocd): one
 // cluster Secret (argocd.argoproj.io/secret-type: cluster) per selected
-// cluster, in Namespace on the manager, holding its name, server, CA and an
-// exec provider that authenticates at run time: no static credential in Git.
+// cluster, in Namespace on the cluster that runs Argo CD, holding its name,
+// server, CA and an exec provider that authenticates at run time: no static
+// credential in Git, so the Secrets are written readable, never sealed.
 type ArgoCD struct {
 	// Namespace is Argo CD's namespace. Default "argocd".
 	Namespace string `json:"namespace,omitempty"`
+	// Cluster is the fleet cluster that runs this Argo CD: its Secrets go
+	// to that cluster's Flux folder. Default the manager (manager/argocd/).
+	Cluster string `json:"cluster,omitempty"`
 	// Selector picks the clusters (matchLabels); none means every cluster.
 	Selector map[string]string `json:"selector,omitempty"`
 	// Auth is how Argo CD authenticates to each cluster.
@@ -60,17 +64,7 @@ func defaultArgoCD(s *Spec) {
 // ArgoCDClusters returns the indexes in spec.clusters of the clusters
 // spec.argocd selects, in input order; nil without spec.argocd.
 func (f *Fleet) ArgoCDClusters() []int {
-	a := f.Spec.ArgoCD
-	if a == nil {
-		return nil
-	}
-	var out []int
-	for i := range f.Spec.Clusters {
-		if Selects(a.Selector, f.Spec.Clusters[i].Labels) {
-			out = append(out, i)
-		}
-	}
-	return out
+	return LookupRegistrar("argocd").Clusters(f)
 }
 
 // Server returns how managers other than Fleet reach c: its API server URL

@@ -47,6 +47,7 @@ func Default(f *Fleet) {
 	}
 	defaultDeliveries(s)
 	defaultArgoCD(s)
+	defaultRegistrars(s)
 	if s.Defaults.Registration == "" {
 		s.Defaults.Registration = ModeAgent // Fleet's agent-initiated flow needs no credentials in Git
 	}

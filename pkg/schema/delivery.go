@@ -217,6 +217,19 @@ type Reach struct {
 	// Unmatched are the targets that are first for no cluster, in input
 	// order.
 	Unmatched []Unmatched `json:"unmatched"`
+	// UnmatchedLayers are the layers whose selector selects no cluster, in
+	// input order.
+	UnmatchedLayers []UnmatchedLayer `json:"unmatchedLayers"`
+	// EmptyManagers are the managers (spec.argocd, spec.kubefleet, …)
+	// whose selector selects no cluster, in Registrars order.
+	EmptyManagers []EmptyManager `json:"emptyManagers"`
+}
+
+// EmptyManager is a manager whose selector selects no cluster.
+type EmptyManager struct {
+	Manager string `json:"manager"`
+	// Why says which label values do exist (LabelHint).
+	Why string `json:"-"`
 }
 
 // ClusterReach is what reaches one cluster.
@@ -227,6 +240,13 @@ type ClusterReach struct {
 	// Deliveries are the deliveries that reach it, in spec.deliveries
 	// order, each with the target that selected it.
 	Deliveries []DeliveryReach `json:"deliveries"`
+	// Managers are the managers that register it: Fleet or Verrazzano by
+	// its mode, then the Registrars that select it, in that order.
+	Managers []ManagerReach `json:"managers"`
+	// Applications are the Argo CD Applications that ApplicationSets would
+	// create on it (filled by the pipeline, which builds the layers of the
+	// cluster that runs Argo CD), sorted by ApplicationSet and name.
+	Applications []ApplicationReach `json:"applications"`
 
 	// Mode is the cluster's registration mode; deliveries reach only
 	// clusters of modes registered with Fleet (agent, manager, capi).
@@ -235,6 +255,29 @@ type ClusterReach struct {
 	Fleet bool `json:"-"`
 	// LayerWhy says, per layer, which selector selected it.
 	LayerWhy []string `json:"-"`
+}
+
+// ManagerReach is a manager that registers a cluster.
+type ManagerReach struct {
+	// Manager is fleet, verrazzano or a Registrar's name (argocd,
+	// kubefleet, sveltos, ocm).
+	Manager string `json:"manager"`
+	// Host is the cluster that runs it: the manager's name or a cluster's.
+	Host string `json:"host"`
+	// Why says what registers the cluster there: its mode, or the
+	// manager's selector.
+	Why string `json:"-"`
+}
+
+// ApplicationReach is an Argo CD Application an ApplicationSet would create
+// on a cluster (its destination).
+type ApplicationReach struct {
+	// ApplicationSet is namespace/name of the ApplicationSet.
+	ApplicationSet string `json:"applicationSet"`
+	Name           string `json:"name"`
+	Project        string `json:"project"`
+	// Namespace is the Application's destination namespace.
+	Namespace string `json:"namespace,omitempty"`
 }
 
 // DeliveryReach is a delivery that reaches a cluster and the target that
@@ -256,13 +299,13 @@ type Unmatched struct {
 	Path string `json:"-"`
 }
 
-// Reach returns what reaches each cluster of f (defaulted and validated):
-// its layers (spec.layers[].selector) and its deliveries (Fleet's target
-// matching: package fleetmatch), and every delivery target that reaches no
-// cluster, with the reason.
+// Reach returns what reaches each cluster of f (defaulted; LoadPartial's
+// Fleet will do): its layers (spec.layers[].selector) and its deliveries
+// (Fleet's target matching: package fleetmatch), and every delivery target
+// and layer selector that reaches no cluster, with the reason.
 func (f *Fleet) Reach() *Reach {
 	dr := f.reach()
-	out := &Reach{Clusters: make([]ClusterReach, len(f.Spec.Clusters)), Unmatched: f.unmatched(dr)}
+	out := &Reach{Clusters: make([]ClusterReach, len(f.Spec.Clusters)), Unmatched: f.unmatched(dr), UnmatchedLayers: f.unmatchedLayers()}
 	// Each selector and target described once, not once per cluster.
 	layerWhy := make([]string, len(f.Spec.Layers))
 	for i, l := range f.Spec.Layers {
@@ -279,7 +322,15 @@ func (f *Fleet) Reach() *Reach {
 	}
 	for ci := range f.Spec.Clusters {
 		c := &f.Spec.Clusters[ci]
-		cr := ClusterReach{Name: c.Name, Mode: c.Registration.Mode, Fleet: c.ModeOf() != nil && c.ModeOf().Fleet, Layers: []string{}, Deliveries: []DeliveryReach{}}
+		cr := ClusterReach{Name: c.Name, Mode: c.Registration.Mode, Fleet: c.ModeOf() != nil && c.ModeOf().Fleet, Layers: []string{}, Deliveries: []DeliveryReach{},
+			Managers: []ManagerReach{}, Applications: []ApplicationReach{}}
+		if m := c.ModeOf(); m != nil {
+			name := "fleet"
+			if !m.Fleet {
+				name = m.Name // verrazzano
+			}
+			cr.Managers = append(cr.Managers, ManagerReach{Manager: name, Host: f.Spec.Manager.Name, Why: "mode " + m.Name})
+		}
 		for i, l := range f.Spec.Layers {
 			if Selects(l.Selector, c.Labels) {
 				cr.Layers = append(cr.Layers, l.Name)
@@ -292,6 +343,17 @@ func (f *Fleet) Reach() *Reach {
 			}
 		}
 		out.Clusters[ci] = cr
+	}
+	for i := range Registrars {
+		r := &Registrars[i]
+		host, why := r.Host(f), r.Why(f)
+		for _, ci := range r.Clusters(f) {
+			out.Clusters[ci].Managers = append(out.Clusters[ci].Managers, ManagerReach{Manager: r.Name, Host: host, Why: why})
+		}
+	}
+	out.EmptyManagers = []EmptyManager{}
+	for _, m := range f.emptyManagers() {
+		out.EmptyManagers = append(out.EmptyManagers, m.EmptyManager)
 	}
 	return out
 }
@@ -326,5 +388,15 @@ func (f *Fleet) unmatchedWhy(d *Delivery, ti, matched int) string {
 	case t.ClusterGroupSelector != nil && len(t.ClusterGroupSelector) > 0:
 		return "its clusterGroupSelector matches no ClusterGroup: fleetgen's groups carry no labels (" + t.Criteria() + ")"
 	}
-	return "no cluster registered with Fleet (mode agent, manager or capi) matches " + t.Criteria()
+	why := "no cluster registered with Fleet (mode agent, manager or capi) matches " + t.Criteria()
+	if len(t.ClusterSelector) > 0 {
+		var fc []*Cluster
+		for i := range f.Spec.Clusters {
+			if m := f.Spec.Clusters[i].ModeOf(); m != nil && m.Fleet {
+				fc = append(fc, &f.Spec.Clusters[i])
+			}
+		}
+		why += " (" + LabelHint(t.ClusterSelector, fc) + ")"
+	}
+	return why
 }

@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 
-	"fleetgen.dev/fleetgen/internal/strictyaml"
 	"github.com/google/go-cmp/cmp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"sigs.k8s.io/yaml"
@@ -142,25 +140,4 @@ spec:
 			}
 		})
 	}
-}
-
-// TestJSONSchemaDescribesEveryField: every field of the Fleet types has a
-// description in fieldDocs, so that editors explain it on hover.
-func TestJSONSchemaDescribesEveryField(t *testing.T) {
-	t.Parallel()
-	var walk func(path string, s map[string]any)
-	walk = func(path string, s map[string]any) {
-		if _, ok := s["description"]; !ok && !strings.HasSuffix(path, "[]") {
-			t.Errorf("%s: no description: add it to fieldDocs", path)
-		}
-		if props, ok := s["properties"].(map[string]any); ok {
-			for k, v := range props {
-				walk(strictyaml.Join(path, k), v.(map[string]any))
-			}
-		}
-		if items, ok := s["items"].(map[string]any); ok {
-			walk(path+"[]", items)
-		}
-	}
-	walk("", schemaFor("", reflect.TypeOf(Fleet{})))
 }

@@ -54,8 +54,28 @@ type LoadOptions struct {
 // (symlinks included), and {env: …} only for names starting with
 // KubeconfigEnvPrefix or opts.EnvPrefix: fleet.yaml is untrusted input.
 func Load(path string, opts LoadOptions) (*Fleet, error) {
-	if err := checkEnvPrefix(opts.EnvPrefix); err != nil {
+	f, errs, err := LoadPartial(path, opts)
+	if err != nil {
 		return nil, err
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return f, nil
+}
+
+// LoadPartial is Load that keeps what it could read: the Fleet, defaulted,
+// whenever fleet.yaml decodes to one (a misspelled field, a missing file or
+// a rule that fails does not stop it: the field is left out, or zero), with
+// every problem found, sorted, so that later checks can run on the parts
+// without a problem (`fleetgen validate` reports every phase in one run).
+// The Fleet is nil when there is none (a syntax error, an empty file), and
+// err is set only when no problem list can be made (a bad EnvPrefix, an I/O
+// failure, a fleet.yaml that does not exist). A Fleet with problems is not
+// valid: nothing may be rendered from it.
+func LoadPartial(path string, opts LoadOptions) (*Fleet, problem.Errors, error) {
+	if err := checkEnvPrefix(opts.EnvPrefix); err != nil {
+		return nil, nil, err
 	}
 	// The path is the user's, but its last part may be a symlink that a pull
 	// request planted: fleet.yaml, too, is read inside its folder.
@@ -63,28 +83,25 @@ func Load(path string, opts LoadOptions) (*Fleet, error) {
 	if err != nil {
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			return nil, problem.Invalid(fmt.Errorf("read fleet: %w", err))
+			return nil, nil, problem.Invalid(fmt.Errorf("read fleet: %w", err))
 		case errors.Is(err, safefs.ErrTooLarge):
-			return nil, problem.Errors{problem.TooLarge("", "file is larger than %d bytes: want a fleet.yaml (is this the right file?)", MaxFileSize).At(path, 0, 0)}
+			return nil, problem.Errors{problem.TooLarge("", "file is larger than %d bytes: want a fleet.yaml (is this the right file?)", MaxFileSize).At(path, 0, 0)}, nil
 		case errors.Is(err, safefs.ErrNotRegular):
-			return nil, problem.Errors{problem.Other("", "not a regular file (a folder, FIFO or device): want fleet.yaml as a regular file").At(path, 0, 0)}
+			return nil, problem.Errors{problem.Other("", "not a regular file (a folder, FIFO or device): want fleet.yaml as a regular file").At(path, 0, 0)}, nil
 		case errors.Is(err, safefs.ErrOutside):
-			return nil, problem.Errors{problem.Other("", "a symlink that leads out of its folder: want fleet.yaml as a regular file in the folder it names (the fleet's root)").At(path, 0, 0)}
+			return nil, problem.Errors{problem.Other("", "a symlink that leads out of its folder: want fleet.yaml as a regular file in the folder it names (the fleet's root)").At(path, 0, 0)}, nil
 		}
-		return nil, fmt.Errorf("read fleet: %w", err)
+		return nil, nil, fmt.Errorf("read fleet: %w", err)
 	}
 	f, errs, ok := parse(path, data)
 	if !ok {
-		return nil, errs
+		return nil, errs, nil
 	}
 	Default(f)
 	errs = append(errs, resolveRefs(f, opts)...)
 	errs = append(errs, dropUnder(validate(f), errs)...)
-	if len(errs) > 0 {
-		errs.Sort()
-		return nil, errs
-	}
-	return f, nil
+	errs.Sort()
+	return f, errs, nil
 }
 
 // credentialEnv are the prefixes of the environment variables that hold

@@ -37,6 +37,10 @@ type Mode struct {
 	// Namespace is the manager namespace the mode's objects live in, which
 	// manager/namespace.yaml declares.
 	Namespace func(f *Fleet) string
+	// Objects names what registering c in this mode puts on the manager,
+	// rendered or made there by a controller, for the check that no two
+	// objects of the fleet's managers collide (managers.go).
+	Objects func(f *Fleet, c *Cluster) []Object
 }
 
 // VerrazzanoNamespace is where Verrazzano keeps its managed-cluster objects.
@@ -46,10 +50,36 @@ func fleetWorkspace(f *Fleet) string { return f.Spec.Manager.Namespace }
 
 // Modes lists every registration mode, in the order messages name them.
 var Modes = []Mode{
-	{Name: ModeAgent, Agent: true, APIServerURL: true, Fleet: true, Namespace: fleetWorkspace},
-	{Name: ModeManager, Kubeconfig: true, Fleet: true, Namespace: fleetWorkspace},
-	{Name: ModeCAPI, Fleet: true, Namespace: fleetWorkspace},
-	{Name: ModeVerrazzano, CACert: true, APIServerURL: true, Namespace: func(*Fleet) string { return VerrazzanoNamespace }},
+	{Name: ModeAgent, Agent: true, APIServerURL: true, Fleet: true, Namespace: fleetWorkspace,
+		Objects: func(f *Fleet, c *Cluster) []Object {
+			ns := f.Spec.Manager.Namespace
+			return []Object{
+				fleetClusterObject(f, c),
+				{Kind: "ClusterRegistrationToken", Namespace: ns, Name: FleetToken(c.Name), What: "Fleet's registration token"},
+				{Kind: "Secret", Namespace: ns, Name: FleetToken(c.Name), What: "the token Secret Fleet mints", Made: true},
+			}
+		}},
+	{Name: ModeManager, Kubeconfig: true, Fleet: true, Namespace: fleetWorkspace,
+		Objects: func(f *Fleet, c *Cluster) []Object {
+			return []Object{fleetClusterObject(f, c),
+				{Kind: "Secret", Namespace: f.Spec.Manager.Namespace, Name: FleetKubeconfigSecret(c.Name), What: "Fleet's kubeconfig Secret"}}
+		}},
+	{Name: ModeCAPI, Fleet: true, Namespace: fleetWorkspace,
+		Objects: func(f *Fleet, c *Cluster) []Object {
+			return []Object{fleetClusterObject(f, c),
+				{Kind: "Secret", Namespace: f.Spec.Manager.Namespace, Name: FleetKubeconfigSecret(c.Name), What: "the kubeconfig Secret cluster-api makes", Made: true}}
+		}},
+	{Name: ModeVerrazzano, CACert: true, APIServerURL: true, Namespace: func(*Fleet) string { return VerrazzanoNamespace },
+		Objects: func(_ *Fleet, c *Cluster) []Object {
+			return []Object{
+				{Kind: "VerrazzanoManagedCluster", Namespace: VerrazzanoNamespace, Name: c.Name, What: "Verrazzano's VerrazzanoManagedCluster"},
+				{Kind: "Secret", Namespace: VerrazzanoNamespace, Name: VerrazzanoCASecret(c.Name), What: "Verrazzano's CA Secret"},
+			}
+		}},
+}
+
+func fleetClusterObject(f *Fleet, c *Cluster) Object {
+	return Object{Kind: "Cluster", Namespace: f.Spec.Manager.Namespace, Name: c.Name, What: "Fleet's Cluster"}
 }
 
 // LookupMode returns the mode called name, or nil.

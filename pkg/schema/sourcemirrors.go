@@ -22,9 +22,9 @@ type SourceMirror struct {
 }
 
 func init() {
-	fieldDocs["spec.sourceMirrors"] = fieldDoc{desc: "Where to pull a source registry's images from instead of the registry itself; references, the lock and target names stay those of the source."}
-	fieldDocs["spec.sourceMirrors[].host"] = fieldDoc{desc: "The source registry, HOST[:PORT] as image references name it, e.g. docker.io (which also covers index.docker.io) or ghcr.io.", required: true}
-	fieldDocs["spec.sourceMirrors[].mirror"] = fieldDoc{desc: "HOST[:PORT][/PREFIX] whose repositories hold the source's under the same paths, e.g. proxy.contoso.example/dockerhub.", required: true}
+	fieldDocs["spec.sourceMirrors"] = fieldDoc{desc: "Where to pull a source registry's images from instead of the registry itself; references, the lock and target names stay those of the source.", example: []any{map[string]any{"host": "docker.io", "mirror": "proxy.contoso.example/dockerhub"}}}
+	fieldDocs["spec.sourceMirrors[].host"] = fieldDoc{desc: "The source registry, HOST[:PORT] as image references name it, e.g. docker.io (which also covers index.docker.io) or ghcr.io.", required: true, example: "docker.io"}
+	fieldDocs["spec.sourceMirrors[].mirror"] = fieldDoc{desc: "HOST[:PORT][/PREFIX] whose repositories hold the source's under the same paths, e.g. proxy.contoso.example/dockerhub.", required: true, example: "proxy.contoso.example/dockerhub"}
 	fieldDocs["spec.sourceMirrors[].insecure"] = fieldDoc{desc: "Talk plain HTTP to the mirror (local registries only).", def: false}
 }
 

@@ -99,6 +99,11 @@ type Spec struct {
 	// ArgoCD registers the clusters with Argo CD as cluster Secrets
 	// (argocd.go).
 	ArgoCD *ArgoCD `json:"argocd,omitempty"`
+	// KubeFleet, Sveltos and OCM register the clusters with those managers
+	// (managers.go).
+	KubeFleet *KubeFleet `json:"kubefleet,omitempty"`
+	Sveltos   *Sveltos   `json:"sveltos,omitempty"`
+	OCM       *OCM       `json:"ocm,omitempty"`
 	// Verify holds the signature policies images must satisfy before they
 	// are mirrored and published (validate_verify.go).
 	Verify []VerifyPolicy `json:"verify,omitempty"`
@@ -199,11 +204,14 @@ type Cluster struct {
 	Name         string            `json:"name"`
 	Labels       map[string]string `json:"labels,omitempty"`
 	Registration Registration      `json:"registration,omitempty"`
-	// APIServer is how managers other than Fleet (Argo CD) reach the
+	// APIServer is how managers other than Fleet (Argo CD, OCM) reach the
 	// cluster; mode manager reads it from its kubeconfig instead.
 	APIServer *APIServer `json:"apiServer,omitempty"`
 	// Agent schedules the cluster's fleet-agent (agentspec.go).
 	Agent *Agent `json:"agent,omitempty"`
+	// Identity is the cluster's own identity, which KubeFleet's member
+	// agent authenticates to the hub as (managers.go).
+	Identity *Identity `json:"identity,omitempty"`
 	// KubernetesVersion is what the Helm charts of the HelmReleases the
 	// cluster receives render against (.Capabilities.KubeVersion): "1.33"
 	// or "v1.33.4"; empty means pkg/charts' default (docs/mirroring.md).

@@ -64,6 +64,7 @@ func validate(f *Fleet) problem.Errors {
 	v.agents()     // spec.clusters[].agent
 	v.deliveries() // spec.deliveries
 	v.argocd()     // spec.argocd
+	v.managers()   // spec.kubefleet, spec.sveltos, spec.ocm, every manager's host, clusters[].identity
 	return v.errs
 }
 

@@ -98,6 +98,15 @@ func labelKey(k string) string {
 	return ""
 }
 
+// LabelKeyProblem says why k is not a Kubernetes label key ([PREFIX/]NAME,
+// apimachinery's IsQualifiedName), "" when it is one.
+func LabelKeyProblem(k string) string { return labelKey(k) }
+
+// ValidLabelValue reports whether s is a Kubernetes label value
+// (apimachinery's IsValidLabelValue): empty, or at most 63 letters, digits,
+// '-', '_' or '.', starting and ending with a letter or digit.
+func ValidLabelValue(s string) bool { return labelValue(s) }
+
 func labelValue(s string) bool {
 	return s == "" || (len(s) <= 63 && labelNameRE.MatchString(s))
 }

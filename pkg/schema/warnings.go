@@ -9,11 +9,16 @@ import (
 
 // Warnings returns what Validate accepts but is likely a mistake, sorted in
 // document order: a ClusterGroup that holds no cluster registered with
-// Fleet, a delivery target that reaches no cluster (with the reason), and a
-// spec.argocd that selects no cluster. Each is a *FieldError with its Code
-// (CodeEmptyGroup, CodeUnmatchedTarget, CodeEmptySelection). A warning never
+// Fleet, a delivery target that reaches no cluster (with the reason), a
+// layer whose selector selects no cluster (with the label values that
+// exist), a manager (spec.argocd, spec.kubefleet, spec.sveltos, spec.ocm)
+// that selects no cluster (likewise), and a keyless identity pattern without
+// both anchors (cosign matches it anywhere). Each is a *FieldError with its
+// Code (CodeEmptyGroup, CodeUnmatchedTarget, CodeEmptySelection,
+// CodeUnanchored). A warning never
 // makes input invalid: `fleetgen validate` prints them and exits as it
-// would without them. f is defaulted and valid; Warnings reads nothing.
+// would without them. f is defaulted (LoadPartial's Fleet will do: validate
+// prints warnings beside errors); Warnings reads nothing.
 func Warnings(f *Fleet) problem.Errors {
 	var ws problem.Errors
 	warn := func(e *problem.FieldError) { ws = append(ws, f.At(e)) }
@@ -33,8 +38,35 @@ func Warnings(f *Fleet) problem.Errors {
 	for _, u := range f.unmatched(f.reach()) {
 		warn(problem.UnmatchedTarget(u.Path, "target %q of delivery %q reaches no cluster: %s", u.Target, u.Delivery, u.Why))
 	}
-	if f.Spec.ArgoCD != nil && len(f.Spec.Clusters) > 0 && len(f.ArgoCDClusters()) == 0 {
-		warn(problem.EmptySelection("spec.argocd.selector", "spec.argocd selects no cluster: no Argo CD cluster Secret is rendered"))
+	for _, u := range f.unmatchedLayers() {
+		warn(problem.EmptySelection(u.Path, "layer %q selects no cluster: %s; its Flux Kustomization is rendered for none", u.Layer, u.Why))
+	}
+	for _, m := range f.emptyManagers() {
+		warn(problem.EmptySelection(m.path, "%s selects no cluster: no %s %s is rendered (%s)", m.field, m.title, m.object, m.Why))
+	}
+	for i, p := range f.Spec.Verify {
+		if p.Cosign == nil {
+			continue
+		}
+		for k, id := range p.Cosign.Identities {
+			if id.SubjectRegExp == "" {
+				continue
+			}
+			start, end := Anchored(id.SubjectRegExp)
+			var what string
+			switch {
+			case !start && !end:
+				what = "has neither ^ nor $: cosign matches it anywhere in the subject, so a subject that only contains a match verifies too (release@contoso\\.example also accepts release@contoso.example.evil.example)"
+			case !start:
+				what = "has no ^: cosign matches it anywhere in the subject, so a subject that only ends with a match verifies too"
+			case !end:
+				what = "has no $: a subject that only begins with a match verifies too (^https://github\\.com/contoso/app also accepts https://github.com/contoso/app-evil)"
+			default:
+				continue
+			}
+			warn(problem.Unanchored(fmt.Sprintf("spec.verify[%d].cosign.identities[%d].subjectRegExp", i, k),
+				"%q %s; anchor the whole subject, ^…$", id.SubjectRegExp, what))
+		}
 	}
 	ws.Sort()
 	return ws

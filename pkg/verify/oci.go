@@ -16,6 +16,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	sgbundle "github.com/sigstore/sigstore-go/pkg/bundle"
 )
 
 // Media types of the signatures fleetgen reads.
@@ -41,29 +44,31 @@ type Verified struct {
 	// fingerprint (Policy.Digest).
 	Policy, PolicyDigest string
 	// Signature is the digest of the signature's manifest: the bundle
-	// referrer, or the sha256-<hex>.sig manifest.
+	// referrer, the sha256-<hex>.sig manifest or the Notary Project
+	// signature.
 	Signature v1.Hash
 }
 
-// Image finds the signatures of the image digest in repo (Sigstore bundle
-// referrers, by the referrers API or its tag schema, and the legacy
-// sha256-<hex>.sig tag) and returns the first that verifies under p. opts
+// Image finds the signatures of the image digest in repo that p accepts
+// (Sigstore bundle referrers and Notary Project signature referrers, by the
+// referrers API or its tag schema, and cosign's legacy sha256-<hex>.sig
+// tag) and returns the first that verifies under p. opts
 // reach the registry (auth, transport, context): the only requests made are
 // to repo's registry. A refusal is an *Error naming the policy and the
 // reason (NoSignature when none is found); registry failures are other
 // errors.
 func (p *Policy) Image(ctx context.Context, repo name.Repository, digest v1.Hash, opts ...remote.Option) (Verified, error) {
 	opts = append([]remote.Option{remote.WithContext(ctx)}, opts...)
-	cands, err := candidates(repo, digest, opts)
+	cands, err := p.candidates(repo, digest, opts)
 	if err != nil {
 		return Verified{}, err
 	}
 	if len(cands) == 0 {
-		return Verified{}, &Error{Policy: p.Name, Reason: NoSignature, Detail: fmt.Sprintf("neither a Sigstore bundle referrer nor a %s tag", legacyTag(digest))}
+		return Verified{}, &Error{Policy: p.Name, Reason: NoSignature, Detail: p.none(digest)}
 	}
 	var refusals []*Error
 	for _, c := range cands {
-		err := p.signature(repo, digest, c, opts)
+		err := p.signature(ctx, repo, digest, c, opts)
 		if err == nil {
 			return Verified{Policy: p.Name, PolicyDigest: p.Digest, Signature: c.Digest}, nil
 		}
@@ -76,9 +81,9 @@ func (p *Policy) Image(ctx context.Context, repo name.Repository, digest v1.Hash
 	return Verified{}, combine(p.Name, refusals)
 }
 
-// Signature verifies the signature manifest sig (a bundle referrer or a
-// legacy .sig manifest) of the image digest in repo under p: publish
-// checks the one the lock names, at the mirror.
+// Signature verifies the signature manifest sig (a bundle referrer, a
+// legacy .sig manifest or a Notary Project signature) of the image digest
+// in repo under p: publish checks the one the lock names, at the mirror.
 func (p *Policy) Signature(ctx context.Context, repo name.Repository, digest, sig v1.Hash, opts ...remote.Option) error {
 	opts = append([]remote.Option{remote.WithContext(ctx)}, opts...)
 	desc, err := remote.Get(repo.Digest(sig.String()), opts...)
@@ -88,7 +93,19 @@ func (p *Policy) Signature(ctx context.Context, repo name.Repository, digest, si
 		}
 		return fmt.Errorf("get signature %s: %w", sig, err)
 	}
-	return p.signature(repo, digest, desc.Descriptor, opts)
+	return p.signature(ctx, repo, digest, desc.Descriptor, opts)
+}
+
+// none says what was looked for and not found.
+func (p *Policy) none(d v1.Hash) string {
+	var what []string
+	if p.cosign != nil {
+		what = append(what, "a Sigstore bundle referrer", "a "+legacyTag(d)+" tag")
+	}
+	if p.notation != nil {
+		what = append(what, "a Notary Project signature referrer")
+	}
+	return "none of " + strings.Join(what, ", ")
 }
 
 // combine makes one refusal of several: the reason of the first that is
@@ -119,9 +136,10 @@ func combine(policy string, rs []*Error) *Error {
 
 func legacyTag(d v1.Hash) string { return d.Algorithm + "-" + d.Hex + ".sig" }
 
-// candidates lists the signature manifests of digest: bundle referrers
-// first, then the legacy tag's manifest.
-func candidates(repo name.Repository, digest v1.Hash, opts []remote.Option) ([]v1.Descriptor, error) {
+// candidates lists the signature manifests of digest p may accept: bundle
+// and Notary Project referrers first (at most maxCandidates), then the
+// legacy tag's manifest.
+func (p *Policy) candidates(repo name.Repository, digest v1.Hash, opts []remote.Option) ([]v1.Descriptor, error) {
 	var out []v1.Descriptor
 	idx, err := remote.Referrers(repo.Digest(digest.String()), opts...)
 	if err != nil && !isNotFound(err) {
@@ -133,10 +151,13 @@ func candidates(repo name.Repository, digest v1.Hash, opts []remote.Option) ([]v
 			return nil, fmt.Errorf("list referrers of %s: %w", digest, err)
 		}
 		for _, d := range m.Manifests {
-			if isBundleType(d.ArtifactType) && len(out) < maxCandidates {
+			if len(out) < maxCandidates && (p.cosign != nil && isBundleType(d.ArtifactType) || p.notation != nil && d.ArtifactType == NotationArtifactType) {
 				out = append(out, d)
 			}
 		}
+	}
+	if p.cosign == nil {
+		return out, nil
 	}
 	desc, err := remote.Head(repo.Tag(legacyTag(digest)), opts...)
 	switch {
@@ -152,8 +173,10 @@ func isBundleType(t string) bool {
 	return strings.HasPrefix(t, "application/vnd.dev.sigstore.bundle")
 }
 
-// signature reads the signature manifest desc and verifies what it holds.
-func (p *Policy) signature(repo name.Repository, digest v1.Hash, desc v1.Descriptor, opts []remote.Option) error {
+// signature reads the signature manifest desc and verifies what it holds:
+// every signature layer of a bundle or legacy manifest (at most maxLayers),
+// or the one envelope of a Notary Project signature.
+func (p *Policy) signature(ctx context.Context, repo name.Repository, digest v1.Hash, desc v1.Descriptor, opts []remote.Option) error {
 	got, err := remote.Get(repo.Digest(desc.Digest.String()), opts...)
 	if err != nil {
 		return fmt.Errorf("get signature %s: %w", desc.Digest, err)
@@ -165,46 +188,40 @@ func (p *Policy) signature(repo name.Repository, digest v1.Hash, desc v1.Descrip
 	if err != nil {
 		return &Error{Policy: p.Name, Reason: Malformed, Detail: fmt.Sprintf("signature %s: the manifest does not parse", desc.Digest)}
 	}
+	if m.ArtifactType == NotationArtifactType || string(m.Config.MediaType) == NotationArtifactType {
+		return p.notationSignature(ctx, repo, digest, desc.Digest, m, opts)
+	}
+	if p.cosign == nil {
+		return &Error{Policy: p.Name, Reason: NoSignature, Detail: fmt.Sprintf("%s is not a Notary Project signature", desc.Digest)}
+	}
 	bundle := isBundleType(m.ArtifactType) || isBundleType(string(m.Config.MediaType)) || isBundleType(string(m.Config.ArtifactType))
 	var refusals []*Error
 	for i, l := range m.Layers {
 		if i == maxLayers {
 			break
 		}
-		var e *entity
-		switch {
-		case bundle && isBundleType(string(l.MediaType)):
-			data, err := readBlob(repo, l, opts)
-			if err != nil {
-				var ve *Error
-				if errors.As(err, &ve) {
-					refusals = append(refusals, ve)
-					continue
-				}
-				return err
-			}
-			if e, err = parseBundle(data); err != nil {
-				refusals = append(refusals, refuse(Malformed, "signature %s: %v", desc.Digest, err))
-				continue
-			}
-		case !bundle && l.MediaType == types.MediaType(SimpleSigningMediaType):
-			data, err := readBlob(repo, l, opts)
-			if err != nil {
-				var ve *Error
-				if errors.As(err, &ve) {
-					refusals = append(refusals, ve)
-					continue
-				}
-				return err
-			}
-			if e, err = parseLegacy(data, l.Annotations); err != nil {
-				refusals = append(refusals, refuse(Malformed, "signature %s: %v", desc.Digest, err))
-				continue
-			}
-		default:
+		bundleLayer := bundle && isBundleType(string(l.MediaType))
+		if !bundleLayer && (bundle || l.MediaType != types.MediaType(SimpleSigningMediaType)) {
 			continue
 		}
-		ve := p.check(e, digest)
+		data, err := readBlob(repo, l, opts)
+		if err != nil {
+			var ve *Error
+			if errors.As(err, &ve) {
+				refusals = append(refusals, ve)
+				continue
+			}
+			return err
+		}
+		var ve *Error
+		switch b, perr := parseLayer(bundleLayer, data, l.Annotations); {
+		case perr != nil:
+			ve = refuse(Malformed, "%v", perr)
+		case bundleLayer:
+			ve = p.cosign.verify(b, digest, nil)
+		default:
+			ve = p.cosign.verify(b, digest, data)
+		}
 		if ve == nil {
 			return nil
 		}
@@ -215,6 +232,47 @@ func (p *Policy) signature(repo name.Repository, digest v1.Hash, desc v1.Descrip
 		return &Error{Policy: p.Name, Reason: NoSignature, Detail: fmt.Sprintf("%s holds no signature layer", desc.Digest)}
 	}
 	return combine(p.Name, refusals)
+}
+
+// parseLayer reads a bundle layer, or a legacy layer (its payload and
+// annotations) as the bundle it amounts to.
+func parseLayer(bundle bool, data []byte, ann map[string]string) (*sgbundle.Bundle, error) {
+	if bundle {
+		return parseBundle(data)
+	}
+	return legacyBundle(data, ann)
+}
+
+// notationSignature verifies the Notary Project signature manifest m
+// (digest sig) of the image digest in repo: its one layer is the envelope.
+func (p *Policy) notationSignature(ctx context.Context, repo name.Repository, image, sig v1.Hash, m *v1.Manifest, opts []remote.Option) error {
+	if p.notation == nil {
+		return &Error{Policy: p.Name, Reason: NoSignature, Detail: fmt.Sprintf("%s is a Notary Project signature; the policy accepts cosign's only", sig)}
+	}
+	if len(m.Layers) != 1 {
+		return &Error{Policy: p.Name, Reason: Malformed, Detail: fmt.Sprintf("signature %s: a Notary Project signature has one layer, not %d", sig, len(m.Layers))}
+	}
+	data, err := readBlob(repo, m.Layers[0], opts)
+	if err != nil {
+		var ve *Error
+		if errors.As(err, &ve) {
+			ve.Policy = p.Name
+		}
+		return err
+	}
+	// notation-go compares the signed descriptor with the image's: its
+	// media type and size too, which a HEAD of the image gives.
+	desc, err := remote.Head(repo.Digest(image.String()), opts...)
+	if err != nil {
+		return fmt.Errorf("head %s: %w", image, err)
+	}
+	target := ocispec.Descriptor{MediaType: string(desc.MediaType), Digest: digest.Digest(image.String()), Size: desc.Size}
+	if ve := p.notation.verify(ctx, repo.Digest(image.String()).String(), target, data, string(m.Layers[0].MediaType)); ve != nil {
+		ve.Policy = p.Name
+		ve.Detail = fmt.Sprintf("signature %s: %s", sig, ve.Detail)
+		return ve
+	}
+	return nil
 }
 
 // readBlob reads a signature layer (at most maxBlob bytes) and checks its

@@ -4,6 +4,8 @@
 // chart (pkg/charts) are found alike.
 package workload
 
+import "strconv"
+
 // Container is one container of an object's pod template.
 type Container struct {
 	// Field is the list it sits in: initContainers, containers or
@@ -13,6 +15,10 @@ type Container struct {
 	Name string
 	// Image is the image reference as written.
 	Image string
+	// Path is the image's field in obj, as review.FieldChanges writes paths:
+	// spec.template.spec.containers[name=app].image (by index when the
+	// container has no name).
+	Path string
 }
 
 // Containers returns the containers with an image in obj (an object as plain
@@ -23,14 +29,18 @@ type Container struct {
 // then ephemeralContainers.
 func Containers(obj map[string]any) []Container {
 	var out []Container
-	for _, spec := range podSpecs(obj) {
+	for _, ps := range podSpecs(obj) {
 		for _, field := range []string{"initContainers", "containers", "ephemeralContainers"} {
-			list, _ := spec[field].([]any)
-			for _, c := range list {
+			list, _ := ps.spec[field].([]any)
+			for i, c := range list {
 				cm, _ := c.(map[string]any)
 				if img, _ := cm["image"].(string); img != "" {
 					name, _ := cm["name"].(string)
-					out = append(out, Container{Field: field, Name: name, Image: img})
+					item := "[" + strconv.Itoa(i) + "]"
+					if name != "" {
+						item = "[name=" + name + "]"
+					}
+					out = append(out, Container{Field: field, Name: name, Image: img, Path: ps.path + "." + field + item + ".image"})
 				}
 			}
 		}
@@ -38,18 +48,24 @@ func Containers(obj map[string]any) []Container {
 	return out
 }
 
-func podSpecs(o map[string]any) []map[string]any {
-	var out []map[string]any
+// podSpec is a pod spec of an object and its path there.
+type podSpec struct {
+	path string
+	spec map[string]any
+}
+
+func podSpecs(o map[string]any) []podSpec {
+	var out []podSpec
 	if kind, _ := o["kind"].(string); kind == "Pod" {
 		if s := object(o, "spec"); s != nil {
-			out = append(out, s)
+			out = append(out, podSpec{"spec", s})
 		}
 	}
 	if s := object(o, "spec", "template", "spec"); s != nil {
-		out = append(out, s)
+		out = append(out, podSpec{"spec.template.spec", s})
 	}
 	if s := object(o, "spec", "jobTemplate", "spec", "template", "spec"); s != nil {
-		out = append(out, s)
+		out = append(out, podSpec{"spec.jobTemplate.spec.template.spec", s})
 	}
 	return out
 }

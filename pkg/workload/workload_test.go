@@ -16,13 +16,15 @@ func TestContainers(t *testing.T) {
 		want []workload.Container
 	}{
 		"pod": {`{kind: Pod, spec: {containers: [{name: a, image: nginx}], initContainers: [{name: i, image: busybox}]}}`,
-			[]workload.Container{{"initContainers", "i", "busybox"}, {"containers", "a", "nginx"}}},
+			[]workload.Container{{"initContainers", "i", "busybox", "spec.initContainers[name=i].image"}, {"containers", "a", "nginx", "spec.containers[name=a].image"}}},
 		"deployment": {`{kind: Deployment, spec: {template: {spec: {containers: [{name: a, image: "ghcr.io/x/y:1"}, {name: noimage}]}}}}`,
-			[]workload.Container{{"containers", "a", "ghcr.io/x/y:1"}}},
+			[]workload.Container{{"containers", "a", "ghcr.io/x/y:1", "spec.template.spec.containers[name=a].image"}}},
 		"cronjob": {`{kind: CronJob, spec: {jobTemplate: {spec: {template: {spec: {ephemeralContainers: [{name: d, image: debug}]}}}}}}`,
-			[]workload.Container{{"ephemeralContainers", "d", "debug"}}},
+			[]workload.Container{{"ephemeralContainers", "d", "debug", "spec.jobTemplate.spec.template.spec.ephemeralContainers[name=d].image"}}},
 		"custom kind shaped like a workload": {`{kind: Rollout, spec: {template: {spec: {containers: [{name: a, image: app}]}}}}`,
-			[]workload.Container{{"containers", "a", "app"}}},
+			[]workload.Container{{"containers", "a", "app", "spec.template.spec.containers[name=a].image"}}},
+		"no name: by index": {`{kind: Pod, spec: {containers: [{name: a, image: x}, {image: app}]}}`,
+			[]workload.Container{{"containers", "a", "x", "spec.containers[name=a].image"}, {"containers", "", "app", "spec.containers[1].image"}}},
 		"a spec that is not a pod's": {`{kind: Service, spec: {containers: [{name: a, image: app}]}}`, nil},
 		"wrong types":                {`{kind: Pod, spec: {containers: {name: a}}}`, nil},
 	} {

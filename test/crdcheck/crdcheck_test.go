@@ -50,6 +50,10 @@ func TestKinds(t *testing.T) {
 		"clusters.verrazzano.io/v1alpha1/VerrazzanoManagedCluster": false,
 		"fleet.cattle.io/v1alpha1/GitRepo":                         false,
 		"fleet.cattle.io/v1alpha1/Policy":                          false,
+		"cluster.kubernetes-fleet.io/v1/MemberCluster":             false,
+		"cluster.kubernetes-fleet.io/v1beta1/MemberCluster":        false,
+		"lib.projectsveltos.io/v1beta1/SveltosCluster":             false,
+		"cluster.open-cluster-management.io/v1/ManagedCluster":     false,
 	}
 	for _, k := range kinds {
 		if _, ok := want[k.String()]; ok {
@@ -69,6 +73,46 @@ func TestInvalid(t *testing.T) {
 		doc  string
 		want string // substring of the error
 	}{
+		"MemberCluster identity without kind": {
+			doc: `apiVersion: cluster.kubernetes-fleet.io/v1
+kind: MemberCluster
+metadata: {name: a}
+spec: {identity: {name: 00000000-0000-0000-0000-000000000000}}
+`,
+			want: "spec.identity.kind: Required value",
+		},
+		"MemberCluster without identity": {
+			doc: `apiVersion: cluster.kubernetes-fleet.io/v1
+kind: MemberCluster
+metadata: {name: a}
+spec: {heartbeatPeriodSeconds: 60}
+`,
+			want: "spec.identity: Required value",
+		},
+		"unknown SveltosCluster field": {
+			doc: `apiVersion: lib.projectsveltos.io/v1beta1
+kind: SveltosCluster
+metadata: {name: a, namespace: projectsveltos}
+spec: {kubeconfigName: a-sveltos-kubeconfig, kubeconfigKey: value}
+`,
+			want: "spec.kubeconfigKey: unknown field",
+		},
+		"SveltosCluster of an old version": {
+			doc: `apiVersion: lib.projectsveltos.io/v1alpha1
+kind: SveltosCluster
+metadata: {name: a, namespace: projectsveltos}
+spec: {}
+`,
+			want: "no CRD serves this kind",
+		},
+		"hubAcceptsClient not a boolean": {
+			doc: `apiVersion: cluster.open-cluster-management.io/v1
+kind: ManagedCluster
+metadata: {name: a}
+spec: {hubAcceptsClient: "true"}
+`,
+			want: "spec.hubAcceptsClient",
+		},
 		"unknown field in spec": {
 			doc: `apiVersion: fleet.cattle.io/v1alpha1
 kind: Cluster

@@ -24,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"fleetgen.dev/fleetgen/test/testenv"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -61,16 +62,12 @@ func tools(t *testing.T) string {
 }
 
 // need skips the test when one of the binaries is missing from dir, except
-// in CI (CI=true), where .ci/run must have built it.
+// in CI, where .ci/run must have built it (testenv.Missing).
 func need(t *testing.T, dir string, files []string) {
 	t.Helper()
 	for _, b := range files {
 		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
-			msg := fmt.Sprintf("%s/%s is missing: build the e2e tools with `make e2e-tools` (test/e2e/tools/build.sh, about 40 CPU-minutes cold)", dir, b)
-			if os.Getenv("CI") != "" {
-				t.Fatal(msg)
-			}
-			t.Skip(msg)
+			testenv.Missing(t, filepath.Join(dir, b), "`make e2e-tools` (test/e2e/tools/build.sh, about 40 CPU-minutes cold)")
 		}
 	}
 }

@@ -89,7 +89,7 @@ func addDeliveries(t *testing.T, fleetFile string) {
 func deliveries(t *testing.T, ctx context.Context, s *summary, tools, logs string, mgr *cluster, ex *example) {
 	t.Helper()
 	start := time.Now()
-	reach, err := pipeline.Targets(ctx, ex.cfg)
+	reach, err := pipeline.Targets(ctx, ex.cfg, pipeline.TargetsOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,7 +42,7 @@ func gitEnv() []string {
 // trimmed stdout; a failure fails the test with git's output.
 func Git(t testing.TB, dir string, args ...string) string {
 	t.Helper()
-	need(t, GitBinary, "git")
+	Tool(t, "git")
 	out, err := GitErr(dir, args...)
 	if err != nil {
 		t.Fatalf("git %s: %v", strings.Join(args, " "), err)
@@ -68,7 +68,7 @@ func GitErr(dir string, args ...string) (string, error) {
 // fresh temporary folder and returns its path. Its default branch is main.
 func BareRepo(t testing.TB, name string) string {
 	t.Helper()
-	need(t, GitBinary, "git")
+	Tool(t, "git")
 	dir := filepath.Join(t.TempDir(), name)
 	Git(t, "", "init", "--quiet", "--bare", "--initial-branch=main", dir)
 	return dir
@@ -79,7 +79,7 @@ func BareRepo(t testing.TB, name string) string {
 // URL, git://127.0.0.1:PORT/<base name of repo>.
 func GitDaemon(t testing.TB, repo string) string {
 	t.Helper()
-	need(t, GitBinary, "git")
+	Tool(t, "git")
 	base, name := filepath.Dir(repo), filepath.Base(repo)
 	// Logs go to a file, not a pipe: git daemon forks a child per connection,
 	// and a pipe would keep Wait blocked on them.
@@ -146,7 +146,7 @@ func waitTCP(addr string, exited <-chan struct{}, timeout time.Duration) bool {
 // http://127.0.0.1:PORT/git/<base name of repo>. It stops when the test ends.
 func GitHTTP(t testing.TB, repo, user, password string) string {
 	t.Helper()
-	need(t, GitBinary, "git")
+	Tool(t, "git")
 	Git(t, repo, "config", "http.receivepack", "true")
 	backend := &cgi.Handler{
 		Path: GitBinary,

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 )
@@ -17,18 +18,6 @@ import (
 // RegistryBinary is where Debian's docker-registry package installs the
 // distribution registry.
 const RegistryBinary = "/usr/bin/docker-registry"
-
-// need skips the test when a tool is missing, except in CI (CI=true), where a
-// missing tool is a failure: .ci/run installs it.
-func need(t testing.TB, path, pkg string) {
-	t.Helper()
-	if _, err := os.Stat(path); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s not found: .ci/run must install Debian package %s", path, pkg)
-		}
-		t.Skipf("%s not found (apt-get install %s)", path, pkg)
-	}
-}
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
 func FreePort(t testing.TB) int {
@@ -53,7 +42,7 @@ func freePort() (int, error) {
 // storage, stops it when the test ends, and returns its host:port (plain HTTP).
 func Registry(t testing.TB) string {
 	t.Helper()
-	need(t, RegistryBinary, "docker-registry")
+	Tool(t, "docker-registry")
 	host, stop, err := StartRegistry(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -67,16 +56,38 @@ func Registry(t testing.TB) string {
 // function that stops it. For programs (the mirror benchmark); tests use
 // Registry.
 func StartRegistry(dir string) (host string, stop func(), err error) {
+	return startRegistry(dir, "")
+}
+
+// RegistryAt starts a real distribution registry on host (127.0.0.1:PORT),
+// with new storage, and returns a function that stops it (also when the test
+// ends): the air gap's tests run two registries at one address, one after
+// the other, so that one fleet.yaml and one lock name both.
+func RegistryAt(t testing.TB, host string) (stop func()) {
+	t.Helper()
+	Tool(t, "docker-registry")
+	_, stop, err := startRegistry(t.TempDir(), host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func startRegistry(dir, at string) (host string, stop func(), err error) {
 	var (
 		cmd  *exec.Cmd
 		logs bytes.Buffer
 	)
 	for attempt := 0; attempt < 3; attempt++ {
-		port, err := freePort()
-		if err != nil {
-			return "", nil, err
+		host = at
+		if host == "" {
+			port, err := freePort()
+			if err != nil {
+				return "", nil, err
+			}
+			host = fmt.Sprintf("127.0.0.1:%d", port)
 		}
-		host = fmt.Sprintf("127.0.0.1:%d", port)
 		cfg := fmt.Sprintf(`version: 0.1
 log:
   level: error
@@ -102,9 +113,12 @@ http:
 		}
 		if waitHTTP("http://"+host+"/v2/", 10*time.Second) {
 			p := cmd.Process
+			var once sync.Once
 			return host, func() {
-				_ = p.Kill()
-				_, _ = p.Wait()
+				once.Do(func() {
+					_ = p.Kill()
+					_, _ = p.Wait()
+				})
 			}, nil
 		}
 		_ = cmd.Process.Kill()

@@ -120,8 +120,9 @@ func (k *Key) Legacy(t testing.TB, payload []byte) map[string]string {
 // Sigstore is a virtual Sigstore instance for keyless signing.
 type Sigstore struct {
 	ca *ca.VirtualSigstore
-	// TrustedRoot is its trusted_root.json: the Fulcio CA and the Rekor log
-	// (no CT log: the virtual CA's certificates carry no SCT).
+	// TrustedRoot is its trusted_root.json: the Fulcio CA, the Rekor log
+	// (v1 and v2 entries are signed with one key) and the timestamp
+	// authority (no CT log: the virtual CA's certificates carry no SCT).
 	TrustedRoot []byte
 }
 
@@ -166,7 +167,18 @@ func NewSigstore(t testing.TB) *Sigstore {
 		cas = append(cas, map[string]any{"uri": f.URI, "certChain": map[string]any{"certificates": chain},
 			"validFor": validFor{Start: rfc(f.ValidityPeriodStart), End: rfc(f.ValidityPeriodEnd)}})
 	}
-	tr := map[string]any{"mediaType": "application/vnd.dev.sigstore.trustedroot+json;version=0.1", "tlogs": tlogs, "certificateAuthorities": cas, "ctlogs": []any{}, "timestampAuthorities": []any{}}
+	var tsas []any
+	for _, a := range vs.TimestampingAuthorities() {
+		ta := a.(*root.SigstoreTimestampingAuthority)
+		chain := []any{raw(ta.Leaf.Raw)}
+		for _, i := range ta.Intermediates {
+			chain = append(chain, raw(i.Raw))
+		}
+		chain = append(chain, raw(ta.Root.Raw))
+		tsas = append(tsas, map[string]any{"uri": ta.URI, "certChain": map[string]any{"certificates": chain},
+			"validFor": validFor{Start: rfc(time.Now().Add(-time.Hour))}})
+	}
+	tr := map[string]any{"mediaType": "application/vnd.dev.sigstore.trustedroot+json;version=0.1", "tlogs": tlogs, "certificateAuthorities": cas, "ctlogs": []any{}, "timestampAuthorities": tsas}
 	if s.TrustedRoot, err = json.Marshal(tr); err != nil {
 		t.Fatal(err)
 	}
@@ -187,6 +199,37 @@ func (s *Sigstore) Bundle(t testing.TB, identity, issuer string, statement []byt
 		t.Fatal(err)
 	}
 	return s.protoBundle(t, e)
+}
+
+// BundleV2 signs statement keyless as identity from issuer as cosign v3
+// does against a Rekor v2 log: a DSSE bundle (v0.3) with the Fulcio
+// certificate, a hashedrekord v0.0.2 entry with its inclusion proof and
+// signed checkpoint (no inclusion promise, no integrated time: Rekor v2
+// gives neither) and an RFC 3161 timestamp from the timestamp authority,
+// which is the only time the signature has.
+func (s *Sigstore) BundleV2(t testing.TB, identity, issuer string, statement []byte) []byte {
+	t.Helper()
+	e, err := s.ca.AttestAtTimeHashedRekordV2(identity, issuer, statement, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := e.TlogEntries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b map[string]any
+	if err := json.Unmarshal(s.encode(t, e, entries), &b); err != nil {
+		t.Fatal(err)
+	}
+	// Rekor v2 entries carry no integrated time.
+	for _, te := range b["verificationMaterial"].(map[string]any)["tlogEntries"].([]any) {
+		delete(te.(map[string]any), "integratedTime")
+	}
+	out, err := json.Marshal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // promised adds what the virtual Sigstore leaves out of the protobuf entry
@@ -259,15 +302,28 @@ func (s *Sigstore) Legacy(t testing.TB, identity, issuer string, payload []byte,
 // protoBundle writes a virtual Sigstore entity as a v0.3 bundle.
 func (s *Sigstore) protoBundle(t testing.TB, e *ca.TestEntity) []byte {
 	t.Helper()
+	entries, err := e.TlogEntries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, te := range entries {
+		entries[i], err = tlog.NewTlogEntry(s.promised(t, te.TransparencyLogEntry()))
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s.encode(t, e, entries)
+}
+
+// encode writes a virtual Sigstore entity with its log entries as a v0.3
+// bundle.
+func (s *Sigstore) encode(t testing.TB, e *ca.TestEntity, entries []*tlog.Entry) []byte {
+	t.Helper()
 	vc, err := e.VerificationContent()
 	if err != nil {
 		t.Fatal(err)
 	}
 	sc, err := e.SignatureContent()
-	if err != nil {
-		t.Fatal(err)
-	}
-	entries, err := e.TlogEntries()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +339,7 @@ func (s *Sigstore) protoBundle(t testing.TB, e *ca.TestEntity) []byte {
 		},
 	}
 	for _, te := range entries {
-		pb.VerificationMaterial.TlogEntries = append(pb.VerificationMaterial.TlogEntries, s.promised(t, te.TransparencyLogEntry()))
+		pb.VerificationMaterial.TlogEntries = append(pb.VerificationMaterial.TlogEntries, te.TransparencyLogEntry())
 	}
 	for _, ts := range tss {
 		pb.VerificationMaterial.TimestampVerificationData.Rfc3161Timestamps = append(pb.VerificationMaterial.TimestampVerificationData.Rfc3161Timestamps, &protocommon.RFC3161SignedTimestamp{SignedTimestamp: ts})

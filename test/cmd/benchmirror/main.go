@@ -50,6 +50,9 @@ var warmProfile string
 // noReferrers leaves the indexes unsigned and mirrors without referrers.
 var noReferrers bool
 
+// airGapOnly skips every row but the air gap's.
+var airGapOnly bool
+
 func main() {
 	scale := flag.Float64("scale", 1, "blob size factor: 1 is about 700 MiB of unique blobs")
 	seed := flag.Int64("seed", 1, "random seed of the data set")
@@ -58,6 +61,7 @@ func main() {
 	flag.BoolVar(&noReferrers, "no-referrers", false, "sign nothing and mirror with --no-referrers")
 	verbose := flag.Bool("v", false, "print go-containerregistry's warnings (retries) to stderr")
 	flag.StringVar(&warmProfile, "warm-cpuprofile", "", "write a CPU profile of the warm re-runs to this file")
+	flag.BoolVar(&airGapOnly, "airgap-only", false, "measure only the air gap: direct mirror, mirror --to, mirror --from")
 	flag.Parse()
 	if *verbose {
 		logs.Warn.SetOutput(os.Stderr)
@@ -251,7 +255,7 @@ func run(ctx context.Context, scale float64, seed int64, jobs int, withCrane boo
 
 	// The floor: every unique blob pushed once, jobs at a time, to a fresh
 	// registry, read from the source as a copy does.
-	{
+	if !airGapOnly {
 		p, stop, err := registry(tmp, "floor")
 		if err != nil {
 			return err
@@ -301,7 +305,7 @@ func run(ctx context.Context, scale float64, seed int64, jobs int, withCrane boo
 	}
 
 	// fleetgen: cold, then warm.
-	{
+	if !airGapOnly {
 		p, stop, err := registry(tmp, "fleetgen")
 		if err != nil {
 			return err
@@ -360,7 +364,7 @@ func run(ctx context.Context, scale float64, seed int64, jobs int, withCrane boo
 
 	// spec.verify: cold runs with verification off and on, interleaved
 	// (off, on, on, off, off, on) into fresh registries, best of three each.
-	if !noReferrers {
+	if !noReferrers && !airGapOnly {
 		f := &schema.Fleet{Spec: schema.Spec{Verify: []schema.VerifyPolicy{{Cosign: &schema.CosignVerify{Keys: []schema.FileRef{{File: "cosign.pub", Data: key.PublicPEM}}}}}}}
 		ps, err := verify.Compile(f, nil)
 		if err != nil {
@@ -399,8 +403,19 @@ func run(ctx context.Context, scale float64, seed int64, jobs int, withCrane boo
 		results = append(results, result{"cold, verify off (best of 3)", best[false], 0}, result{"cold, verify on (best of 3)", best[true], 0})
 	}
 
+	// The air gap: a direct mirror, mirror --to a layout folder and mirror
+	// --from it, each cold into a fresh registry or folder, with spec.verify
+	// on as the air gap runs it, interleaved, best of three each.
+	if !noReferrers {
+		r, err := airGap(ctx, tmp, refs, key, jobs, logf)
+		if err != nil {
+			return err
+		}
+		results = append(results, r...)
+	}
+
 	// A sequential crane copy loop.
-	if withCrane {
+	if withCrane && !airGapOnly {
 		p, stop, err := registry(tmp, "crane")
 		if err != nil {
 			return err
@@ -436,6 +451,14 @@ func run(ctx context.Context, scale float64, seed int64, jobs int, withCrane boo
 			return "ok"
 		}
 		return "MISSED"
+	}
+	if d, ok := by[airGapDirect]; ok {
+		to, from := by[airGapTo].elapsed.Seconds()/d.elapsed.Seconds(), by[airGapFrom].elapsed.Seconds()/d.elapsed.Seconds()
+		fmt.Printf("--to / direct           %6.2f   (target <= 1.3)  %s\n", to, check(to <= 1.3))
+		fmt.Printf("--from / direct         %6.2f   (target <= 1.3)  %s\n", from, check(from <= 1.3))
+	}
+	if airGapOnly {
+		return nil
 	}
 	coldFloor := cold.elapsed.Seconds() / floor.elapsed.Seconds()
 	byteRatio := float64(cold.bytes) / float64(unique)
