@@ -112,7 +112,9 @@ type MirrorResult struct {
 // It runs every input check but the lock's (Validate), the lock being what it
 // brings up to date.
 func Mirror(ctx context.Context, cfg Config, o MirrorOptions) (*MirrorResult, error) {
-	ld, err := loadPending(ctx, cfg, true)
+	// The air gap carries what the lock names, charts rendered from the
+	// chart cache: it brings nothing up to date.
+	ld, err := loadPending(ctx, cfg, o.To == "" && o.From == "")
 	if err != nil {
 		return nil, err
 	}
