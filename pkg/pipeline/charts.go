@@ -45,7 +45,7 @@ type chartRenderer struct {
 	kube     map[string]string         // cluster → kubernetesVersion
 	loaded   map[string]*loadedChart   // by digest
 	objects  map[*charts.Result]objset // a result as the model's objects, by namespace
-	releases map[releaseKey]*Release
+	releases map[releaseKey]*chartRelease
 	done     map[doneKey]*done
 	sources  map[string]*charts.Source      // every chart source met, by Label
 	users    map[string]map[string][]string // Label → HelmRelease → clusters
@@ -64,17 +64,13 @@ type releaseKey struct {
 	obj     *layers.Object
 }
 
-// Release is one HelmRelease as a cluster receives it, its chart rendered:
-// what render's patch of the layer's Kustomization needs (the chart source
-// to point at the mirror, the images to pin) and what `images --why` says.
-type Release struct {
+// chartRelease is one HelmRelease as a cluster receives it, its chart
+// rendered: what render's patch of the layer's Kustomization needs (the
+// chart source to point at the mirror, the images to pin).
+type chartRelease struct {
 	Release *charts.Release
 	Source  *charts.Source
-	// Chart is the rendered chart's label ("podinfo-6.7.1").
-	Chart string
-	// Digest is the chart's locked manifest digest.
-	Digest string
-	Result *charts.Result
+	Result  *charts.Result
 }
 
 func newChartRenderer(f *schema.Fleet, l *lock.Lock, cfg Config) *chartRenderer {
@@ -86,7 +82,7 @@ func newChartRenderer(f *schema.Fleet, l *lock.Lock, cfg Config) *chartRenderer 
 	}
 	r := &chartRenderer{f: f, lock: l, cache: charts.NewCache(dir), cacheErr: cacheErr, lim: charts.DefaultLimits(), memo: charts.NewMemo(),
 		kube: map[string]string{}, loaded: map[string]*loadedChart{}, objects: map[*charts.Result]objset{},
-		releases: map[releaseKey]*Release{}, done: map[doneKey]*done{}, sources: map[string]*charts.Source{}, users: map[string]map[string][]string{}}
+		releases: map[releaseKey]*chartRelease{}, done: map[doneKey]*done{}, sources: map[string]*charts.Source{}, users: map[string]map[string][]string{}}
 	for _, c := range f.Spec.Clusters {
 		r.kube[c.Name] = c.KubernetesVersion
 	}
@@ -154,7 +150,7 @@ type doneKey struct {
 type done struct {
 	objs []*layers.Object
 	err  error
-	rel  *Release
+	rel  *chartRelease
 	src  *charts.Source
 }
 
@@ -221,7 +217,7 @@ func (r *chartRenderer) renderOnce(cluster string, obj *layers.Object, received 
 	if err != nil {
 		return nil, err
 	}
-	d.rel = &Release{Release: rel, Source: src, Chart: ch.Name + "-" + ch.Version, Digest: digest, Result: res}
+	d.rel = &chartRelease{Release: rel, Source: src, Result: res}
 	r.mu.Lock()
 	r.releases[releaseKey{cluster, obj}] = d.rel
 	r.mu.Unlock()
@@ -379,7 +375,7 @@ func (ld *Loaded) chartPatches() (map[[2]string][]generate.HelmRelease, problem.
 		found[k] = append(found[k], cluster)
 	}
 	out := map[[2]string][]generate.HelmRelease{}
-	pinned := map[*Release]*generate.HelmRelease{} // one per render and HelmRelease object
+	pinned := map[*chartRelease]*generate.HelmRelease{} // one per render and HelmRelease object
 	lists := map[string][]generate.HelmRelease{}   // one list per distinct content, shared by units
 	for _, u := range layers.FromFleet(f) {
 		s := ld.Model.Received(u.Cluster, u.Layer)
