@@ -376,7 +376,7 @@ func (ld *Loaded) chartPatches() (map[[2]string][]generate.HelmRelease, problem.
 	}
 	out := map[[2]string][]generate.HelmRelease{}
 	pinned := map[*chartRelease]*generate.HelmRelease{} // one per render and HelmRelease object
-	lists := map[string][]generate.HelmRelease{}   // one list per distinct content, shared by units
+	lists := map[string][]generate.HelmRelease{}        // one list per distinct content, shared by units
 	for _, u := range layers.FromFleet(f) {
 		s := ld.Model.Received(u.Cluster, u.Layer)
 		if s == nil || s.Objects == nil {
