@@ -26,6 +26,7 @@ import (
 	"fleetgen.dev/fleetgen/pkg/pipeline"
 	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/pkg/review"
+	"fleetgen.dev/fleetgen/test/charttest"
 	"fleetgen.dev/fleetgen/test/crdcheck"
 	"fleetgen.dev/fleetgen/test/testenv"
 )
@@ -67,9 +68,9 @@ func newHelmWorld(t *testing.T) *helmWorld {
 			w.webDigest = d.String()
 		}
 	}
-	testenv.PushChart(t, w.src+"/charts/podinfo:6.7.1", testenv.ChartArchive(t, "podinfo", podinfoChart))
-	testenv.PushChart(t, w.src+"/charts/app:2.0.0", testenv.ChartArchive(t, "app", appChart(w.src)))
-	w.repo = testenv.ChartRepo(t, testenv.ChartArchive(t, "web", webChart(w.src, w.webDigest)))
+	charttest.Push(t, w.src+"/charts/podinfo:6.7.1", charttest.Archive(t, "podinfo", podinfoChart))
+	charttest.Push(t, w.src+"/charts/app:2.0.0", charttest.Archive(t, "app", appChart(w.src)))
+	w.repo = charttest.Repo(t, charttest.Archive(t, "web", webChart(w.src, w.webDigest)))
 	dir := t.TempDir()
 	testenv.WriteTree(t, dir, map[string]string{
 		"certs/manager-ca.pem": string(testCA(t)),
@@ -497,7 +498,7 @@ func chartFleet(t *testing.T, chart map[string]string, release, extra string) *h
 		if err := yaml.Unmarshal([]byte(chart["Chart.yaml"]), &meta); err != nil {
 			t.Fatal(err)
 		}
-		testenv.PushChart(t, w.src+"/charts/"+meta.Name+":"+meta.Version, testenv.ChartArchive(t, meta.Name, chart))
+		charttest.Push(t, w.src+"/charts/"+meta.Name+":"+meta.Version, charttest.Archive(t, meta.Name, chart))
 	}
 	dir := t.TempDir()
 	testenv.WriteTree(t, dir, map[string]string{

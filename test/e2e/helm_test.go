@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"fleetgen.dev/fleetgen/pkg/lock"
+	"fleetgen.dev/fleetgen/test/charttest"
 	"fleetgen.dev/fleetgen/test/testenv"
 )
 
@@ -52,18 +53,18 @@ spec:
       containers: [{name: main, image: "{{ .Values.image.repository }}:{{ .Values.image.tag }}"}]
 `
 	}
-	hello := testenv.ChartArchive(t, "hello", map[string]string{
+	hello := charttest.Archive(t, "hello", map[string]string{
 		"Chart.yaml":                "apiVersion: v2\nname: hello\nversion: 0.1.0\n",
 		"values.yaml":               "image: {repository: docker.io/library/busybox, tag: \"1.36\"}\n",
 		"templates/deployment.yaml": deployment("hello"),
 	})
-	testenv.PushChart(t, ex.upstream+"/charts/hello:0.1.0", hello)
-	web := testenv.ChartArchive(t, "web", map[string]string{
+	charttest.Push(t, ex.upstream+"/charts/hello:0.1.0", hello)
+	web := charttest.Archive(t, "web", map[string]string{
 		"Chart.yaml":                "apiVersion: v2\nname: web\nversion: 1.2.3\n",
 		"values.yaml":               "image: {repository: " + ex.upstream + "/stefanprodan/podinfo, tag: 6.7.1}\n",
 		"templates/deployment.yaml": deployment("web"),
 	})
-	repo := testenv.ChartRepo(t, web)
+	repo := charttest.Repo(t, web)
 	files := map[string]string{
 		helmLayer + "/kustomization.yaml": "resources: [namespace.yaml, sources.yaml, releases.yaml]\n",
 		helmLayer + "/namespace.yaml":     "apiVersion: v1\nkind: Namespace\nmetadata: {name: charts}\n",

@@ -1,4 +1,9 @@
-package testenv
+// Package charttest makes Helm charts for tests: archives as `helm package`
+// writes them, pushed to a registry as `helm push` does, or served from an
+// HTTP chart repository on loopback. It is apart from testenv, which
+// packages fleetgen imports (internal/inert) test with: pkg/charts would
+// make an import cycle there.
+package charttest
 
 import (
 	"archive/tar"
@@ -18,11 +23,11 @@ import (
 	"fleetgen.dev/fleetgen/pkg/charts"
 )
 
-// ChartArchive packs a chart as `helm package` does: files (paths inside
+// Archive packs a chart as `helm package` does: files (paths inside
 // the chart's folder, "Chart.yaml", "templates/x.yaml", "charts/sub/…")
 // under one top folder named chart, in path order, with fixed times, so the
 // same files always make the same archive.
-func ChartArchive(t testing.TB, chart string, files map[string]string) []byte {
+func Archive(t testing.TB, chart string, files map[string]string) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
@@ -52,10 +57,10 @@ func ChartArchive(t testing.TB, chart string, files map[string]string) []byte {
 	return buf.Bytes()
 }
 
-// PushChart pushes the chart archive tgz to ref (repository:version) as
+// Push pushes the chart archive tgz to ref (repository:version) as
 // `helm push` does and returns its manifest digest. The chart may be over
 // fleetgen's bounds (charts.DefaultLimits): a test of them pushes one.
-func PushChart(t testing.TB, ref string, tgz []byte) string {
+func Push(t testing.TB, ref string, tgz []byte) string {
 	t.Helper()
 	lim := charts.DefaultLimits()
 	lim.FileBytes, lim.DecompressedBytes, lim.ArchiveBytes = 1<<30, 1<<30, 1<<30
@@ -77,11 +82,11 @@ func PushChart(t testing.TB, ref string, tgz []byte) string {
 	return a.Digest
 }
 
-// ChartRepo serves an HTTP chart repository on loopback, as `helm repo
+// Repo serves an HTTP chart repository on loopback, as `helm repo
 // index` lays one out: index.yaml listing each archive (name-version.tgz,
 // with its digest) and the archives. It returns the repository's URL; the
 // server stops with the test.
-func ChartRepo(t testing.TB, archives ...[]byte) string {
+func Repo(t testing.TB, archives ...[]byte) string {
 	t.Helper()
 	type entry struct {
 		name, version string
