@@ -125,7 +125,7 @@ func TestExamples(t *testing.T) {
 // use.
 func wantImages(t testing.TB, f *schema.Fleet) []string {
 	t.Helper()
-	m, err := layers.Load(f, layers.Options{})
+	m, err := layers.Load(f, layers.DefaultOptions())
 	if err != nil {
 		t.Fatalf("build layers: %v", err)
 	}

@@ -30,7 +30,8 @@ package fleetmatch
 // Fleet's clusterName criterion matches it too.
 const DisplayNameLabel = "management.cattle.io/cluster-display-name"
 
-// Target is one GitRepo target (fleet.cattle.io/v1alpha1 GitTarget).
+// Target is one GitRepo target (fleet.cattle.io/v1alpha1 GitTarget), or a
+// bundle's targetCustomization (BundleTarget).
 type Target struct {
 	Name         string
 	ClusterName  string
@@ -39,6 +40,55 @@ type Target struct {
 	// target does not set them.
 	ClusterSelector      map[string]string
 	ClusterGroupSelector map[string]string
+	// ClusterExpressions and ClusterGroupExpressions are the selectors'
+	// matchExpressions (a bundle's fleet.yaml may set them; fleet.yaml's
+	// deliveries do not). Each must hold too.
+	ClusterExpressions      []Requirement
+	ClusterGroupExpressions []Requirement
+}
+
+// Requirement is one matchExpressions entry of a label selector.
+type Requirement struct {
+	Key      string   `json:"key"`
+	Operator string   `json:"operator"`
+	Values   []string `json:"values,omitempty"`
+}
+
+// holds reports whether labels meet r, as metav1.LabelSelectorAsSelector
+// reads it: In and NotIn against the values (NotIn holds for a missing
+// label), Exists and DoesNotExist on the key; any other operator fails.
+func (r Requirement) holds(labels map[string]string) bool {
+	v, ok := labels[r.Key]
+	switch r.Operator {
+	case "In":
+		return ok && contains(r.Values, v)
+	case "NotIn":
+		return !ok || !contains(r.Values, v)
+	case "Exists":
+		return ok
+	case "DoesNotExist":
+		return !ok
+	}
+	return false
+}
+
+func contains(l []string, s string) bool {
+	for _, e := range l {
+		if e == s {
+			return true
+		}
+	}
+	return false
+}
+
+// meets reports whether labels meet every requirement.
+func meets(rs []Requirement, labels map[string]string) bool {
+	for _, r := range rs {
+		if !r.holds(labels) {
+			return false
+		}
+	}
+	return true
 }
 
 // Cluster is a Fleet Cluster: its name and labels.
@@ -112,10 +162,10 @@ func (t Target) match(c Cluster, group string, groupLabels map[string]string) bo
 	if t.ClusterGroup != "" && t.ClusterGroup != group {
 		return false
 	}
-	if t.ClusterGroupSelector != nil && !Selects(t.ClusterGroupSelector, groupLabels) {
+	if t.ClusterGroupSelector != nil && (!Selects(t.ClusterGroupSelector, groupLabels) || !meets(t.ClusterGroupExpressions, groupLabels)) {
 		return false
 	}
-	if t.ClusterSelector != nil && !Selects(t.ClusterSelector, c.Labels) {
+	if t.ClusterSelector != nil && (!Selects(t.ClusterSelector, c.Labels) || !meets(t.ClusterExpressions, c.Labels)) {
 		return false
 	}
 	return true

@@ -7,9 +7,11 @@ package images
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
+	"fleetgen.dev/fleetgen/internal/inert"
 	"fleetgen.dev/fleetgen/pkg/charts"
 	"fleetgen.dev/fleetgen/pkg/layers"
 	"fleetgen.dev/fleetgen/pkg/lock"
@@ -115,51 +117,48 @@ func Discover(f *schema.Fleet, m *layers.Model) (*Result, error) {
 		if s.Objects == nil {
 			continue
 		}
-		// The layers that receive this set, in spec order; errors go to the
-		// first.
-		seen := map[int]bool{}
-		var idx []int
-		for _, u := range s.Units {
-			if li := layerIdx[u.Layer]; !seen[li] {
-				seen[li] = true
-				idx = append(idx, li)
-			}
-		}
-		sort.Ints(idx)
-		at := fmt.Sprintf("spec.layers[%d].path", idx[0])
+		// The layers (or deliveries, for a bundle) that receive this set, in
+		// spec order; errors go to the first.
+		owners := ownersOf(f, s, layerIdx)
+		first := owners[0]
 		var names []string
-		for _, li := range idx {
-			names = append(names, f.Spec.Layers[li].Name)
+		for _, o := range owners {
+			names = append(names, o.name)
 		}
+		kind := "layer"
+		if s.Delivery != "" {
+			kind = "delivery"
+		}
+		what := fmt.Sprintf("%s %s: folder %s", kind, strings.Join(names, ", "), s.Path)
 		expanded := ""
-		if s.Path != schema.CleanPath(f.Spec.Layers[idx[0]].Path) {
+		if s.Delivery == "" && !s.Followed() && s.Path != schema.CleanPath(f.Spec.Layers[first.index].Path) {
 			expanded = fmt.Sprintf(" (as expanded for cluster %s)", s.Units[0].Cluster)
+		}
+		if s.Followed() {
+			expanded = " (through Kustomization " + inert.Quote(s.Kustomization) + ")"
 		}
 		found, bad := collect(s)
 		for _, o := range bad {
-			if msg := fmt.Sprintf("layer %s: folder %s: %s", strings.Join(names, ", "), s.Path, o); !reported[msg] {
+			if msg := what + ": " + o; !reported[msg] {
 				reported[msg] = true
-				errs = append(errs, f.At(problem.Other(at, "layer %s: folder %s%s: %s", strings.Join(names, ", "), s.Path, expanded, o)))
+				errs = append(errs, f.At(problem.Other(first.field, "%s%s: %s", what, expanded, o)))
 			}
 		}
 		for _, img := range found {
 			ok := true
-			for _, li := range idx {
-				who := fmt.Sprintf("layer %s (%s)", f.Spec.Layers[li].Name, s.Path)
-				if img.template {
-					who = fmt.Sprintf("layer %s: %s", f.Spec.Layers[li].Name, strings.SplitN(img.who, ": ", 2)[0])
+			for _, o := range owners {
+				who := fmt.Sprintf("%s %s (%s)", kind, o.name, s.Path)
+				if img.template != "" {
+					who = fmt.Sprintf("%s %s: %s", kind, o.name, img.template)
 				}
-				ok = add(img.ref, who, len(f.Spec.Images)+li, fmt.Sprintf("spec.layers[%d].path", li)) && ok
+				ok = add(img.ref, who, o.order, o.field) && ok
 			}
 			if !ok {
-				if msg := fmt.Sprintf("layer %s: folder %s: %s: invalid", strings.Join(names, ", "), s.Path, img.who); !reported[msg] {
+				if msg := fmt.Sprintf("%s: %s: invalid", what, img.who); !reported[msg] {
 					reported[msg] = true
-					errs = append(errs, f.At(problem.Other(at, "layer %s: folder %s%s: %s: invalid image reference: want [HOST[:PORT]/]PATH[:TAG][@sha256:DIGEST]", strings.Join(names, ", "), s.Path, expanded, img.who)))
+					errs = append(errs, f.At(problem.Other(first.field, "%s%s: %s: invalid image reference: want [HOST[:PORT]/]PATH[:TAG][@sha256:DIGEST]", what, expanded, img.who)))
 				}
 				continue
-			}
-			if !img.chart && !img.template {
-				written[s.Path] = append(written[s.Path], img.ref)
 			}
 			if n, err := lock.Normalize(img.ref); err == nil {
 				if sources[n] == nil {
@@ -167,10 +166,15 @@ func Discover(f *schema.Fleet, m *layers.Model) (*Result, error) {
 				}
 				sources[n][Source{File: img.file, Field: img.field, Object: img.who, Written: img.ref}] = true
 			}
+			// spec.images of a layer's Kustomization rewrites its own build
+			// only.
+			if !img.chart && !s.Followed() && s.Delivery == "" && s.Release == "" {
+				written[s.Path] = append(written[s.Path], img.ref)
+			}
 		}
 	}
 	for p := range m.Builds {
-		if b := m.Builds[p]; b != nil && b.Err == nil {
+		if b := m.Builds[p]; b != nil && b.Err == nil && p == b.Path { // a layer's build
 			res.LayerImages[p] = dedupe(written[p])
 		}
 	}
@@ -208,6 +212,36 @@ func Discover(f *schema.Fleet, m *layers.Model) (*Result, error) {
 	return res, nil
 }
 
+// owner is a layer or delivery that receives a set: its name, field and
+// place in document order.
+type owner struct {
+	name, field  string
+	index, order int
+}
+
+// ownersOf returns the layers (or, for a bundle, the deliveries) that
+// receive s, in spec order.
+func ownersOf(f *schema.Fleet, s *layers.Set, layerIdx map[string]int) []owner {
+	var out []owner
+	seen := map[int]bool{}
+	for _, u := range s.Units {
+		if u.Delivery != "" {
+			i := slices.IndexFunc(f.Spec.Deliveries, func(d schema.Delivery) bool { return d.Name == u.Delivery })
+			if !seen[-1-i] {
+				seen[-1-i] = true
+				out = append(out, owner{name: u.Delivery, field: fmt.Sprintf("spec.deliveries[%d]", i), index: i, order: len(f.Spec.Images) + len(f.Spec.Layers) + i})
+			}
+			continue
+		}
+		if li := layerIdx[u.Layer]; !seen[li] {
+			seen[li] = true
+			out = append(out, owner{name: u.Layer, field: fmt.Sprintf("spec.layers[%d].path", li), index: li, order: len(f.Spec.Images) + li})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].order < out[j].order })
+	return out
+}
+
 // Written returns the container image references objs use, as written
 // there (not charts), sorted and deduplicated: what the images rewrite of a
 // Flux Kustomization matches by name.
@@ -225,10 +259,10 @@ func Written(objs []*layers.Object) []string {
 type found struct {
 	ref   string
 	chart bool
-	// template is set for an image a chart's template names: helm-controller
-	// applies it, so Flux's spec.images cannot rewrite it (a post-renderer
-	// pins it).
-	template bool
+	// template names the HelmRelease, chart and template that rendered
+	// the object, for an image of a chart's set: "HelmRelease apps/web
+	// chart web template web/templates/deployment.yaml".
+	template string
 	// who names where ref was found without quoting it: kind,
 	// namespace/name and container.
 	who string
@@ -237,33 +271,37 @@ type found struct {
 	file, field string
 }
 
-// collect returns the images (workload.Containers) and OCI charts objs
-// refer to, in no particular order, and the objects whose references cannot
-// be mirrored (each named, its values never quoted). The objects of a
-// chart's set (s.Chart) are named by the HelmRelease, the chart and the
+// collect returns the images (workload.Containers) and OCI charts s's
+// objects refer to, in no particular order, and the objects whose references
+// cannot be mirrored (each named, its values never quoted). The objects of a
+// chart's set (s.Release) are named by the HelmRelease, the chart and the
 // template that rendered them, and the HelmReleases a chart renders are not
 // followed.
 func collect(s *layers.Set) (out []found, bad []string) {
-	objs := s.Objects
-	index := map[[3]string]map[string]any{}
-	for _, o := range objs {
+	index := make(map[[3]string]map[string]any, len(s.Objects))
+	for _, o := range s.Objects {
 		index[[3]string{o.Kind, o.Namespace, o.Name}] = o.Map
 	}
 	find := func(kind, ns, name string) map[string]any { return index[[3]string{kind, ns, name}] }
-	for _, o := range objs {
-		where := o.Describe()
-		if s.Chart() {
-			where = fmt.Sprintf("HelmRelease %s chart %s template %s: %s", s.Release, chartName(o.Origin), o.Origin, where)
+	for _, o := range s.Objects {
+		tmpl, file := "", o.Origin
+		if s.Release != "" {
+			// The template is the chart's, not a file of the fleet's folder.
+			tmpl, file = fmt.Sprintf("HelmRelease %s chart %s template %s", s.Release, chartName(o.Origin), o.Origin), ""
 		}
 		for _, c := range workload.Containers(o.Map) {
-			out = append(out, found{ref: c.Image, who: fmt.Sprintf("%s %s %s", where, c.Field, c.Name), template: s.Chart(), file: o.Origin, field: c.Path})
+			who := fmt.Sprintf("%s %s %s", o.Describe(), c.Field, c.Name)
+			if tmpl != "" {
+				who = tmpl + ": " + who
+			}
+			out = append(out, found{ref: c.Image, who: who, template: tmpl, file: file, field: c.Path})
 		}
-		if !o.IsHelmRelease() || s.Chart() {
+		if !o.IsHelmRelease() || s.Release != "" {
 			continue
 		}
 		rel, err := charts.ParseRelease(o.Map)
 		if err != nil {
-			bad = append(bad, fmt.Sprintf("%s: %s", o.Describe(), "spec does not decode as a HelmRelease's"))
+			bad = append(bad, o.Describe()+": spec does not decode as a HelmRelease's")
 			continue
 		}
 		src, err := charts.ResolveSource(rel, find)

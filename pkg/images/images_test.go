@@ -293,7 +293,7 @@ spec:
 
 // discover builds f's model and discovers its images, as the pipeline does.
 func discover(f *schema.Fleet) (*images.Result, error) {
-	m, err := layers.Load(f, layers.Options{})
+	m, err := layers.Load(f, layers.DefaultOptions())
 	if err != nil {
 		return nil, err
 	}

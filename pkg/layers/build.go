@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -53,15 +54,17 @@ func newBuilder(root string) (*builder, error) {
 	return &builder{root: abs, fs: guard, guard: guard}, nil
 }
 
-// build runs kustomize on the layer folder rel (slash-separated, relative to
-// root) as kustomize-controller does: a folder without a kustomization.yaml
-// gets a generated one listing its manifests, plugins are off, and files
-// outside the kustomization folder (but inside root) may be loaded.
+// build runs kustomize on the folder rel (slash-separated, relative to root)
+// as kustomize-controller does for a Kustomization whose spec adds ov (nil
+// for a layer's): a folder without a kustomization.yaml gets a generated one
+// listing its manifests, the spec's fields are set on it, plugins are off,
+// and files outside the kustomization folder (but inside root) may be
+// loaded.
 //
 // A file the build may not read (not regular, too large) is an error that
 // names it; an I/O failure of the file system, or a panic in kustomize, is a
 // *Failure (not the input's fault).
-func (b *builder) build(rel string) (objs []*Object, err error) {
+func (b *builder) build(rel string, ov *overlay) (objs []*Object, err error) {
 	defer func() {
 		refused, failed := b.guard.reset()
 		switch {
@@ -81,7 +84,7 @@ func (b *builder) build(rel string) (objs []*Object, err error) {
 	if !b.fs.IsDir(dir) {
 		return nil, errors.New("not a folder")
 	}
-	manifest, kfile, err := kustomizationFor(b.fs, b.root, dir)
+	manifest, kfile, err := kustomizationFor(b.fs, b.root, dir, ov)
 	if err != nil {
 		return nil, err
 	}
@@ -108,13 +111,14 @@ func (b *builder) build(rel string) (objs []*Object, err error) {
 	if err := mem.WriteFile(kfile, manifest); err != nil {
 		return nil, err
 	}
-	rm, err := run(mem, dir, scan.openAPI)
+	rm, err := run(mem, dir, scan.openAPI, true)
 	if errors.Is(err, errPanic) {
 		return nil, &Failure{err}
 	}
 	if err != nil {
 		return nil, err
 	}
+	keepOrigin := ov != nil && slices.Contains(ov.BuildMetadata, "originAnnotations")
 	var out []*Object
 	for _, r := range rm.Resources() {
 		var origin string
@@ -131,12 +135,15 @@ func (b *builder) build(rel string) (objs []*Object, err error) {
 			if origin != "" {
 				origin = path.Join(rel, origin)
 			}
-			// Flux's build carries no such annotation: drop it.
-			if err := r.SetOrigin(nil); err != nil {
-				return nil, err
+			// Flux's build carries no such annotation unless the
+			// Kustomization asks for it: drop it.
+			if !keepOrigin {
+				if err := r.SetOrigin(nil); err != nil {
+					return nil, err
+				}
 			}
 		}
-		obj, err := newObject(r, origin)
+		obj, err := buildObject(r, origin)
 		if err != nil {
 			return nil, err
 		}
@@ -188,7 +195,10 @@ type scan struct {
 // only around a build whose kustomizations set openapi, the only way a build
 // changes that global, and then as Flux does: built-in schema loaded first,
 // reset again afterwards.
-func run(fs filesys.FileSystem, dir string, resetOpenAPI bool) (rm resmap.ResMap, err error) {
+//
+// Outside (false for a Fleet bundle, built root-only) allows files outside
+// the kustomization folder.
+func run(fs filesys.FileSystem, dir string, resetOpenAPI, outside bool) (rm resmap.ResMap, err error) {
 	buildMu.Lock()
 	defer buildMu.Unlock()
 	defer func() {
@@ -202,8 +212,12 @@ func run(fs filesys.FileSystem, dir string, resetOpenAPI bool) (rm resmap.ResMap
 		_ = openapi.Schema()
 		defer openapi.ResetOpenAPI()
 	}
+	lr := types.LoadRestrictionsRootOnly
+	if outside {
+		lr = types.LoadRestrictionsNone
+	}
 	k := krusty.MakeKustomizer(&krusty.Options{
-		LoadRestrictions: types.LoadRestrictionsNone,
+		LoadRestrictions: lr,
 		PluginConfig:     types.DisabledPluginConfig(),
 	})
 	return k.Run(fs, dir)

@@ -12,6 +12,7 @@ package layers
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,7 +49,7 @@ func TestFluxSubstitutionEqual(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ours, ourErr := substitute(res, newTemplate(string(text)), optsOut(res), vars)
+			ours, ourErr := substitute(newTemplate(string(text)), optsOut(res), vars)
 
 			if (fluxErr == nil) != (ourErr == nil) {
 				t.Fatalf("errors differ: flux %v, fleetgen %v", fluxErr, ourErr)
@@ -59,19 +60,19 @@ func TestFluxSubstitutionEqual(t *testing.T) {
 				}
 				return
 			}
-			want := yamlOf(t, res) // Flux opted out: the object as built
+			want := mapOf(t, res) // Flux opted out: the object as built
 			if fluxOut != nil {
-				want = yamlOf(t, fluxOut)
+				want = mapOf(t, fluxOut)
 			}
-			got := yamlOf(t, res)
+			got := mapOf(t, res)
 			if ours != nil {
-				got = yamlOf(t, ours)
+				got = ours
 			}
 			if d := cmp.Diff(want, got); d != "" {
 				t.Errorf("objects differ (-flux +fleetgen):\n%s", d)
 			}
-			if tc.want != "" && !strings.Contains(got, tc.want) {
-				t.Errorf("the case no longer shows what it is for: %q not in\n%s", tc.want, got)
+			if y := yamlOf(t, fluxOrRes(fluxOut, res)); tc.want != "" && !strings.Contains(y, tc.want) {
+				t.Errorf("the case no longer shows what it is for: %q not in\n%s", tc.want, y)
 			}
 		})
 	}
@@ -87,6 +88,22 @@ func parseResource(t testing.TB, y string) *resource.Resource {
 	return rs[0]
 }
 
+func fluxOrRes(flux, res *resource.Resource) *resource.Resource {
+	if flux != nil {
+		return flux
+	}
+	return res
+}
+
+func mapOf(t testing.TB, r *resource.Resource) map[string]any {
+	t.Helper()
+	m, err := r.Map()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 func yamlOf(t testing.TB, r *resource.Resource) string {
 	t.Helper()
 	b, err := r.AsYAML()
@@ -97,8 +114,9 @@ func yamlOf(t testing.TB, r *resource.Resource) string {
 }
 
 // TestFluxGeneratorEqual: the kustomization fleetgen builds a folder with is
-// byte for byte the one Flux's generator makes for a Kustomization that sets
-// none of the fields it copies in.
+// byte for byte the one Flux's generator makes, for a Kustomization that sets
+// none of the fields it copies in (a layer's) and for followed
+// Kustomizations' specs that set each of them.
 func TestFluxGeneratorEqual(t *testing.T) {
 	const cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n"
 	folders := map[string]map[string]string{
@@ -123,21 +141,55 @@ func TestFluxGeneratorEqual(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			want, wantFile, _, wantErr := fluxkustomize.NewGenerator(root, unstructured.Unstructured{Object: map[string]any{}}).GenerateManifest(dir)
-			b, err := newBuilder(root)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, gotFile, gotErr := kustomizationFor(b.fs, b.root, dir)
-			if (wantErr == nil) != (gotErr == nil) {
-				t.Fatalf("errors differ: flux %v, fleetgen %v", wantErr, gotErr)
-			}
-			if d := cmp.Diff(string(want), string(got)); d != "" {
-				t.Errorf("kustomization differs (-flux +fleetgen):\n%s", d)
-			}
-			if wantFile != gotFile {
-				t.Errorf("file %s, flux %s", gotFile, wantFile)
+			for specName, spec := range generatorSpecs {
+				t.Run(specName, func(t *testing.T) {
+					generatorEqual(t, root, dir, spec)
+				})
 			}
 		})
+	}
+}
+
+// generatorSpecs are Kustomization specs, each setting fields Flux's
+// generator copies into the kustomization ("" sets none: a layer's).
+var generatorSpecs = map[string]string{
+	"none":            "",
+	"targetNamespace": `{"targetNamespace": "apps"}`,
+	"empty prefix":    `{"namePrefix": "", "nameSuffix": "-x"}`,
+	"patches":         `{"patches": [{"patch": "- {op: replace, path: /kind, value: Secret}", "target": {"kind": "ConfigMap", "name": "a", "labelSelector": "x=y"}}, {"patch": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {b: c}\n"}]}`,
+	"images":          `{"images": [{"name": "nginx", "newName": "mirror/nginx", "digest": "sha256:0000000000000000000000000000000000000000000000000000000000000000"}, {"name": "redis", "newTag": "7"}]}`,
+	"components":      `{"components": ["../missing", "comp"], "ignoreMissingComponents": true}`,
+	"buildMetadata":   `{"buildMetadata": ["originAnnotations"]}`,
+}
+
+func generatorEqual(t *testing.T, root, dir, spec string) {
+	t.Helper()
+	k := map[string]any{}
+	var ov *overlay
+	if spec != "" {
+		var sp map[string]any
+		if err := json.Unmarshal([]byte(spec), &sp); err != nil {
+			t.Fatal(err)
+		}
+		k["spec"] = sp
+		ov = &overlay{}
+		if err := json.Unmarshal([]byte(spec), ov); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, wantFile, _, wantErr := fluxkustomize.NewGenerator(root, unstructured.Unstructured{Object: k}).GenerateManifest(dir)
+	b, err := newBuilder(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, gotFile, gotErr := kustomizationFor(b.fs, b.root, dir, ov)
+	if (wantErr == nil) != (gotErr == nil) {
+		t.Fatalf("errors differ: flux %v, fleetgen %v", wantErr, gotErr)
+	}
+	if d := cmp.Diff(string(want), string(got)); d != "" {
+		t.Errorf("kustomization differs (-flux +fleetgen):\n%s", d)
+	}
+	if wantFile != gotFile {
+		t.Errorf("file %s, flux %s", gotFile, wantFile)
 	}
 }

@@ -82,6 +82,19 @@ type guardFS struct {
 	// budget bounds the bytes read in all (0: no bound); read counts them.
 	// Past it every read fails and the builds stop with a *LimitError.
 	budget, read int64
+	// files are the files read, relative to the root, slash-separated;
+	// since those read since the last take.
+	files map[string]bool
+	since map[string]bool
+}
+
+// take returns the files read since the last take, sorted.
+func (g *guardFS) take() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := keys(g.since)
+	g.since = nil
+	return out
 }
 
 func newGuardFS(inner filesys.FileSystem, root string) (*guardFS, error) {
@@ -89,7 +102,7 @@ func newGuardFS(inner filesys.FileSystem, root string) (*guardFS, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &guardFS{FileSystem: inner, root: root, sr: sr}, nil
+	return &guardFS{FileSystem: inner, root: root, sr: sr, files: map[string]bool{}}, nil
 }
 
 // reset forgets the refusals and failures of the previous build.
@@ -147,6 +160,13 @@ func (g *guardFS) ReadFile(p string) ([]byte, error) {
 	if err := g.spend(len(data)); err != nil {
 		return nil, err
 	}
+	g.mu.Lock()
+	g.files[filepath.ToSlash(r)] = true
+	if g.since == nil {
+		g.since = map[string]bool{}
+	}
+	g.since[filepath.ToSlash(r)] = true
+	g.mu.Unlock()
 	return data, nil
 }
 

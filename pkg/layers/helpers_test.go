@@ -17,7 +17,7 @@ func fleet(dir string, ls []schema.Layer, imgs ...string) *schema.Fleet {
 
 // discover builds f's model and discovers its images, as the pipeline does.
 func discover(f *schema.Fleet) (*images.Result, error) {
-	m, err := layers.Load(f, layers.Options{})
+	m, err := layers.Load(f, layers.DefaultOptions())
 	if err != nil {
 		return nil, err
 	}

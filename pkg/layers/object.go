@@ -1,43 +1,78 @@
 package layers
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
+	"strconv"
 
 	"sigs.k8s.io/kustomize/api/resource"
 	"sigs.k8s.io/yaml"
 )
 
-// Object is one object a cluster receives from a layer: of the layer's
-// build, or of its post-build substitution for some clusters.
+// Object is one object a cluster receives: of a build, of its post-build
+// substitution for some clusters, of a bundle or of a rendered chart.
 type Object struct {
 	APIVersion, Kind, Namespace, Name string
 	// Origin is the file the object came from, slash-separated and relative
 	// to the build's root (the folder of fleet.yaml), or for a generated
 	// object (configMapGenerator, secretGenerator) the kustomization that
-	// generated it.
+	// generated it; a chart renderer sets its template.
 	Origin string
-	// Map is the object as plain values (JSON types), for checks that read
-	// it. Do not change it: objects are shared between clusters.
+	// Map is the object as plain values (as yaml.v3 decodes it: strings,
+	// bools, int or float64 numbers, maps, slices), for checks that read it. Do not change
+	// it: objects are shared between clusters.
 	Map map[string]any
 
-	res *resource.Resource
-	// tp is the object's YAML parsed for substitution (build objects only).
+	// tp is the object's YAML parsed for substitution (build objects only;
+	// nil for an object of a bundle or a chart).
 	tp     *template
 	optOut bool
 }
 
-// newObject makes an Object of a build's resource.
-func newObject(res *resource.Resource, origin string) (*Object, error) {
+// NewObject makes an Object of m, the object as plain JSON values (a chart
+// renderer's output), from origin. m is kept, not copied: the caller must not
+// change it afterwards. It fails when m lacks apiVersion, kind or
+// metadata.name, which no applier takes.
+func NewObject(m map[string]any, origin string) (*Object, error) {
+	o := &Object{Origin: origin, Map: m}
+	o.APIVersion, _ = m["apiVersion"].(string)
+	o.Kind, _ = m["kind"].(string)
+	if md, ok := m["metadata"].(map[string]any); ok {
+		o.Namespace, _ = md["namespace"].(string)
+		o.Name, _ = md["name"].(string)
+	}
+	if o.APIVersion == "" || o.Kind == "" || o.Name == "" {
+		return nil, errors.New("an object without apiVersion, kind or metadata.name")
+	}
+	return o, nil
+}
+
+// buildObject makes an Object of a build's resource: its values and, for
+// substitution, its YAML as Flux substitutes it. The resource is not kept.
+func buildObject(res *resource.Resource, origin string) (*Object, error) {
 	m, err := res.Map()
 	if err != nil {
 		return nil, err
 	}
-	return &Object{
+	text, err := res.AsYAML()
+	if err != nil {
+		return nil, err
+	}
+	o := &Object{
 		APIVersion: res.GetApiVersion(), Kind: res.GetKind(), Namespace: res.GetNamespace(), Name: res.GetName(),
-		Origin: origin, Map: m, res: res,
-	}, nil
+		Origin: origin, Map: m, optOut: optsOut(res),
+	}
+	o.tp = newTemplate(string(text))
+	return o, nil
+}
+
+// IsHelmRelease reports whether o is a Flux HelmRelease.
+func (o *Object) IsHelmRelease() bool {
+	return o.Kind == helmReleaseKind && group(o.APIVersion) == helmFluxGroup
 }
 
 // Describe names the object without quoting any of its values: kind and
@@ -66,11 +101,102 @@ func (o *Object) Digest() string {
 	return fmt.Sprintf("%x", sha256.Sum256(b))
 }
 
-// YAML returns the object as kustomize-controller (or, for a chart's,
-// helm-controller) applies it.
-func (o *Object) YAML() ([]byte, error) {
-	if o.res == nil {
-		return yaml.Marshal(o.Map)
+// YAML returns the object as YAML (keys sorted): what the cluster applies.
+func (o *Object) YAML() ([]byte, error) { return yaml.Marshal(o.Map) }
+
+// decodeJSON decodes one JSON object into plain values as kustomize's
+// resource (yaml.v3 under kyaml) reads JSON: an integral number is an int64
+// (an int, uint64 past it), any other number a float64. It is the decoding of Flux's
+// res.UnmarshalJSON followed by res.Map, without the YAML node tree.
+func decodeJSON(data []byte) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
 	}
-	return o.res.AsYAML()
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, errors.New("not an object")
+	}
+	numbers(m)
+	return m, nil
+}
+
+// numbers replaces every json.Number below v by int64, uint64 or float64.
+func numbers(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			v[k] = numbers(e)
+		}
+	case []any:
+		for i, e := range v {
+			v[i] = numbers(e)
+		}
+	case json.Number:
+		if i, err := v.Int64(); err == nil {
+			return int(i)
+		}
+		if u, err := strconv.ParseUint(string(v), 10, 64); err == nil {
+			return u
+		}
+		f, err := v.Float64()
+		if err != nil {
+			return math.Inf(1)
+		}
+		return f
+	}
+	return v
+}
+
+// share returns n with every part equal to the same part of o replaced by
+// o's (o itself when n equals o), and whether n equals o. n is changed in
+// place; o is not.
+func share(n, o any) (any, bool) {
+	switch nv := n.(type) {
+	case map[string]any:
+		ov, ok := o.(map[string]any)
+		if !ok {
+			return n, false
+		}
+		same := len(nv) == len(ov)
+		for k, e := range nv {
+			oe, ok := ov[k]
+			if !ok {
+				same = false
+				continue
+			}
+			s, eq := share(e, oe)
+			nv[k] = s
+			same = same && eq
+		}
+		if same {
+			return o, true
+		}
+		return nv, false
+	case []any:
+		ov, ok := o.([]any)
+		if !ok {
+			return n, false
+		}
+		same := len(nv) == len(ov)
+		for i, e := range nv {
+			if i >= len(ov) {
+				break
+			}
+			s, eq := share(e, ov[i])
+			nv[i] = s
+			same = same && eq
+		}
+		if same {
+			return o, true
+		}
+		return nv, false
+	case string, bool, int, float64, uint64, nil:
+		if n == o {
+			return o, true
+		}
+	}
+	return n, false
 }

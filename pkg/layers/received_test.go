@@ -113,7 +113,7 @@ func TestPlaintextThroughBuild(t *testing.T) {
 			}
 			dir := writeTree(t, files)
 			f := fleet(dir, []schema.Layer{{Name: "apps", Path: "./apps", Selector: map[string]string{"env": "prod"}, Substitute: tc.vars}})
-			m, err := layers.Load(f, layers.Options{})
+			m, err := layers.Load(f, layers.DefaultOptions())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -144,7 +144,7 @@ func TestReceivedShares(t *testing.T) {
 		"apps/b.yaml":             "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\ndata: {plain: x}\n",
 	})
 	f := fleet(dir, []schema.Layer{{Name: "apps", Path: "./apps"}})
-	m, err := layers.Load(f, layers.Options{})
+	m, err := layers.Load(f, layers.DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +189,7 @@ sops: {mac: 'ENC[AES256_GCM,data:DDDD,iv:EEEE,tag:FFFF,type:str]'}
 		{Name: "sealed", Path: "./sealed/${env}"},
 		{Name: "generated", Path: "./generated"},
 	})
-	m, err := layers.Load(f, layers.Options{})
+	m, err := layers.Load(f, layers.DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +265,7 @@ data:
 `,
 	})
 	f := fleet(dir, []schema.Layer{{Name: "apps", Path: "./apps", Substitute: map[string]string{"port": "8080", "n": "3"}}})
-	m, err := layers.Load(f, layers.Options{})
+	m, err := layers.Load(f, layers.DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +290,7 @@ func TestCheckQuotesNames(t *testing.T) {
 		"apps/s\n::warning::x.yaml": "apiVersion: v1\nkind: Secret\nmetadata: {name: \"x\\n::error::forged\\e[31m\", namespace: app}\nstringData: {a: b}\n",
 	})
 	f := fleet(dir, []schema.Layer{{Name: "apps", Path: "./apps"}})
-	m, err := layers.Load(f, layers.Options{})
+	m, err := layers.Load(f, layers.DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,15 @@
 package layers
 
 import (
+	"encoding/json"
 	"fmt"
+	"math"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
+
+	yamlv2 "go.yaml.in/yaml/v2"
 
 	"github.com/fluxcd/pkg/envsubst"
 	"github.com/fluxcd/pkg/envsubst/parse"
@@ -41,7 +46,10 @@ var varNameRE = regexp.MustCompile(`^[_[:alpha:]][_[:alpha:][:digit:]]*$`)
 // template is an object's YAML parsed for substitution once per build; each
 // cluster is then an Execute with its variables.
 type template struct {
+	// text is the YAML, kept only when it holds a '$' (substitution reads
+	// it); n is its length.
 	text string
+	n    int
 	// t is nil when the text holds no '$' (envsubst leaves it as it is and
 	// Flux decodes it unchanged) or does not parse (err).
 	t   *envsubst.Template
@@ -56,10 +64,11 @@ type template struct {
 
 // newTemplate parses an object's YAML text for substitution.
 func newTemplate(text string) *template {
-	tp := &template{text: text}
+	tp := &template{n: len(text)}
 	if !strings.Contains(text, "$") {
 		return tp
 	}
+	tp.text = text
 	t, err := envsubst.Parse(text)
 	if err != nil {
 		tp.err = fmt.Errorf("variable substitution failed: %w", err)
@@ -129,23 +138,29 @@ func (tp *template) missing(vars map[string]string) []string {
 // each variable's value once per reference (no operator makes a value
 // longer, and a default is text of the template).
 func (tp *template) size(vars map[string]string) int {
-	n := len(tp.text)
+	n := tp.n
 	for v, k := range tp.uses {
 		n += len(vars[v]) * k
 	}
 	return n
 }
 
-// substitute returns what Flux makes of res (whose YAML is tp) with vars, or
-// nil when it stays as it is: it opts out, holds no '$', or its substituted
-// text is its own. It never changes res.
-func substitute(res *resource.Resource, tp *template, optOut bool, vars map[string]string) (*resource.Resource, error) {
+// substitute returns what Flux makes of an object whose YAML is tp with
+// vars, as plain values, or nil when it stays as it is: it opts out, holds no
+// '$', or its substituted text is its own.
+func substitute(tp *template, optOut bool, vars map[string]string) (map[string]any, error) {
 	if optOut {
 		return nil, nil
 	}
 	if err := checkVarNames(vars); err != nil {
 		return nil, err // Flux's message says envsubst, too
 	}
+	return substituteChecked(tp, vars)
+}
+
+// substituteChecked is substitute for an object that does not opt out,
+// with variable names checkVarNames accepted.
+func substituteChecked(tp *template, vars map[string]string) (map[string]any, error) {
 	if tp.err != nil {
 		return nil, fmt.Errorf("envsubst error: %w", tp.err)
 	}
@@ -162,15 +177,97 @@ func substitute(res *resource.Resource, tp *template, optOut bool, vars map[stri
 	if out == tp.text {
 		return nil, nil
 	}
+	if m, ok := fromYAML(out); ok {
+		return m, nil
+	}
+	// The slow way, for its exact error: Flux's own (sigs.k8s.io/yaml).
 	data, err := yaml.YAMLToJSON([]byte(out))
 	if err != nil {
 		return nil, fmt.Errorf("envsubst error: YAMLToJSON: %w", err)
 	}
-	cp := res.DeepCopy()
-	if err := cp.UnmarshalJSON(data); err != nil {
+	m, err := decodeJSON(data)
+	if err != nil {
 		return nil, fmt.Errorf("UnmarshalJSON: %w", err)
 	}
-	return cp, nil
+	return m, nil
+}
+
+// fromYAML is what sigs.k8s.io/yaml.YAMLToJSON and decodeJSON make of a
+// substituted object's YAML, in one pass: yaml.v2 decodes it (as YAMLToJSON
+// does), keys become strings as YAMLToJSON makes them, and every number is
+// what its JSON encoding decodes to (an integral float64 prints without a
+// fraction, and so becomes an int). ok is false for anything that is not
+// plainly that (a YAML error, a key or value JSON cannot hold, a document
+// that is not a mapping): the caller goes the slow way then, for Flux's
+// exact error. TestFromYAML holds it to the slow way.
+func fromYAML(text string) (map[string]any, bool) {
+	var v any
+	if err := yamlv2.Unmarshal([]byte(text), &v); err != nil {
+		return nil, false
+	}
+	out, ok := jsonable(v)
+	m, isMap := out.(map[string]any)
+	return m, ok && isMap
+}
+
+func jsonable(v any) (any, bool) {
+	switch v := v.(type) {
+	case map[any]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			var key string
+			switch k := k.(type) {
+			case string:
+				key = k
+			case int:
+				key = strconv.Itoa(k)
+			case int64:
+				key = strconv.FormatInt(k, 10)
+			case bool:
+				key = strconv.FormatBool(k)
+			default:
+				return nil, false // float keys and the rest: the slow way
+			}
+			if _, dup := out[key]; dup {
+				return nil, false // which one JSON keeps is the slow way's
+			}
+			ev, ok := jsonable(e)
+			if !ok {
+				return nil, false
+			}
+			out[key] = ev
+		}
+		return out, true
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			ev, ok := jsonable(e)
+			if !ok {
+				return nil, false
+			}
+			out[i] = ev
+		}
+		return out, true
+	case string, bool, nil, int:
+		return v, true
+	case int64:
+		return int(v), true
+	case uint64:
+		if v <= math.MaxInt64 {
+			return int(v), true
+		}
+		return v, true
+	case float64:
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, false
+		}
+		if v == math.Trunc(v) && math.Abs(v) < 1e21 {
+			// encoding/json prints it without a fraction.
+			return numbers(json.Number(strconv.FormatFloat(v, 'f', -1, 64))), true
+		}
+		return v, true
+	}
+	return nil, false
 }
 
 // checkVarNames is Flux's check of the variable names, before any

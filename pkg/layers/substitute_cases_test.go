@@ -4,6 +4,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/yaml"
+
 	"sigs.k8s.io/kustomize/api/provider"
 )
 
@@ -166,7 +169,7 @@ func TestSubstitutionCases(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out, err := substitute(res, newTemplate(string(text)), optsOut(res), vars)
+			out, err := substitute(newTemplate(string(text)), optsOut(res), vars)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want one with %q", err, tc.wantErr)
@@ -177,9 +180,11 @@ func TestSubstitutionCases(t *testing.T) {
 				t.Fatal(err)
 			}
 			if out == nil {
-				out = res
+				if out, err = res.Map(); err != nil {
+					t.Fatal(err)
+				}
 			}
-			y, err := out.AsYAML()
+			y, err := yaml.Marshal(out)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -187,5 +192,46 @@ func TestSubstitutionCases(t *testing.T) {
 				t.Errorf("substituted object lacks %q:\n%s", tc.want, y)
 			}
 		})
+	}
+}
+
+// TestFromYAML: the one-pass decoding of a substituted object is what
+// Flux's two passes (sigs.k8s.io/yaml.YAMLToJSON, then JSON) make of it, for
+// every case above and for YAML whose numbers, keys and scalars JSON
+// reshapes; what it does not take goes the slow way.
+func TestFromYAML(t *testing.T) {
+	t.Parallel()
+	texts := []string{
+		"a: 1\nb: 1.0\nc: 1.5\nd: 1e3\ne: -0.0\nf: 1e-7\ng: 9223372036854775807\nh: 9223372036854775808\ni: 18446744073709551616\nj: 1e21\nk: 1e20\n",
+		"yes: on\nno: off\nt: true\nn: ~\nempty:\ns: '1'\nts: 2001-12-14\nbin: !!binary aGk=\n",
+		"1: int key\ntrue: bool key\nnested: {list: [1, 2.5, {x: y}], m: {}}\n",
+		"a: &x {b: 1}\nc: *x\n<<: {d: 2}\n",
+		"hex: 0x1F\noct: 0o17\nold: 017\nsci: 6.02e23\nneg: -12\n",
+	}
+	for _, tc := range substitutionCases {
+		texts = append(texts, tc.obj)
+	}
+	for _, text := range texts {
+		slow, err := yaml.YAMLToJSON([]byte(text))
+		if err != nil {
+			continue
+		}
+		want, err := decodeJSON(slow)
+		if err != nil {
+			continue
+		}
+		got, ok := fromYAML(text)
+		if !ok {
+			t.Errorf("fromYAML declines %q, which the slow way decodes", text)
+			continue
+		}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("%q (-slow +fromYAML):\n%s", text, d)
+		}
+	}
+	for _, text := range []string{"1.5: float key\n", "a: .nan\n", "- a list\n", "a: [1\n"} {
+		if _, ok := fromYAML(text); ok {
+			t.Errorf("fromYAML takes %q", text)
+		}
 	}
 }

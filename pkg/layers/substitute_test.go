@@ -48,7 +48,7 @@ data: {script: "${NOT_A_FLUX_VARIABLE}"}
 		}
 		f.Spec.Clusters[i].Labels["team"] = "blue"
 	}
-	m, err := layers.Load(f, layers.Options{})
+	m, err := layers.Load(f, layers.DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,9 +60,9 @@ type receivedSet struct {
 
 // argoCDSees collects, for f's Argo CD, every cluster Secret fleetgen
 // renders (registrations: generate.Registrations' files, or a rendered
-// tree's) and every object the cluster that runs Argo CD receives from its
-// layers (m): the cluster Secrets in Argo CD's namespace and the
-// ApplicationSets. Without spec.argocd, or when the manager runs Argo CD
+// tree's) and every object the cluster that runs Argo CD receives through
+// its layers (m's closure: the Kustomizations they lead to too): the cluster
+// Secrets in Argo CD's namespace and the ApplicationSets. Without spec.argocd, or when the manager runs Argo CD
 // (it receives no layer), there is no ApplicationSet.
 func argoCDSees(f *schema.Fleet, m *layers.Model, registrations map[string][]byte) argoCDView {
 	a := f.Spec.ArgoCD
@@ -77,7 +77,9 @@ func argoCDSees(f *schema.Fleet, m *layers.Model, registrations map[string][]byt
 	for i, l := range f.Spec.Layers {
 		for ci := range f.Spec.Clusters {
 			if c := &f.Spec.Clusters[ci]; c.Name == v.host && schema.Selects(l.Selector, c.Labels) {
-				v.addReceived(m.Received(c.Name, l.Name), l.Name, i)
+				for _, s := range m.Closure(c.Name, l.Name) {
+					v.addReceived(s, l.Name, i)
+				}
 			}
 		}
 	}
@@ -207,11 +209,13 @@ func sortedPaths(m map[string][]byte) []string {
 	return out
 }
 
-// warnings are schema.Warnings and those of the ApplicationSets the cluster
-// that runs Argo CD receives (applicationWarnings), in document order.
+// warnings are schema.Warnings, what the model of what each cluster
+// receives could not follow (layers.Model.Warnings) and those of the
+// ApplicationSets the cluster that runs Argo CD receives
+// (applicationWarnings), in document order.
 func (ld *Loaded) warnings() problem.Errors {
-	ws := append(schema.Warnings(ld.Fleet), ld.applicationWarnings()...)
-	ws = append(ws, ld.Model.Warnings(ld.Fleet)...)
+	ws := append(schema.Warnings(ld.Fleet), ld.Model.Warnings(ld.Fleet)...)
+	ws = append(ws, ld.applicationWarnings()...)
 	ws.Sort()
 	return ws
 }
@@ -262,7 +266,9 @@ func oldArgoCD(f *schema.Fleet, had map[string][]byte, old *oldModel, now argoCD
 	}
 	for _, u := range old.units {
 		if u.Cluster == v.host {
-			v.addReceived(old.model.Received(u.Cluster, u.Layer), u.Layer, -1)
+			for _, s := range old.model.Closure(u.Cluster, u.Layer) {
+				v.addReceived(s, u.Layer, -1)
+			}
 		}
 	}
 	return v, true

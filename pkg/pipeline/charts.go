@@ -47,6 +47,7 @@ type chartRenderer struct {
 	objects  map[*charts.Result]objset // a result as the model's objects, by namespace
 	releases map[releaseKey]*chartRelease
 	done     map[doneKey]*done
+	ids      map[*layers.Object]uint64      // fingerprint's numbers
 	sources  map[string]*charts.Source      // every chart source met, by Label
 	users    map[string]map[string][]string // Label → HelmRelease → clusters
 	fatal    error                          // the first failure that is not the input's
@@ -82,7 +83,7 @@ func newChartRenderer(f *schema.Fleet, l *lock.Lock, cfg Config) *chartRenderer 
 	}
 	r := &chartRenderer{f: f, lock: l, cache: charts.NewCache(dir), cacheErr: cacheErr, lim: charts.DefaultLimits(), memo: charts.NewMemo(),
 		kube: map[string]string{}, loaded: map[string]*loadedChart{}, objects: map[*charts.Result]objset{},
-		releases: map[releaseKey]*chartRelease{}, done: map[doneKey]*done{}, sources: map[string]*charts.Source{}, users: map[string]map[string][]string{}}
+		releases: map[releaseKey]*chartRelease{}, done: map[doneKey]*done{}, ids: map[*layers.Object]uint64{}, sources: map[string]*charts.Source{}, users: map[string]map[string][]string{}}
 	for _, c := range f.Spec.Clusters {
 		r.kube[c.Name] = c.KubernetesVersion
 	}
@@ -115,11 +116,8 @@ func (r *chartRenderer) fail(err error) error {
 // theirs, without parsing or keying the release again (10,000 clusters
 // share a handful of sets).
 func (r *chartRenderer) render(cluster string, obj *layers.Object, received []*layers.Object) ([]*layers.Object, error) {
-	k := doneKey{obj: obj, kube: r.kube[cluster], n: len(received)}
-	if len(received) > 0 {
-		k.first = received[0]
-	}
 	r.mu.Lock()
+	k := doneKey{obj: obj, kube: r.kube[cluster], received: r.fingerprint(received)}
 	d, ok := r.done[k]
 	if ok {
 		if d.rel != nil {
@@ -142,9 +140,29 @@ func (r *chartRenderer) render(cluster string, obj *layers.Object, received []*l
 }
 
 type doneKey struct {
-	obj, first *layers.Object
-	n          int
-	kube       string
+	obj      *layers.Object
+	received uint64
+	kube     string
+}
+
+// fingerprint identifies the objects of received, by identity (the model
+// shares objects between clusters: equal identities, equal objects): an
+// FNV-1a hash of the number each object is given the first time it is seen.
+// r.mu is held.
+func (r *chartRenderer) fingerprint(received []*layers.Object) uint64 {
+	h := uint64(14695981039346656037)
+	for _, o := range received {
+		id, ok := r.ids[o]
+		if !ok {
+			id = uint64(len(r.ids)) + 1
+			r.ids[o] = id
+		}
+		for i := 0; i < 8; i++ {
+			h ^= (id >> (8 * i)) & 0xff
+			h *= 1099511628211
+		}
+	}
+	return h
 }
 
 type done struct {

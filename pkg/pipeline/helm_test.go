@@ -578,7 +578,7 @@ stringData:
 			t.Fatalf("%s = %v, want an input error", cmd, err)
 		}
 		msg := err.Error()
-		for _, want := range []string{`HelmRelease apps/db`, `chart template db/templates/secret.yaml`, `Secret apps/db-auth`, "clusters edge-1, edge-2"} {
+		for _, want := range []string{`db/templates/secret.yaml: Secret apps/db-auth`, `through HelmRelease apps/db, its chart rendered`, "clusters edge-1, edge-2"} {
 			if !strings.Contains(msg, want) {
 				t.Errorf("%s: %q lacks %q", cmd, msg, want)
 			}

@@ -40,8 +40,11 @@ type Loaded struct {
 	// Images is every image the fleet needs, found in Model.
 	Images *images.Result
 
-	// units are the units Model holds (loadAll's, without skipLayers').
-	units []layers.Unit
+	// units are the units Model holds (loadAll's, without skipLayers'),
+	// layerOpts the options it was built with (the deliveries that are
+	// sound), but the chart renderer.
+	units     []layers.Unit
+	layerOpts layers.Options
 	// charts renders the charts of the HelmReleases the Model holds.
 	charts *chartRenderer
 	// patches caches chartPatches.
@@ -154,8 +157,13 @@ func loadAll(ctx context.Context, cfg Config, pending bool) (*Loaded, problem.Er
 	if len(skip) > 0 {
 		units = slices.DeleteFunc(units, func(u layers.Unit) bool { return skip[u.Layer] })
 	}
+	opts := layers.DefaultOptions()
+	opts.Deliveries, opts.Clusters = layers.DeliveriesOf(f)
+	if bad := brokenDeliveries(f, errs); len(bad) > 0 {
+		opts.Deliveries = slices.DeleteFunc(opts.Deliveries, func(d layers.Delivery) bool { return bad[d.Name] })
+	}
 	ld := &Loaded{Fleet: f, Lock: lr.l, LockPath: filepath.Join(f.Dir, lock.FileName), LockBytes: lr.data,
-		allowPlaintext: cfg.AllowPlaintextSecrets, skipLayers: skip, units: units}
+		allowPlaintext: cfg.AllowPlaintextSecrets, skipLayers: skip, units: units, layerOpts: opts}
 	if lr.err != nil {
 		ld.Lock, ld.LockBytes, ld.lockBad = lock.New(), nil, true
 	}
@@ -193,7 +201,9 @@ func (ld *Loaded) model(ctx context.Context, cfg Config, pending bool) (lerr, de
 			return nil, nil, err
 		}
 	}
-	m, lerr := layers.LoadUnits(f, ld.units, layers.Options{Charts: r.render})
+	opts := ld.layerOpts
+	opts.Charts = r.render
+	m, lerr := layers.LoadUnits(f, ld.units, opts)
 	if m == nil {
 		return nil, nil, lerr
 	}
@@ -224,12 +234,25 @@ func (ld *Loaded) remodel(ctx context.Context, cfg Config) error {
 // (a label one cluster lacks is not the path's fault: that cluster's unit
 // keeps its ${label} and is not built, the others are).
 func brokenLayers(f *schema.Fleet, errs problem.Errors) map[string]bool {
+	return broken(f, errs, "spec.layers[%d].path", len(f.Spec.Layers), func(i int) string { return f.Spec.Layers[i].Name })
+}
+
+// brokenDeliveries names the deliveries that fleet.yaml's own rules found
+// wrong in any field (errs): the model renders none of their bundles.
+func brokenDeliveries(f *schema.Fleet, errs problem.Errors) map[string]bool {
+	return broken(f, errs, "spec.deliveries[%d]", len(f.Spec.Deliveries), func(i int) string { return f.Spec.Deliveries[i].Name })
+}
+
+// broken names the items of a list of fleet.yaml (n of them, field a
+// format of their index, name their names) that a problem of errs is about
+// (its field or one below it); a missing label is no item's fault.
+func broken(f *schema.Fleet, errs problem.Errors, field string, n int, name func(int) string) map[string]bool {
 	skip := map[string]bool{}
-	for i, l := range f.Spec.Layers {
-		p := fmt.Sprintf("spec.layers[%d].path", i)
+	for i := 0; i < n; i++ {
+		p := fmt.Sprintf(field, i)
 		for _, e := range errs {
-			if e.File == f.File && e.ErrorCode() != problem.CodeMissingLabel && (e.Path == p || strings.HasPrefix(e.Path, p+".")) {
-				skip[l.Name] = true
+			if e.File == f.File && e.ErrorCode() != problem.CodeMissingLabel && (e.Path == p || strings.HasPrefix(e.Path, p+".") || strings.HasPrefix(e.Path, p+"[")) {
+				skip[name(i)] = true
 			}
 		}
 	}
@@ -360,7 +383,7 @@ func (ld *Loaded) layerFileProblems() (problem.Errors, error) {
 			c.Spec.Layers = slices.DeleteFunc(slices.Clone(f.Spec.Layers), func(l schema.Layer) bool { return ld.skipLayers[l.Name] })
 			f = &c
 		}
-		files, err := publish.LayerFiles(f, "", nil)
+		files, err := publish.LayerFiles(f, ld.Model.Files(), "", nil)
 		if err != nil {
 			return nil, err
 		}

@@ -87,7 +87,7 @@ func Publish(ctx context.Context, cfg Config, o PublishOptions) (*PublishResult,
 
 func publishLoaded(ctx context.Context, cfg Config, ld *Loaded, o PublishOptions) (*PublishResult, error) {
 	log := cfg.logger()
-	src, err := publish.InspectSource(ld.Fleet)
+	src, err := publish.InspectSource(ld.Fleet, ld.Model.Files())
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +115,7 @@ func publishLoaded(ctx context.Context, cfg Config, ld *Loaded, o PublishOptions
 	if err := reportUnrendered(o.OutDir, r.files, log); err != nil {
 		return nil, err
 	}
-	opts := []publish.Option{publish.WithLogger(log), publish.WithOutDir(o.OutDir)}
+	opts := []publish.Option{publish.WithLogger(log), publish.WithOutDir(o.OutDir), publish.WithInput(ld.Model.Files())}
 	if src.InRepo {
 		opts = append(opts, publish.WithSourceCommit(src.Commit, len(src.Dirty) > 0))
 	}

@@ -21,8 +21,10 @@ import (
 // layer writes and the mirror reference pinned by digest it became.
 type pinned struct{ name, ref string }
 
-// receivedChanges compares what each cluster receives from its layers now
-// (ld.Model) with what it received when DIR was published (SPEC §7): the
+// receivedChanges compares what each cluster receives through its layers
+// now (ld.Model's closure: each layer's set, the Kustomizations it leads to
+// and the charts of its HelmReleases) with what it received when DIR was
+// published (SPEC §7): the
 // layer Kustomizations of DIR's render (had: DIR's fleetgen files) built from
 // the layer folders DIR holds, as a checkout of the published tree does.
 // When DIR holds none of those folders (a previous render, not a checkout),
@@ -73,6 +75,13 @@ func receivedChanges(cfg RenderOptions, ld *Loaded, had map[string][]byte) (map[
 		return nil, nil, nil, nil
 	}
 	opts := layers.DefaultOptions()
+	if src == "." {
+		// DIR is the source root: the Kustomizations its layers lead to
+		// read it too (SPEC §5's closure).
+		opts.Source = layers.SourceOf(f)
+	}
+	// DIR's HelmReleases render from the charts this lock pins (a chart it
+	// no longer pins is not rendered).
 	opts.Charts = ld.charts.previous().render
 	old, err := layers.New(cfg.OutDir, units, opts)
 	var lim *layers.LimitError
@@ -117,7 +126,7 @@ func receivedChanges(cfg RenderOptions, ld *Loaded, had map[string][]byte) (map[
 		}
 		seen[k] = true
 		was, is := old.Closure(cluster, layer), ld.Model.Closure(cluster, layer)
-		key := fmt.Sprint(was, "|", is) // the sets' addresses
+		key := closureKey(was) + "|" + closureKey(is)
 		changes, ok := memo[key]
 		if !ok {
 			changes = compareSets(was, is)
@@ -168,11 +177,21 @@ func holdsAny(dir string, units []layers.Unit) bool {
 	return false
 }
 
-// compareSets returns the objects added, removed or changed from what old
-// to what new receive (a layer's closure: its own set and its charts';
-// sets Flux fails receive nothing), by kind, namespace and name, a changed
-// one with the fields that moved (review.FieldChanges); Layer is left for
-// the caller.
+// closureKey identifies the sets of a closure (layers.Model.Closure): equal
+// closures of two clusters compare once.
+func closureKey(sets []*layers.Set) string {
+	var b strings.Builder
+	for _, s := range sets {
+		fmt.Fprintf(&b, "%p,", s)
+	}
+	return b.String()
+}
+
+// compareSets returns the objects added, removed or changed from the
+// closure old to the closure new (a layer's set and the sets it leads to;
+// nil sets, or sets Flux fails, receive nothing), by kind, namespace and
+// name, a changed one with the fields that moved (review.FieldChanges);
+// Layer is left for the caller.
 func compareSets(old, new []*layers.Set) []review.Object {
 	if slices.Equal(old, new) {
 		return nil
@@ -203,7 +222,9 @@ func objectsOf(sets []*layers.Set) map[string]*layers.Object {
 	out := map[string]*layers.Object{}
 	for _, s := range sets {
 		for _, o := range s.Objects {
-			out[o.Key()] = o
+			if _, ok := out[o.Key()]; !ok {
+				out[o.Key()] = o
+			}
 		}
 	}
 	return out

@@ -35,9 +35,11 @@ const DefaultFile = "fleet.yaml"
 // the problems of another (a layer that does not build, an image the lock
 // lacks, a target that selects nothing); what cannot be checked because of
 // an earlier problem is skipped for that part only. It returns the warnings
-// (schema.Warnings: what validate accepts but is likely a mistake, which
-// never fails a command) beside the problems, which are the error
-// (problem.Errors); warnings are nil only when fleet.yaml holds no Fleet.
+// (schema.Warnings: what validate accepts but is likely a mistake, and
+// layers.Model.Warnings: what the model of what each cluster receives could
+// not follow; neither fails a command) beside the problems, which are the
+// error (problem.Errors); warnings are nil only when fleet.yaml holds no
+// Fleet.
 func Validate(ctx context.Context, cfg Config) (problem.Errors, error) {
 	ld, ws, err := validateAll(ctx, cfg)
 	if ld != nil && err == nil {

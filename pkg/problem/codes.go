@@ -43,6 +43,7 @@ const (
 	CodeUnanchored      = "unanchored-pattern" // a keyless subjectRegExp without ^ and $
 	CodeNotEvaluated    = "not-evaluated"      // an ApplicationSet generator or template fleetgen does not preview
 	CodeApplicationSet  = "applicationset"     // an ApplicationSet Argo CD's controller would refuse
+	CodeNotFollowed     = "not-followed"       // what the model of what each cluster receives cannot follow
 )
 
 // Constructors, one per code, after apimachinery's field.Required: each
@@ -188,6 +189,14 @@ func NotEvaluated(path, format string, args ...any) *FieldError {
 // ApplicationSetRefused is the warning for an ApplicationSet Argo CD's controller would refuse (CodeApplicationSet).
 func ApplicationSetRefused(path, format string, args ...any) *FieldError {
 	return newf(CodeApplicationSet, path, fmt.Sprintf(format, args...))
+}
+
+// NotFollowed is the warning for what a cluster receives that the model
+// cannot follow, and so the guard cannot check: a Kustomization of another
+// source, variables from outside Git, a chart or bundle it does not render
+// (CodeNotFollowed).
+func NotFollowed(path, format string, args ...any) *FieldError {
+	return newf(CodeNotFollowed, path, fmt.Sprintf(format, args...))
 }
 
 func newf(code, path, msg string) *FieldError {

@@ -26,6 +26,7 @@ func TestConstructors(t *testing.T) {
 		CodeUnsetEnv: UnsetEnv, CodeMissingLabel: MissingLabel, CodeOther: Other,
 		CodeEmptyGroup: EmptyGroup, CodeUnmatchedTarget: UnmatchedTarget, CodeEmptySelection: EmptySelection, CodeUnanchored: Unanchored,
 		CodeNotEvaluated: NotEvaluated, CodeApplicationSet: ApplicationSetRefused,
+		CodeNotFollowed: NotFollowed,
 	}
 	for code, mk := range ctors {
 		e := mk("spec.x", "bad %q\r\nvalue", "v")

@@ -88,10 +88,24 @@ type options struct {
 	dryRun       io.Writer
 	// published is what WithPublished lends Git (its fetched objects).
 	published *Published
+	// input are the files the model read (WithInput).
+	input []string
 }
 
 // Option configures Git and OCI.
 type Option func(*options) error
+
+// WithInput adds files, slash paths relative to the source root (the
+// folder of fleet.yaml), to what publish copies beside the layer folders:
+// every file the model of what each cluster receives read
+// (layers.Model.Files: a base a kustomization takes in from outside its
+// layer folder, followed Kustomizations' folders, own-repo delivery
+// bundles), so that what Flux and Fleet build from the published source is
+// what was validated (SPEC §6). Each is read confined to the source root, as
+// the layer folders are; one in the rendered tree is never copied.
+func WithInput(files []string) Option {
+	return func(o *options) error { o.input = files; return nil }
+}
 
 // WithLogger logs to l (default: discard).
 func WithLogger(l *slog.Logger) Option { return func(o *options) error { o.logger = l; return nil } }
@@ -234,16 +248,17 @@ type Source struct {
 	// Commit is HEAD's hash; "" in a repository without commits.
 	Commit string
 	// Dirty lists, sorted and relative to the work tree's root, the files of
-	// fleet.yaml, the lock and the layer folders that differ from HEAD:
-	// modified, added, deleted or untracked (ignored files are not listed).
+	// fleet.yaml, the lock, the layer folders and input (WithInput) that
+	// differ from HEAD: modified, added, deleted or untracked (ignored files
+	// are not listed).
 	Dirty []string
 }
 
 // InspectSource finds the Git work tree that holds f's folder (walking up to
 // its .git, as git does; go-git, never the git binary) and which of the
-// publish's inputs have uncommitted changes. Outside any work tree it returns
-// Source{} and no error.
-func InspectSource(f *schema.Fleet) (Source, error) {
+// publish's inputs (input: WithInput's files) have uncommitted changes.
+// Outside any work tree it returns Source{} and no error.
+func InspectSource(f *schema.Fleet, input []string) (Source, error) {
 	repo, err := git.PlainOpenWithOptions(f.Dir, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
 	if errors.Is(err, git.ErrRepositoryNotExists) {
 		return Source{}, nil
@@ -287,6 +302,9 @@ func InspectSource(f *schema.Fleet) (Source, error) {
 	}
 	for _, r := range roots {
 		folders = append(folders, join(r.root)+"/")
+	}
+	for _, p := range input {
+		files[join(p)] = true
 	}
 	st, err := wt.Status()
 	if err != nil {

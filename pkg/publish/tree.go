@@ -112,7 +112,7 @@ func collect(f *schema.Fleet, rendered []layout.File, o *options) (*content, err
 		c.rendered = []string{base}
 	}
 
-	err = readLayers(f, o.outDir, o.logger, func(root string) { c.layers = append(c.layers, root) }, func(rel, layer string, fl file) {
+	err = readLayers(f, o.input, o.outDir, o.logger, func(root string) { c.layers = append(c.layers, root) }, func(rel, layer string, fl file) {
 		if _, ok := c.files[rel]; ok {
 			o.logger.Warn("rendered file shadows a layer file", "path", rel, "layer", layer)
 			return
@@ -123,6 +123,7 @@ func collect(f *schema.Fleet, rendered []layout.File, o *options) (*content, err
 	if err != nil {
 		return nil, err
 	}
+	sort.Strings(c.layers)
 
 	files := c.generateFiles()
 	found, err := secrets.Plaintext(secrets.ExceptPublic(files)) // Argo CD cluster Secrets hold no credential
@@ -141,17 +142,18 @@ func collect(f *schema.Fleet, rendered []layout.File, o *options) (*content, err
 }
 
 // LayerFiles returns, sorted by path, the files publish copies from f's layer
-// folders (relative to the source root): every file of the top-level folder
-// of every layer path, inside a Git work tree only those Git tracks, outDir
+// folders and input (WithInput's files), relative to the source root: every
+// file of the top-level folder of every layer path and each input file,
+// inside a Git work tree only those Git tracks, outDir and the rendered tree
 // skipped. The input checks scan them as publish will (SPEC §5: every file
 // publish copies, whether a build uses it or not). A layer folder that is
 // missing or a symlink is an input error.
-func LayerFiles(f *schema.Fleet, outDir string, log *slog.Logger) ([]layout.File, error) {
+func LayerFiles(f *schema.Fleet, input []string, outDir string, log *slog.Logger) ([]layout.File, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	var out []layout.File
-	err := readLayers(f, outDir, log, func(string) {}, func(rel, _ string, fl file) {
+	err := readLayers(f, input, outDir, log, func(string) {}, func(rel, _ string, fl file) {
 		out = append(out, layout.File{Path: rel, Data: fl.data})
 	})
 	if err != nil {
@@ -161,10 +163,12 @@ func LayerFiles(f *schema.Fleet, outDir string, log *slog.Logger) ([]layout.File
 	return out, nil
 }
 
-// readLayers reads the files publish copies from f's layer folders: for each
-// top-level folder (root, in order), add gets every regular file publish
-// takes from it (see collect).
-func readLayers(f *schema.Fleet, outDir string, log *slog.Logger, root func(string), add func(rel, layer string, fl file)) error {
+// readLayers reads the files publish copies from f's layer folders and
+// input: for each top-level folder (root, in order), add gets every regular
+// file publish takes from it (see collect), then each input file outside
+// them. Nothing in the rendered tree is read: it is output, never input
+// (SPEC §6), whatever a layer folder that shares its top-level folder holds.
+func readLayers(f *schema.Fleet, input []string, outDir string, log *slog.Logger, root func(string), add func(rel, layer string, fl file)) error {
 	layerRoots, err := layerFolders(f)
 	if err != nil {
 		return err
@@ -178,10 +182,14 @@ func readLayers(f *schema.Fleet, outDir string, log *slog.Logger, root func(stri
 	// Inside a Git work tree, only what Git tracks is published (SPEC §6):
 	// an ignored or untracked file never is, so that the commit the message
 	// names holds everything pushed.
-	keep, err := trackedFilter(f.Dir)
+	tracked, err := trackedFilter(f.Dir)
 	if err != nil {
 		return err
 	}
+	keep := func(rel string) bool {
+		return f.InRendered(rel) == "" && (tracked == nil || tracked(rel))
+	}
+	var roots []string
 	for _, lr := range layerRoots {
 		dir := filepath.Join(f.Dir, filepath.FromSlash(lr.root))
 		info, err := os.Lstat(dir)
@@ -192,9 +200,52 @@ func readLayers(f *schema.Fleet, outDir string, log *slog.Logger, root func(stri
 			return problem.Invalid(fmt.Errorf("layer %s: folder %s is a symlink: a layer folder must be a folder inside the source root %s", lr.layer, lr.root, f.Dir))
 		}
 		root(lr.root)
+		roots = append(roots, lr.root)
 		if err := readTree(dir, lr.root, func(rel string, fl file) { add(rel, lr.layer, fl) }, keep, skip, log); err != nil {
 			return fmt.Errorf("read layer %s folder %s: %w", lr.layer, lr.root, err)
 		}
+	}
+	return readInput(f, input, roots, keep, root, add)
+}
+
+// readInput reads each input file outside roots (the layer folders read
+// already), confined to the source root; the top-level folder of each is a
+// root of what publish owns.
+func readInput(f *schema.Fleet, input, roots []string, keep func(string) bool, root func(string), add func(rel, layer string, fl file)) error {
+	var todo []string
+	for _, p := range input {
+		rel, err := cleanRel(p)
+		if err != nil || rel == "" || strings.SplitN(rel, "/", 2)[0] == ".git" || !keep(rel) {
+			continue
+		}
+		if !slices.ContainsFunc(roots, func(r string) bool { return within(rel, r) }) {
+			todo = append(todo, rel)
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	sr, err := safefs.OpenRoot(f.Dir)
+	if err != nil {
+		return err
+	}
+	defer sr.Close()
+	tops := map[string]bool{}
+	for _, rel := range todo {
+		data, err := sr.ReadFile(filepath.FromSlash(rel), maxLayerFile)
+		switch {
+		case errors.Is(err, safefs.ErrTooLarge):
+			return problem.Invalid(fmt.Errorf("%s is larger than %d MiB: want a smaller file", rel, maxLayerFile>>20))
+		case errors.Is(err, safefs.ErrNotRegular), errors.Is(err, safefs.ErrOutside):
+			return problem.Invalid(fmt.Errorf("%s is not a regular file inside the source root %s: want regular files only", rel, f.Dir))
+		case err != nil:
+			return fmt.Errorf("read %s: %w", rel, err)
+		}
+		if top := strings.SplitN(rel, "/", 2)[0]; top != rel && !tops[top] {
+			tops[top] = true
+			root(top)
+		}
+		add(rel, "", file{data: data})
 	}
 	return nil
 }
@@ -313,7 +364,7 @@ func readTree(dir, prefix string, add func(rel string, f file), keep func(rel st
 		local := rel
 		rel = path.Join(prefix, filepath.ToSlash(rel))
 		if keep != nil && !keep(rel) {
-			log.Debug("not publishing a file Git does not track", "path", rel)
+			log.Debug("not publishing a file Git does not track, or of the rendered tree", "path", rel)
 			return nil
 		}
 		if d.Type()&fs.ModeSymlink != 0 {

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"fleetgen.dev/fleetgen/pkg/fleetmatch"
-	"fleetgen.dev/fleetgen/pkg/layout"
 	"fleetgen.dev/fleetgen/pkg/problem"
 )
 
@@ -74,6 +73,7 @@ func (v *validator) deliveries() {
 				v.add(problem.InvalidValue(fmt.Sprintf("%s.paths[%d]", p, j), "invalid glob %q: want a path or a glob such as charts/*", dp))
 			}
 		}
+		v.repoRules(p, d)
 		v.ownSource(p, d)
 		v.deliveryTargets(p, d, groups)
 		v.subdomain(p+".helmSecretName", "secret name", d.HelmSecretName)
@@ -172,16 +172,12 @@ func groupNames(f *Fleet) []string {
 // in the folder of fleet.yaml (the source root) or the rendered tree.
 func (v *validator) ownSource(p string, d *Delivery) {
 	f := v.f
-	if f.Spec.Source.Kind != SourceGit || !sameRepo(d.Repo, f.Spec.Source.URL) {
+	if !f.OwnRepo(d.Repo) {
 		return
 	}
 	file := "fleet.yaml"
 	if f.File != "" {
 		file = filepath.Base(f.File)
-	}
-	rendered := []string{}
-	for _, dir := range layout.Top {
-		rendered = append(rendered, CleanPath(path.Join(f.Spec.Source.Path, dir)))
 	}
 	check := func(at, scan string) {
 		c := CleanPath(scan)
@@ -189,7 +185,7 @@ func (v *validator) ownSource(p string, d *Delivery) {
 			v.add(problem.Other(at, "%s scans the root of the fleet's own source (repo is spec.source.url), the folder of %s: Fleet would read fleetgen's input as a bundle; want a folder below it", scan, file))
 			return
 		}
-		for _, dir := range rendered {
+		for _, dir := range f.RenderedDirs() {
 			if overlaps(c, dir) {
 				v.add(problem.Other(at, "%s takes in %s/, fleetgen's rendered tree in the fleet's own source (repo is spec.source.url): Fleet would deploy the manager's objects to the clusters; want a folder outside it", scan, dir))
 				return
@@ -259,29 +255,4 @@ func deliveryRepo(raw string) string {
 		return ""
 	}
 	return want
-}
-
-// sameRepo reports whether two Git URLs name one repository: scheme and
-// host compare without case, scp-style is ssh://, and a trailing / or .git
-// does not count.
-func sameRepo(a, b string) bool {
-	return repoKey(a) == repoKey(b)
-}
-
-func repoKey(s string) string {
-	if !strings.Contains(s, "://") {
-		if m := scpLikeRE.FindStringSubmatch(s); m != nil {
-			user := ""
-			if m[1] != "" {
-				user = m[1] + "@"
-			}
-			s = "ssh://" + user + m[2] + "/" + strings.TrimPrefix(m[3], "/")
-		}
-	}
-	if u, err := url.Parse(s); err == nil {
-		u.Scheme, u.Host = strings.ToLower(u.Scheme), strings.ToLower(u.Host)
-		s = u.String()
-	}
-	s = strings.TrimSuffix(s, "/")
-	return strings.TrimSuffix(s, ".git")
 }

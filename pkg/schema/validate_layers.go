@@ -152,6 +152,19 @@ func (v *validator) layerPath(p string, l *Layer) {
 			}
 		}
 	}
+	// Input apart from output: whatever clusters it selects (none too:
+	// publish copies it all the same), the path's literal folders may not
+	// overlap the rendered tree.
+	literal := l.Path
+	if i := strings.Index(literal, "${"); i >= 0 {
+		literal = literal[:strings.LastIndexByte(literal[:i]+"/", '/')]
+	}
+	if literal != "" {
+		if why := v.f.apartFromOutput(literal); why != "" && (literal == l.Path || v.f.InRendered(literal) != "") {
+			v.add(problem.InvalidValue(p, "invalid path %q: %s", l.Path, why))
+			return
+		}
+	}
 	if !ok || !strings.Contains(l.Path, "${") {
 		return
 	}
@@ -162,6 +175,9 @@ func (v *validator) layerPath(p string, l *Layer) {
 		}
 		if e := ExpandPath(l.Path, c); relPath(e) != "" {
 			v.add(problem.Other(p, "path %q expands to %q for cluster %q, which leaves the folder of fleet.yaml: want a path inside it", l.Path, e, c.Name))
+			return
+		} else if why := v.f.apartFromOutput(e); why != "" {
+			v.add(problem.InvalidValue(p, "path %q expands to %q for cluster %q: %s", l.Path, e, c.Name, why))
 			return
 		}
 	}

@@ -1,13 +1,5 @@
 package secrets
 
-import (
-	"bytes"
-	"errors"
-	"io"
-
-	"go.yaml.in/yaml/v3"
-)
-
 // Conceal reports whether a report (the file diff of `render --check` and
 // `diff`) must not show data's content: some document of it is a Secret,
 // also inside a List, in whatever YAML spelling ("Secret", 'Secret', a tag,
@@ -19,26 +11,13 @@ func Conceal(data []byte) bool {
 	if !mayHoldSecret(data) {
 		return false
 	}
-	for _, chunk := range splitDocuments(data) {
-		dec := yaml.NewDecoder(bytes.NewReader(chunk))
-		for {
-			var doc any
-			err := dec.Decode(&doc)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return true
-			}
-			obj, _ := asMap(doc)
-			if obj == nil {
-				continue
-			}
-			for _, o := range objects(obj) {
-				if k, _ := o["kind"].(string); k == "Secret" {
-					return true
-				}
-			}
+	objs, err := manifests(data)
+	if err != nil {
+		return true
+	}
+	for _, o := range objs {
+		if k, _ := o["kind"].(string); k == "Secret" {
+			return true
 		}
 	}
 	return false

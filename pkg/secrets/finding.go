@@ -23,12 +23,15 @@ type Finding struct {
 	// finding when there is none.
 	Problem string
 	// Layer and Clusters say, for what a layer's build gives clusters, which
-	// layer and which clusters receive the object.
-	Layer    string
-	Clusters []string
+	// layer and which clusters receive the object; Delivery is set instead of
+	// Layer for a bundle of a delivery from the fleet's own source.
+	Layer, Delivery string
+	Clusters        []string
 	// Via names what leads from the layer to the object when it is not the
-	// layer's own build: the HelmRelease whose chart rendered it
-	// ("HelmRelease apps/web"); File is then the chart's template.
+	// layer's own build: the Flux Kustomizations followed ("Kustomization
+	// apps/sub (apps/sub.yaml)"), the HelmRelease whose chart rendered it
+	// ("HelmRelease apps/web": File is then the chart's template), or the
+	// bundle.
 	Via string
 }
 
@@ -68,22 +71,34 @@ func (fd Finding) String() string {
 // names quoted (inert.Quote: a layer writes them); or, for a file of a layer
 // folder (no Layer), at spec.layers.
 func (fd Finding) FieldError(f *schema.Fleet) *problem.FieldError {
-	if fd.Layer == "" {
-		return f.At(problem.Other("spec.layers", "%s, in a file publish copies from a layer folder: encrypt it with SOPS (docs/secrets.md) or remove it; fleetgen publishes no plaintext credential", fd))
-	}
-	i := slices.IndexFunc(f.Spec.Layers, func(l schema.Layer) bool { return l.Name == fd.Layer })
 	fix := "encrypt it with SOPS (docs/secrets.md)"
 	if strings.Contains(fd.Problem, "annotation") {
 		fix = "remove the annotation (SOPS encrypts only data and stringData)"
 	}
-	if rel, ok := strings.CutPrefix(fd.Via, "HelmRelease "); ok {
-		return f.At(problem.Other(fmt.Sprintf("spec.layers[%d]", i),
-			"layer %s: HelmRelease %s: chart template %s: %s %s %s in what %s (the chart as helm-controller renders it): give the chart an existing Secret that a layer holds SOPS-encrypted instead of the value; fleetgen publishes no plaintext credential",
-			fd.Layer, inert.Quote(rel), inert.Quote(fd.File), inert.Quote(fd.Kind), inert.Quote(qualified(fd.Namespace, fd.Name)), fd.Problem, problem.Clusters(fd.Clusters, "receive")))
+	obj := inert.Quote(fd.Kind) + " " + inert.Quote(qualified(fd.Namespace, fd.Name))
+	if fd.Delivery != "" {
+		i := slices.IndexFunc(f.Spec.Deliveries, func(d schema.Delivery) bool { return d.Name == fd.Delivery })
+		return f.At(problem.Other(fmt.Sprintf("spec.deliveries[%d]", i),
+			"delivery %s: %s: %s: %s %s in what %s (as Fleet's agent renders it): %s; fleetgen publishes no plaintext credential",
+			fd.Delivery, fd.Via, inert.Quote(fd.File), obj, fd.Problem, problem.Clusters(fd.Clusters, "receive"), fix))
+	}
+	if fd.Layer == "" {
+		return f.At(problem.Other("spec.layers", "%s, in a file publish copies from a layer folder: encrypt it with SOPS (docs/secrets.md) or remove it; fleetgen publishes no plaintext credential", fd))
+	}
+	i := slices.IndexFunc(f.Spec.Layers, func(l schema.Layer) bool { return l.Name == fd.Layer })
+	how := "the layer's build with post-build substitution"
+	switch {
+	case strings.Contains(fd.Via, "HelmRelease "):
+		// File is the chart's template; the value came from the
+		// HelmRelease's values, most likely.
+		how = "through " + fd.Via + ", its chart rendered as helm-controller renders it"
+		fix = "give the chart an existing Secret that a layer holds SOPS-encrypted instead of the value"
+	case fd.Via != "":
+		how = "through " + fd.Via + ", built as kustomize-controller builds it"
 	}
 	return f.At(problem.Other(fmt.Sprintf("spec.layers[%d]", i),
-		"layer %s: %s: %s %s %s in what %s (the layer's build with post-build substitution): %s; fleetgen publishes no plaintext credential",
-		fd.Layer, inert.Quote(fd.File), inert.Quote(fd.Kind), inert.Quote(qualified(fd.Namespace, fd.Name)), fd.Problem, problem.Clusters(fd.Clusters, "receive"), fix))
+		"layer %s: %s: %s %s in what %s (%s): %s; fleetgen publishes no plaintext credential",
+		fd.Layer, inert.Quote(fd.File), obj, fd.Problem, problem.Clusters(fd.Clusters, "receive"), how, fix))
 }
 
 // maxListed bounds how many findings one error lists.

@@ -108,10 +108,17 @@ func Plaintext(files []layout.File) ([]Finding, error) {
 // (!!binary decodes base64) or another encoding (UTF-16 and UTF-32 hold NUL
 // bytes); folding joins lines with a space. So without those, a Secret needs
 // the word Secret standing alone (SecretStore and kubeConfigSecret do not
-// count), or SecretGenerator.
+// count), or SecretGenerator; an object that embeds others (a Fleet Bundle)
+// may hold one encoded, so its group's name counts too.
 func mayHoldSecret(data []byte) bool {
 	if bytes.ContainsAny(data, "\\!\x00") || bytes.Contains(data, []byte("SecretGenerator")) {
 		return true
+	}
+	// Objects that embed others may hold one encoded (EmbeddedProblems).
+	for _, w := range embedders {
+		if bytes.Contains(data, []byte(w)) {
+			return true
+		}
 	}
 	const word = "Secret"
 	for off := 0; ; {
@@ -126,6 +133,10 @@ func mayHoldSecret(data []byte) bool {
 		}
 	}
 }
+
+// embedders are words that an object embedding others (EmbeddedProblems)
+// spells in its apiVersion.
+var embedders = []string{"fleet.cattle.io", "work.open-cluster-management.io", "placement.kubernetes-fleet.io"}
 
 func alnum(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
@@ -211,6 +222,15 @@ func scanFile(f layout.File, lookup func(string) ([]byte, bool)) []Finding {
 				out = append(out, inlineGenerators(f.Path, obj["generators"], lookup)...)
 			}
 			for _, o := range objects(obj) {
+				if ps := EmbeddedProblems(o); len(ps) > 0 {
+					md, _ := asMap(o["metadata"])
+					name, _ := md["name"].(string)
+					ns, _ := md["namespace"].(string)
+					kind, _ := o["kind"].(string)
+					for _, p := range ps {
+						out = append(out, Finding{File: f.Path, Kind: kind, Namespace: ns, Name: name, Problem: p})
+					}
+				}
 				switch o["kind"] {
 				case "SecretGenerator":
 					out = append(out, generators(f.Path, path.Dir(f.Path), []any{o}, lookup)...)
@@ -319,37 +339,21 @@ func generators(file, dir string, v any, lookup func(string) ([]byte, bool)) []F
 }
 
 // sopsFile reports whether data is a SOPS-encrypted file in one of the
-// formats Flux decrypts for a secretGenerator: YAML or JSON (also SOPS's
-// binary format, a JSON object) with a top-level sops mapping holding a MAC,
-// or a dotenv file with a sops_mac line whose every other value is an
-// envelope.
+// formats Flux decrypts for a secretGenerator, encrypted under SOPS's own
+// rules (sopsrules.go): YAML or JSON (also SOPS's binary format, a JSON
+// object) with a top-level sops mapping, or a dotenv file with sops_ keys.
+// A sops stanza with a MAC over plaintext values is not encryption.
 func sopsFile(data []byte) bool {
 	var v any
 	if err := yaml.Unmarshal(data, &v); err == nil {
 		if doc, ok := asMap(v); ok {
-			s, _ := asMap(doc["sops"])
-			mac, _ := s["mac"].(string)
-			return mac != ""
-		}
-	}
-	mac := false
-	for _, line := range strings.Split(string(data), "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		k, v, ok := strings.Cut(line, "=")
-		switch {
-		case !ok:
-			return false
-		case k == "sops_mac":
-			mac = isEnvelope(v)
-		case strings.HasPrefix(k, "sops_"):
-		case !isEnvelope(v):
+			if _, ok := doc["sops"]; ok {
+				return sopsEncryptedYAML(data)
+			}
 			return false
 		}
 	}
-	return mac
+	return sopsEncryptedDotenv(data)
 }
 
 func qualified(ns, name string) string {

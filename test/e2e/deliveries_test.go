@@ -108,7 +108,7 @@ func deliveries(t *testing.T, ctx context.Context, s *summary, tools, logs strin
 	}
 	var cpu time.Duration // what the fleet apply processes took
 	for _, repo := range repos {
-		took, err := fleetApply(t, ctx, tools, logs, mgr, &repo)
+		took, err := fleetApply(t, ctx, tools, logs, mgr, &repo, ex)
 		cpu += took
 		if err != nil {
 			s.fail("6 deliveries", "fleet apply %s: %v", repo.GetName(), err)
@@ -133,6 +133,31 @@ func deliveries(t *testing.T, ctx context.Context, s *summary, tools, logs strin
 			continue
 		}
 		s.pass("6 deliveries", "%s: fleet-controller deployed to exactly the %d clusters fleetgen targets lists, each by its target: %s", d, len(got), pairs(got))
+		if d != ownDelivery {
+			continue
+		}
+		// The own-repo bundle came from the published source: the model
+		// has it reaching exactly those clusters (issue 39).
+		model, err := modelDelivered(ctx, ex)
+		if err != nil {
+			s.fail("6 own bundle", "%v", err)
+			continue
+		}
+		var deployed []string
+		for c := range got {
+			deployed = append(deployed, c)
+		}
+		var modelled []string
+		for c := range model {
+			modelled = append(modelled, c)
+		}
+		sort.Strings(deployed)
+		sort.Strings(modelled)
+		if strings.Join(deployed, " ") != strings.Join(modelled, " ") {
+			s.fail("6 own bundle", "Fleet deployed the published bundles/own to %v, fleetgen's model has it for %v", deployed, modelled)
+		} else {
+			s.pass("6 own bundle", "bundles/own, from the published source, deployed to exactly the clusters fleetgen's model renders it for: %s", strings.Join(deployed, " "))
+		}
 	}
 
 	// The Policy: a Bundle with a service account it does not admit.
@@ -176,16 +201,21 @@ func deliveries(t *testing.T, ctx context.Context, s *summary, tools, logs strin
 }
 
 // fleetApply creates the Bundles of repo as gitjob would: a checkout of
-// its paths or bundles (each folder an options file and a ConfigMap), the
+// its paths or bundles (each folder an options file and a ConfigMap; for
+// the fleet's own repository, a clone of what fleetgen published), the
 // targets file gitjob's ConfigMap holds, and `fleet apply` with gitjob's
 // arguments and environment (internal/cmd/controller/gitops/reconciler,
 // v0.16).
-func fleetApply(t *testing.T, ctx context.Context, tools, logs string, mgr *cluster, repo *unstructured.Unstructured) (time.Duration, error) {
+func fleetApply(t *testing.T, ctx context.Context, tools, logs string, mgr *cluster, repo *unstructured.Unstructured, ex *example) (time.Duration, error) {
 	t.Helper()
 	name := repo.GetName()
 	spec, _, _ := unstructured.NestedMap(repo.Object, "spec")
 	targets, _, _ := unstructured.NestedSlice(spec, "targets")
 	dir := filepath.Join(t.TempDir(), "source")
+	if url, _ := spec["repo"].(string); ownRepo(ex, url) {
+		testenv.Git(t, "", "clone", "--quiet", "--branch", "main", ex.repo, dir)
+		return fleetApplyIn(t, ctx, tools, logs, mgr, repo, dir, false, nil)
+	}
 
 	// Each target again as a targetCustomization naming it.
 	var custom []any
@@ -230,6 +260,19 @@ func fleetApply(t *testing.T, ctx context.Context, tools, logs string, mgr *clus
 		paths = ps
 	}
 
+	return fleetApplyIn(t, ctx, tools, logs, mgr, repo, dir, driven, paths)
+}
+
+// fleetApplyIn runs `fleet apply` for repo over the checkout dir, of paths
+// (nil: the GitRepo's own), a driven scan or not.
+func fleetApplyIn(t *testing.T, ctx context.Context, tools, logs string, mgr *cluster, repo *unstructured.Unstructured, dir string, driven bool, paths []string) (time.Duration, error) {
+	t.Helper()
+	name := repo.GetName()
+	spec, _, _ := unstructured.NestedMap(repo.Object, "spec")
+	targets, _, _ := unstructured.NestedSlice(spec, "targets")
+	if paths == nil {
+		paths, _, _ = unstructured.NestedStringSlice(spec, "paths")
+	}
 	// gitjob's targets ConfigMap: the targets, and again as restrictions.
 	tj, err := json.Marshal(map[string]any{"targets": targets, "targetRestrictions": targets})
 	if err != nil {

@@ -94,6 +94,8 @@ func TestReconcile(t *testing.T) {
 
 	ex := quickstart(t, mgr, imported)
 	addSubstitutionLayer(t, ex)
+	addNestedLayer(t, ex)
+	addOwnDelivery(t, ex)
 	addHelmLayer(t, ex)
 	if err := pipeline.Build(ctx, ex.cfg, ex.build); err != nil {
 		t.Fatalf("fleetgen build --publish: %v", err)
@@ -165,13 +167,20 @@ func TestReconcile(t *testing.T) {
 	} else {
 		s.pass("7 substitution", "%s: %d objects of layer %s live as fleetgen's model has them (each substitution rule, opt-outs, a generator)", edge.name, n, substitutionLayer)
 	}
-	// 8. HelmReleases: helm-controller installs an OCI chart fleetgen
+	// 8. A Kustomization the layer leads to is applied as the model's
+	// closure has it (issue 39).
+	if n, err := nestedMatches(ctx, edge, ex); err != nil {
+		s.fail("8 closure", "%s: %v", edge.name, err)
+	} else {
+		s.pass("8 closure", "%s: Kustomization %s, which layer %s applies, reconciled exactly the %d objects fleetgen's model has for it, live as the model has them (its namePrefix, patch, commonMetadata, substitute and substituteFrom)", edge.name, nestedKustomization, nestedLayer, n)
+	}
+	// 9. HelmReleases: helm-controller installs an OCI chart fleetgen
 	// mirrored and an HTTP repository's chart it republished, and every
 	// Deployment they make runs mirror images by digest (helm_test.go).
 	if got, err := helmReleasesPinned(ctx, edge, ex); err != nil {
-		s.fail("8 helm", "%s: %v", edge.name, err)
+		s.fail("9 helm", "%s: %v", edge.name, err)
 	} else {
-		s.pass("8 helm", "%s: HelmReleases charts/hello (OCI chart) and charts/web (HTTP chart) Ready; Deployments %s run mirror images by digest only", edge.name, got)
+		s.pass("9 helm", "%s: HelmReleases charts/hello (OCI chart) and charts/web (HTTP chart) Ready; Deployments %s run mirror images by digest only", edge.name, got)
 	}
 	if t.Failed() {
 		return

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/runtime/schema"
-
 	"fleetgen.dev/fleetgen/pkg/pipeline"
 	"fleetgen.dev/fleetgen/test/testenv"
 )
@@ -108,33 +106,8 @@ func substitutionMatches(ctx context.Context, c *cluster, ex *example) (int, err
 	if len(inv) != len(set.Objects) {
 		return 0, fmt.Errorf("kustomize-controller applied %d objects (%s), the model has %d", len(inv), strings.Join(inv, " "), len(set.Objects))
 	}
-	for _, o := range set.Objects {
-		gv, err := schema.ParseGroupVersion(o.APIVersion)
-		if err != nil {
-			return 0, err
-		}
-		live, err := c.get(ctx, gv.WithKind(o.Kind), o.Namespace, o.Name)
-		if err != nil {
-			return 0, err
-		}
-		if live == nil {
-			return 0, fmt.Errorf("%s is in the model, not on %s", o.Describe(), c.name)
-		}
-		want := map[string]any{}
-		for k, v := range o.Map {
-			if k != "metadata" {
-				want[k] = v
-			}
-		}
-		md, _ := o.Map["metadata"].(map[string]any)
-		for _, k := range []string{"name", "namespace", "labels", "annotations"} {
-			if v, ok := md[k]; ok {
-				want["metadata"] = mergeField(want["metadata"], k, v)
-			}
-		}
-		if err := subset(o.Describe(), want, live.Object); err != nil {
-			return 0, err
-		}
+	if err := liveAsModel(ctx, c, set.Objects); err != nil {
+		return 0, err
 	}
 	return len(set.Objects), nil
 }

@@ -86,9 +86,10 @@ func repeat(s string) string {
 // Fleet returns a loaded, defaulted fleet of n clusters named c00000…:
 // 40% agent, 20% each manager, capi and verrazzano; labels env, region and
 // shard; three groups; layer infrastructure (./infrastructure/${env}, every
-// cluster) and apps (./apps/${region}, env=prod only, depends on
-// infrastructure). Referenced files are filled in as Load would, from
-// kubeconfigs/shared.yaml and certs/ca.pem (see Write).
+// cluster), apps (./apps/${region}, env=prod only, depends on
+// infrastructure) and platform (./platform, every cluster: an app of apps,
+// whose Flux Kustomizations nest two deep, see Write). Referenced files are
+// filled in as Load would, from kubeconfigs/shared.yaml and certs/ca.pem.
 func Fleet(n int) *schema.Fleet {
 	t := true
 	f := &schema.Fleet{
@@ -113,6 +114,7 @@ func Fleet(n int) *schema.Fleet {
 			Layers: []schema.Layer{
 				{Name: "infrastructure", Path: "./infrastructure/${env}", Wait: true, Timeout: "5m", Prune: &t},
 				{Name: "apps", Path: "./apps/${region}", DependsOn: []string{"infrastructure"}, Selector: map[string]string{"env": "prod"}, Substitute: map[string]string{"domain": "bench.example"}},
+				{Name: "platform", Path: "./platform"},
 			},
 			Groups: []schema.Group{
 				{Name: "production", Selector: map[string]string{"env": "prod"}},
@@ -175,7 +177,98 @@ func LayerImages(f *schema.Fleet) map[string][]string {
 	for _, region := range regions {
 		out["apps/"+region] = []string{"nginx:1.25"}
 	}
+	out["platform"] = nil // its images are in the Kustomizations it leads to
 	return out
+}
+
+// platform is the app-of-apps layer (every cluster): its build is a Flux
+// Kustomization that the cluster's variables substitute, which leads to one
+// whose objects use the cluster's name (a set per cluster) and region, which
+// leads to one per region.
+var platform = map[string]string{
+	"platform/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- apps.yaml\n",
+	"platform/apps.yaml": `apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: platform-apps
+  namespace: flux-system
+spec:
+  interval: 10m
+  prune: true
+  path: ./platform/apps
+  sourceRef:
+    kind: GitRepository
+    name: flux-system
+  postBuild:
+    substitute:
+      cluster_name: ${cluster}
+      region: ${region}
+`,
+	"platform/apps/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- config.yaml\n- deployment.yaml\n- addons.yaml\n",
+	"platform/apps/config.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: platform
+  namespace: platform
+data:
+  cluster: ${cluster_name}
+  region: ${region}
+`,
+	"platform/apps/deployment.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: platform
+  namespace: platform
+  labels:
+    region: ${region}
+spec:
+  selector:
+    matchLabels: {app: platform}
+  template:
+    metadata:
+      labels: {app: platform, region: "${region}"}
+    spec:
+      containers:
+      - name: web
+        image: nginx:1.25
+        env:
+        - {name: REGION, value: "${region}"}
+`,
+	"platform/apps/addons.yaml": `apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: platform-addons
+  namespace: flux-system
+spec:
+  interval: 10m
+  prune: true
+  path: ./platform/addons
+  targetNamespace: addons
+  sourceRef:
+    kind: GitRepository
+    name: flux-system
+  postBuild:
+    substitute:
+      region: ${region}
+`,
+	"platform/addons/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- node-agent.yaml\n",
+	"platform/addons/node-agent.yaml": `apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: node-agent
+  labels:
+    region: ${region}
+spec:
+  selector:
+    matchLabels: {app: node-agent}
+  template:
+    metadata:
+      labels: {app: node-agent}
+    spec:
+      containers:
+      - name: agent
+        image: nginx:1.25
+`,
 }
 
 // Write writes fleet.yaml, fleet.lock.yaml and the files they refer to for a
@@ -195,12 +288,18 @@ func Write(dir string, n int) error {
 		caFile:         []byte(caPEM),
 	}
 	for path, imgs := range LayerImages(f) {
+		if len(imgs) == 0 {
+			continue
+		}
 		files[path+"/kustomization.yaml"] = []byte("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- deployment.yaml\n")
 		var containers string
 		for i, img := range imgs {
 			containers += fmt.Sprintf("      - name: c%d\n        image: %s\n", i, img)
 		}
 		files[path+"/deployment.yaml"] = []byte("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: bench\n  namespace: default\nspec:\n  selector:\n    matchLabels: {app: bench}\n  template:\n    metadata:\n      labels: {app: bench}\n    spec:\n      containers:\n" + containers)
+	}
+	for name, d := range platform {
+		files[name] = []byte(d)
 	}
 	for name, b := range files {
 		p := filepath.Join(dir, filepath.FromSlash(name))

@@ -1,0 +1,206 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"fleetgen.dev/fleetgen/pkg/layers"
+	"fleetgen.dev/fleetgen/pkg/pipeline"
+	fleetschema "fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/test/testenv"
+)
+
+// nestedLayer is an app of apps: its build is a Flux Kustomization of the
+// bootstrap source whose own spec (namePrefix, a patch, commonMetadata,
+// post-build substitution from its spec, from the layer's variables and from
+// a ConfigMap of the layer) decides what it applies. The real
+// kustomize-controller reconciles it on the workload cluster, and assertion
+// 8 compares what is live with what fleetgen's model says (issue 39, item 1).
+const (
+	nestedLayer         = "nested"
+	nestedKustomization = "nested-apps"
+)
+
+var nestedFiles = map[string]string{
+	"nested/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [ks.yaml, vars.yaml]\n",
+	"nested/vars.yaml":          "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: nested-vars, namespace: flux-system}\ndata: {tier: gold}\n",
+	"nested/ks.yaml": `apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: ` + nestedKustomization + `, namespace: flux-system}
+spec:
+  interval: 1m
+  prune: true
+  path: ./nested/apps
+  sourceRef: {kind: GitRepository, name: flux-system}
+  namePrefix: n-
+  commonMetadata: {labels: {owner: platform}}
+  patches:
+  - target: {kind: ConfigMap, name: settings}
+    patch: |-
+      - {op: add, path: /data/patched, value: "yes"}
+  postBuild:
+    substitute: {cluster_name: "${cluster}"}
+    substituteFrom: [{kind: ConfigMap, name: nested-vars}]
+`,
+	"nested/apps/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: default\nresources: [settings.yaml, extra.yaml]\n",
+	"nested/apps/settings.yaml":      "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {cluster: \"${cluster_name}\", tier: \"${tier}\", region: \"${region:=none}\"}\n",
+	"nested/apps/extra.yaml":         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: extra}\ndata: {plain: x}\n",
+}
+
+// addNestedLayer writes the layer into the example and selects it for
+// every cluster.
+func addNestedLayer(t *testing.T, ex *example) {
+	t.Helper()
+	for p, d := range nestedFiles {
+		write(t, filepath.Join(ex.dir, filepath.FromSlash(p)), []byte(d))
+	}
+	testenv.ReplaceIn(t, ex.cfg.File, "  groups:\n", "    - name: "+nestedLayer+"\n      path: ./"+nestedLayer+"\n  groups:\n")
+}
+
+// nestedMatches is assertion 8: the Kustomization the nested layer applies
+// reconciles, its inventory is exactly the objects the model's closure has
+// for it, and each is live as the model has it.
+func nestedMatches(ctx context.Context, c *cluster, ex *example) (int, error) {
+	ld, err := pipeline.Load(ctx, ex.cfg)
+	if err != nil {
+		return 0, err
+	}
+	var set *layers.Set
+	for _, s := range ld.Model.Closure(c.name, nestedLayer) {
+		if s.Kustomization == "flux-system/"+nestedKustomization {
+			set = s
+		}
+	}
+	if set == nil || set.Objects == nil {
+		return 0, fmt.Errorf("the model's closure of layer %s for %s has no Kustomization %s", nestedLayer, c.name, nestedKustomization)
+	}
+	var want []string
+	for _, o := range set.Objects {
+		want = append(want, o.Namespace+"_"+o.Name+"_"+groupOf(o.APIVersion)+"_"+o.Kind)
+	}
+	sort.Strings(want)
+	err = eventually(3*time.Minute, func() error {
+		inv, err := inventory(ctx, c, nestedKustomization)
+		if err != nil {
+			return err
+		}
+		if strings.Join(inv, " ") != strings.Join(want, " ") {
+			return fmt.Errorf("kustomize-controller applied %v, the model has %v", inv, want)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return len(set.Objects), liveAsModel(ctx, c, set.Objects)
+}
+
+func groupOf(apiVersion string) string {
+	g, _, ok := strings.Cut(apiVersion, "/")
+	if !ok {
+		return ""
+	}
+	return g
+}
+
+// liveAsModel checks that each object of the model is live on c with the
+// model's fields (the live object may hold more: defaults, Flux's labels).
+func liveAsModel(ctx context.Context, c *cluster, objs []*layers.Object) error {
+	for _, o := range objs {
+		gv, err := schema.ParseGroupVersion(o.APIVersion)
+		if err != nil {
+			return err
+		}
+		live, err := c.get(ctx, gv.WithKind(o.Kind), o.Namespace, o.Name)
+		if err != nil {
+			return err
+		}
+		if live == nil {
+			return fmt.Errorf("%s is in the model, not on %s", o.Describe(), c.name)
+		}
+		want := map[string]any{}
+		for k, v := range o.Map {
+			if k != "metadata" {
+				want[k] = v
+			}
+		}
+		md, _ := o.Map["metadata"].(map[string]any)
+		for _, k := range []string{"name", "namespace", "labels", "annotations"} {
+			if v, ok := md[k]; ok {
+				want["metadata"] = mergeField(want["metadata"], k, v)
+			}
+		}
+		if err := subset(o.Describe(), want, live.Object); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ownDelivery is a delivery from the fleet's own repository, its URL spelled
+// otherwise than spec.source.url, whose bundle the published source holds.
+// Its fleet.yaml repeats the targets as targetCustomizations that name them
+// (defaultNamespace own-<target>), so that the BundleDeployments say which
+// target Fleet matched, as for the other deliveries.
+const ownDelivery = "own"
+
+var ownFiles = map[string]string{
+	"bundles/own/configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: own}\ndata: {delivery: own}\n",
+	"bundles/own/fleet.yaml": `defaultNamespace: own
+targetCustomizations:
+- {name: prod, clusterGroup: production, defaultNamespace: own-prod}
+- {name: us, clusterSelector: {matchLabels: {region: us}}, defaultNamespace: own-us}
+`,
+}
+
+// addOwnDelivery writes the bundle and adds the delivery, its repo the
+// example's Git URL with a doubled slash, a trailing slash and no .git.
+func addOwnDelivery(t *testing.T, ex *example) {
+	t.Helper()
+	for p, d := range ownFiles {
+		write(t, filepath.Join(ex.dir, filepath.FromSlash(p)), []byte(d))
+	}
+	scheme, rest, _ := strings.Cut(ex.gitURL, "://")
+	host, path, _ := strings.Cut(rest, "/")
+	repo := scheme + "://" + host + "//" + strings.TrimSuffix(path, ".git") + "/"
+	if !fleetschema.SameRepo(repo, ex.gitURL) || repo == ex.gitURL {
+		t.Fatalf("%s does not spell %s otherwise", repo, ex.gitURL)
+	}
+	testenv.ReplaceIn(t, ex.cfg.File, "  deliveries:\n", `  deliveries:
+    - name: `+ownDelivery+`
+      repo: "`+repo+`"
+      branch: main
+      paths: [bundles/own]
+      targets:
+        - {name: prod, clusterGroup: production}
+        - {name: us, clusterSelector: {region: us}}
+`)
+}
+
+// ownRepo reports whether the GitRepo's repo is the example's own source.
+func ownRepo(ex *example, repo string) bool { return fleetschema.SameRepo(repo, ex.gitURL) }
+
+// modelDelivered returns, per cluster, whether the model has the own
+// delivery's bundle reaching it.
+func modelDelivered(ctx context.Context, ex *example) (map[string]bool, error) {
+	ld, err := pipeline.Load(ctx, ex.cfg)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, c := range ld.Fleet.Spec.Clusters {
+		for _, s := range ld.Model.Delivered(c.Name) {
+			if s.Delivery == ownDelivery && len(s.Objects) > 0 {
+				out[c.Name] = true
+			}
+		}
+	}
+	return out, nil
+}
