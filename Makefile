@@ -106,13 +106,15 @@ oracles:
 	$(GO) test -count=1 -run '^TestMatchesSprig$$' ./internal/sprigbound
 	$(GO) test -count=1 -run '^(TestCosignInterop|TestNotationInterop)$$' ./pkg/verify
 
-## bench: render generated fleets of 1,000 and 10,000 clusters to disk
+## bench: render generated fleets of 1,000, 10,000 and 100,000 clusters to disk
+## (and render --check, diff of one changed cluster, targets); about 15 minutes
 bench: build
 	$(GO) run ./test/cmd/benchrender -bin $(BIN)
 
-## bench-mirror: fleetgen mirror vs a crane copy loop vs the floor, two local registries
+## bench-mirror: fleetgen mirror vs skopeo sync, regsync, a crane copy loop and
+## the floor, local registries (regsync from test/e2e/tools/build.sh)
 bench-mirror:
-	$(GO) run ./test/cmd/benchmirror
+	FLEETGEN_REGSYNC="$${FLEETGEN_REGSYNC:-$$(test/e2e/tools/build.sh --path regsync)}" $(GO) run ./test/cmd/benchmirror
 
 ## lint: gofmt and go vet
 lint:

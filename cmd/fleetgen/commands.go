@@ -187,10 +187,12 @@ management cluster, ` + layout.ClusterDir("<name>") + `/ as each cluster's Flux 
 
 Files are written atomically; files an earlier render wrote and this one does
 not are removed; files fleetgen did not write are never touched. A render that
-fails leaves DIR as it was. The only change a render makes to fleet.lock.yaml
-is adding the client ID of a new agent cluster; with --locked it refuses that
-(exit 2, nothing written), so that CI never renders an identity nobody
-committed.
+fails leaves DIR as it was. The only changes a render makes to fleet.lock.yaml
+are adding the client ID of a new agent cluster and the shards of a new
+cluster or delivery (spec.shards); with --locked it refuses them (exit 2,
+nothing written), so that CI never renders an identity or a shard nobody
+committed. A shard once assigned is kept; --rebalance moves shards on purpose
+(docs/scale.md), and diff shows each move.
 
 With --check, render writes nothing (not even the lock), prints a unified diff
 on stdout and exits 3 when DIR is not what a render would write; with
@@ -208,6 +210,7 @@ the manager (naming the manager adds its shared files).`,
 			"fleetgen render -o out",
 			"fleetgen render -f fleet.yaml -o out --check   # in CI: fail on drift",
 			"fleetgen render -o out --check --locked --output github",
+			"fleetgen render -o out --rebalance   # move shards on purpose (review with diff --rebalance first)",
 			"fleetgen render -o - | kubeconform -strict -",
 			"fleetgen render -o - --cluster edge-1   # what edge-1 gets",
 		),
@@ -260,7 +263,7 @@ the manager (naming the manager adds its shared files).`,
 			return errDrift
 		},
 	}
-	in.add(g, cmd, withPlaintext|withLocked)
+	in.add(g, cmd, withPlaintext|withLocked|withRebalance)
 	addOutputDir(cmd, &o.out)
 	cmd.Flags().BoolVar(&o.check, "check", false, "write nothing; print a diff and exit 3 when DIR differs")
 	addFormat(cmd, &o.format, "with --check: text (the diff) or github (workflow commands, then the diff)", formatText, formatGitHub)

@@ -69,7 +69,7 @@ write, 3 when not.`,
 			return writeDiff(stdout, rep, diff, o.format)
 		},
 	}
-	in.add(g, cmd, withPlaintext|withLocked)
+	in.add(g, cmd, withPlaintext|withLocked|withRebalance)
 	addOutputDir(cmd, &o.out)
 	addFormat(cmd, &o.format, "report format: text, markdown, json or github", formatText, formatMarkdown, formatJSON, formatGitHub)
 	addClusters(cmd, &o.clusters, "report only this cluster (repeatable); the manager's name adds its shared changes")

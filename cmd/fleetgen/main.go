@@ -252,18 +252,19 @@ func (g *globals) configFor(cmd *cobra.Command, in *input, args []string) (pipel
 		return pipeline.Config{}, err
 	}
 	return pipeline.Config{File: f, Logger: g.logger, KubeconfigEnvPrefix: g.envPrefix, AgeKeyFile: g.ageKeyFile,
-		AllowPlaintextSecrets: in.allowPlaintext, Locked: in.locked, FetchCharts: in.fetchCharts}, nil
+		AllowPlaintextSecrets: in.allowPlaintext, Locked: in.locked, FetchCharts: in.fetchCharts, Rebalance: in.rebalance}, nil
 }
 
 // input holds the flags of a command that reads fleet.yaml, declared once for
 // every command by input.add: -f (or [PATH]) and, where the command takes
-// them, --allow-plaintext-secrets and --locked. The environment prefix
+// them, --allow-plaintext-secrets, --locked and --rebalance. The environment prefix
 // (--kubeconfig-env-prefix) and --age-key-file are global flags.
 type input struct {
 	file           string
 	allowPlaintext bool
 	locked         bool
 	fetchCharts    string
+	rebalance      bool
 }
 
 // inputFlags chooses the optional input flags of a command.
@@ -274,6 +275,8 @@ const (
 	withPlaintext inputFlags = 1 << iota
 	// withLocked: --locked (commands that would change the lock by rendering).
 	withLocked
+	// withRebalance: --rebalance (commands that assign shards by rendering).
+	withRebalance
 )
 
 // add declares in's flags on cmd: -f and the optional [PATH] argument (see
@@ -285,7 +288,10 @@ func (in *input) add(g *globals, cmd *cobra.Command, which inputFlags) {
 		cmd.Flags().BoolVar(&in.allowPlaintext, "allow-plaintext-secrets", false, "accept Secrets that hold credentials in plaintext when spec.encryption is not set (render writes them unencrypted)")
 	}
 	if which&withLocked != 0 {
-		cmd.Flags().BoolVar(&in.locked, "locked", false, "fail (exit 2, nothing written) when fleet.lock.yaml would change: a new clientID or image")
+		cmd.Flags().BoolVar(&in.locked, "locked", false, "fail (exit 2, nothing written) when fleet.lock.yaml would change: a new clientID, shard assignment or image")
+	}
+	if which&withRebalance != 0 {
+		cmd.Flags().BoolVar(&in.rebalance, "rebalance", false, "reassign shards on purpose: those the lock puts on a shard spec.shards no longer declares, and only them; when there are none, the fewest unpinned clusters that balance the shards")
 	}
 }
 

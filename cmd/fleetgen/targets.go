@@ -34,7 +34,10 @@ would create on it, as Argo CD's cluster and list generators make them (other
 generators are named, not evaluated). Then every delivery target, layer
 selector and manager selector that reaches no cluster, and why (with the
 label values that do exist), and every ApplicationSet previewed. --cluster
-limits the clusters listed.
+limits the clusters listed. With spec.shards it shows each cluster's shards
+(those fleet.lock.yaml keeps, or those a render would assign now) and the
+load of every shard: its clusters and, for Fleet, the BundleDeployments they
+receive and the GitRepos it runs (docs/scale.md).
 
 It explains a fleet that validate refuses too (a delivery that selects no
 cluster is what targets is for), then exits 2 with validate's problems. It
@@ -45,6 +48,7 @@ writes nothing.`,
 			"fleetgen targets --output json | jq -r '.clusters[] | select(.deliveries == []) | .name'",
 			"fleetgen targets --output json | jq '.unmatched, .unmatchedLayers, .emptyManagers'",
 			"fleetgen targets --output json | jq -r '.clusters[] | .name as $c | .applications[] | \"\\($c) \\(.name)\"'",
+			"fleetgen targets --output json | jq -c '.load[]'   # per manager and shard: clusters and load",
 		),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(cmd, o.format, formatText, formatJSON); err != nil {
@@ -64,7 +68,7 @@ writes nothing.`,
 		},
 	}
 	in.add(g, cmd, 0)
-	addFormat(cmd, &o.format, "text (a table) or json ({clusters, unmatched, unmatchedLayers, emptyManagers, applicationSets})", formatText, formatJSON)
+	addFormat(cmd, &o.format, "text (a table) or json ({clusters, unmatched, unmatchedLayers, emptyManagers, applicationSets, load})", formatText, formatJSON)
 	aliasShortFormat(cmd, &o.format)
 	addClusters(cmd, &o.clusters, "list only this cluster (repeatable)")
 	return cmd
@@ -118,6 +122,14 @@ func writeTargets(w io.Writer, r *pipeline.Reach, format string) error {
 		for _, a := range c.Applications {
 			row("application "+inert.Quote(a.Name), "ApplicationSet "+inert.Quote(a.ApplicationSet))
 		}
+		why := c.ShardWhy
+		if s := c.Shard; s != nil && s.Fleet != "" && len(why) > 0 {
+			row("fleet shard "+t(s.Fleet), why[0])
+			why = why[1:]
+		}
+		if s := c.Shard; s != nil && s.ArgoCD != nil && len(why) > 0 {
+			row(fmt.Sprintf("argocd shard %d", *s.ArgoCD), why[0])
+		}
 		if !c.Fleet && deliveries > 0 {
 			row("(no delivery)", "mode "+t(c.Mode)+" is not registered with Fleet")
 		}
@@ -127,6 +139,23 @@ func writeTargets(w io.Writer, r *pipeline.Reach, format string) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if len(r.Load) > 0 {
+		b.WriteString("\nLOAD PER SHARD\n")
+		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "MANAGER\tSHARD\tCLUSTERS\tBUNDLEDEPLOYMENTS\tGITREPOS\tGITREPO BUNDLEDEPLOYMENTS")
+		num := func(n *int) string {
+			if n == nil {
+				return "-"
+			}
+			return fmt.Sprint(*n)
+		}
+		for _, l := range r.Load {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", l.Manager, l.Shard, l.Clusters, num(l.BundleDeployments), num(l.GitRepos), num(l.GitRepoBundleDeployments))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
 	}
 	if len(r.Unmatched) > 0 {
 		b.WriteString("\nTARGETS THAT REACH NO CLUSTER\n")

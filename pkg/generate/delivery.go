@@ -118,7 +118,7 @@ func (r *renderer) deliveries() []layout.File {
 		}
 		files = append(files, r.file(layout.FleetGitRepo.Path(d.Name), &fleetGitRepo{
 			APIVersion: fleetAPIVersion, Kind: "GitRepo",
-			Metadata: objectMeta{Name: d.Name, Namespace: ns},
+			Metadata: objectMeta{Name: d.Name, Namespace: ns, Labels: r.gitRepoLabels(d)},
 			Spec:     spec,
 		}, false))
 		repos[regexp.QuoteMeta(d.Repo)] = true

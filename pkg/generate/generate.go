@@ -81,6 +81,9 @@ type renderer struct {
 	encodeMu  sync.Mutex
 	encodeErr error    // the first object that could not be encoded
 	patches   sync.Map // *HelmRelease (a list's first) → its Kustomization patches
+
+	shardOnce sync.Once
+	declared  map[string]bool // spec.shards.fleet (shards.go)
 }
 
 // layerPathImages is what one cleaned layer path's images rewrite to.
@@ -330,10 +333,11 @@ func (r *renderer) managerFiles() []layout.File {
 	}
 	files = append(files, layout.File{Path: layout.Namespaces.Path(), Data: ns})
 
-	for _, g := range f.Spec.Groups {
+	groups := f.FleetGroups()
+	for i, g := range f.Spec.Groups {
 		files = append(files, r.file(layout.FleetGroup.Path(g.Name), &clusterGroup{
 			APIVersion: fleetAPIVersion, Kind: "ClusterGroup",
-			Metadata: objectMeta{Name: g.Name, Namespace: f.Spec.Manager.Namespace},
+			Metadata: objectMeta{Name: g.Name, Namespace: f.Spec.Manager.Namespace, Labels: r.groupLabels(groups[i])},
 			Spec:     clusterGroupSpec{Selector: labelSelector{MatchLabels: g.Selector}},
 		}, false))
 	}

@@ -92,11 +92,15 @@ func (r *renderer) argoCD(c *schema.Cluster, place func(layout.Kind, string) str
 	}
 	labels[schema.ArgoCDSecretTypeLabel] = "cluster"
 	b64 := base64.StdEncoding.EncodeToString
+	data := map[string]string{"name": b64([]byte(c.Name)), "server": b64([]byte(server)), "config": b64(config)}
+	if shard, ok := r.argoCDShard(c.Name); ok {
+		data["shard"] = b64([]byte(shard)) // the application-controller replica (shards.go)
+	}
 	return []layout.File{r.file(place(layout.ArgoCDCluster, c.Name), &secret{
 		APIVersion: "v1", Kind: "Secret",
 		Metadata: objectMeta{Name: schema.ArgoCDSecret(c.Name), Namespace: a.Namespace, Labels: labels},
 		Type:     "Opaque",
-		Data:     map[string]string{"name": b64([]byte(c.Name)), "server": b64([]byte(server)), "config": b64(config)},
+		Data:     data,
 	}, false)}
 }
 

@@ -50,7 +50,7 @@ func (r *renderer) agent(i int, c *schema.Cluster) ([]layout.File, *problem.Fiel
 		}, false),
 		r.file(layout.FleetCluster.Path(c.Name), &fleetCluster{
 			APIVersion: fleetAPIVersion, Kind: "Cluster",
-			Metadata: objectMeta{Name: c.Name, Namespace: ns, Labels: c.Labels},
+			Metadata: objectMeta{Name: c.Name, Namespace: ns, Labels: r.fleetLabels(c)},
 			Spec:     withAgent(fleetClusterSpec{ClientID: clientID}, c),
 		}, false),
 	}
@@ -92,7 +92,7 @@ func (r *renderer) manager(_ int, c *schema.Cluster) ([]layout.File, *problem.Fi
 		}, true),
 		r.file(layout.FleetCluster.Path(c.Name), &fleetCluster{
 			APIVersion: fleetAPIVersion, Kind: "Cluster",
-			Metadata: objectMeta{Name: c.Name, Namespace: ns, Labels: c.Labels},
+			Metadata: objectMeta{Name: c.Name, Namespace: ns, Labels: r.fleetLabels(c)},
 			Spec:     withAgent(fleetClusterSpec{KubeConfigSecret: secretName}, c),
 		}, false),
 	}, nil
@@ -102,7 +102,7 @@ func (r *renderer) manager(_ int, c *schema.Cluster) ([]layout.File, *problem.Fi
 func (r *renderer) capi(_ int, c *schema.Cluster) ([]layout.File, *problem.FieldError) {
 	return []layout.File{r.file(layout.FleetCluster.Path(c.Name), &fleetCluster{
 		APIVersion: fleetAPIVersion, Kind: "Cluster",
-		Metadata: objectMeta{Name: c.Name, Namespace: r.f.Spec.Manager.Namespace, Labels: c.Labels},
+		Metadata: objectMeta{Name: c.Name, Namespace: r.f.Spec.Manager.Namespace, Labels: r.fleetLabels(c)},
 		Spec:     withAgent(fleetClusterSpec{KubeConfigSecret: schema.FleetKubeconfigSecret(c.Name)}, c),
 	}, false)}, nil
 }

@@ -43,6 +43,9 @@ type Lock struct {
 	Charts []Chart `json:"charts,omitempty"`
 	// Clients is sorted by Cluster.
 	Clients []Client `json:"clients,omitempty"`
+	// Shards are the controller shards assigned to clusters and deliveries
+	// (package shard; shards.go); nil when none is.
+	Shards *Shards `json:"shards,omitempty"`
 }
 
 // Image is one mirrored image (or OCI chart).
@@ -225,6 +228,7 @@ func (l *Lock) sort() {
 	}
 	sort.Slice(l.Charts, func(i, j int) bool { return chartLess(l.Charts[i], l.Charts[j]) })
 	sort.Slice(l.Clients, func(i, j int) bool { return l.Clients[i].Cluster < l.Clients[j].Cluster })
+	l.sortShards()
 }
 
 // header starts every lock file.
@@ -337,6 +341,7 @@ func (l *Lock) Clone() *Lock {
 	}
 	c.Charts = append([]Chart(nil), l.Charts...)
 	c.Clients = append([]Client(nil), l.Clients...)
+	c.Shards = l.Shards.clone()
 	return &c
 }
 

@@ -3,6 +3,7 @@ package lock
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -39,7 +40,7 @@ func TestParseErrors(t *testing.T) {
 		"not a mapping":     {in: "- " + marker + "\n", want: []string{"fleet.lock.yaml:1: not a mapping"}},
 		"not utf-8":         {in: head + "images: [\xff" + marker + "]\n", want: []string{"fleet.lock.yaml:3: not UTF-8 text"}},
 		"nul":               {in: head + "\x00" + marker, want: []string{"not UTF-8 text"}},
-		"unknown field":     {in: head + marker + ": 1\n", want: []string{"fleet.lock.yaml:3:1: unknown field: want apiVersion, kind, images, charts or clients"}},
+		"unknown field":     {in: head + marker + ": 1\n", want: []string{"fleet.lock.yaml:3:1: unknown field: want apiVersion, kind, images, charts, clients or shards"}},
 		"duplicate field":   {in: head + "kind: Lock\n", want: []string{"fleet.lock.yaml:3:1: duplicate field"}},
 		"wrong apiVersion":  {in: "apiVersion: " + marker + "\nkind: Lock\n", want: []string{"fleet.lock.yaml:1:13: apiVersion: want fleetgen.dev/v1alpha1"}},
 		"wrong kind":        {in: "apiVersion: fleetgen.dev/v1alpha1\nkind: " + marker + "\n", want: []string{"fleet.lock.yaml:2:7: kind: want Lock"}},
@@ -56,7 +57,7 @@ func TestParseErrors(t *testing.T) {
 		"duplicate source":  {in: head + "images:\n" + goodImg + goodImg, want: []string{"fleet.lock.yaml:5:3: images[1].source: duplicate source (also images[0])"}},
 		"duplicate cluster": {in: head + "clients:\n- {cluster: a, clientID: x}\n- {cluster: a, clientID: y}\n", want: []string{"clients[1].cluster: duplicate cluster (also clients[0])"}},
 		"many problems":     {in: "apiVersion: x\nkind: y\nimages: 1\nclients: 2\n", want: []string{"apiVersion: want", "kind: want", "images: want a list", "clients: want a list"}},
-		"too many items":    {in: head + "images: [" + strings.Repeat("a,", MaxItems) + "]\n", want: []string{"more than 1000000 YAML items"}},
+		"too many items":    {in: head + "images: [" + strings.Repeat("a,", MaxItems) + "]\n", want: []string{fmt.Sprintf("more than %d YAML items", MaxItems)}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -202,7 +203,7 @@ func TestReadAttacks(t *testing.T) {
 					t.Fatal(err)
 				}
 			},
-			want: "larger than 8388608 bytes",
+			want: fmt.Sprintf("larger than %d bytes", MaxSize),
 		},
 	}
 	for name, tc := range tests {

@@ -210,12 +210,16 @@ func sortedPaths(m map[string][]byte) []string {
 }
 
 // warnings are schema.Warnings, what the model of what each cluster
-// receives could not follow (layers.Model.Warnings) and those of the
+// receives could not follow (layers.Model.Warnings), those of the
 // ApplicationSets the cluster that runs Argo CD receives
-// (applicationWarnings), in document order.
+// (applicationWarnings) and the shards' loads (shard.Plan.Warnings), in
+// document order.
 func (ld *Loaded) warnings() problem.Errors {
 	ws := append(schema.Warnings(ld.Fleet), ld.Model.Warnings(ld.Fleet)...)
 	ws = append(ws, ld.applicationWarnings()...)
+	if !ld.lockBad {
+		ws = append(ws, ld.shardPlan().Warnings(ld.Fleet)...)
+	}
 	ws.Sort()
 	return ws
 }

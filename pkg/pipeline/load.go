@@ -19,6 +19,7 @@ import (
 	"fleetgen.dev/fleetgen/pkg/publish"
 	"fleetgen.dev/fleetgen/pkg/schema"
 	"fleetgen.dev/fleetgen/pkg/secrets"
+	"fleetgen.dev/fleetgen/pkg/shard"
 	"fleetgen.dev/fleetgen/pkg/verify"
 )
 
@@ -55,6 +56,11 @@ type Loaded struct {
 	// allowPlaintext is Config.AllowPlaintextSecrets: the command line's
 	// leave to write credential Secrets unencrypted.
 	allowPlaintext bool
+	// rebalance is Config.Rebalance; shards is the shard plan of the lock
+	// shardsOf (shardPlan).
+	rebalance bool
+	shards    *shard.Plan
+	shardsOf  *lock.Lock
 	// lockBad says the lock did not load (loadAll reported why): Lock is
 	// empty, and the checks against it are skipped.
 	lockBad bool
@@ -163,7 +169,7 @@ func loadAll(ctx context.Context, cfg Config, pending bool) (*Loaded, problem.Er
 		opts.Deliveries = slices.DeleteFunc(opts.Deliveries, func(d layers.Delivery) bool { return bad[d.Name] })
 	}
 	ld := &Loaded{Fleet: f, Lock: lr.l, LockPath: filepath.Join(f.Dir, lock.FileName), LockBytes: lr.data,
-		allowPlaintext: cfg.AllowPlaintextSecrets, skipLayers: skip, units: units, layerOpts: opts}
+		allowPlaintext: cfg.AllowPlaintextSecrets, skipLayers: skip, units: units, layerOpts: opts, rebalance: cfg.Rebalance}
 	if lr.err != nil {
 		ld.Lock, ld.LockBytes, ld.lockBad = lock.New(), nil, true
 	}
@@ -357,6 +363,7 @@ func (ld *Loaded) check(r rules) error {
 	}
 	if r >= allRules && !ld.lockBad {
 		errs = append(errs, ld.lockErrors()...)
+		errs = append(errs, ld.shardPlan().Problems(ld.Fleet)...)
 		errs = append(errs, generate.ImageClashes(ld.Fleet, ld.Lock, ld.Images.LayerImages)...)
 		_, perrs := ld.chartPatches()
 		errs = append(errs, perrs...)

@@ -31,7 +31,8 @@ type Config struct {
 	// AllowPlaintextSecrets lets credential Secrets be written unencrypted.
 	AllowPlaintextSecrets bool
 	// Locked refuses (problem.Invalid, nothing written) any change to
-	// fleet.lock.yaml: a new client ID (render) or image entry (mirror).
+	// fleet.lock.yaml: a new client ID or shard assignment (render) or
+	// image entry (mirror).
 	Locked bool
 	// ChartCache is the chart cache's folder (charts.Cache); empty means
 	// charts.DefaultCacheDir, the user's cache.
@@ -44,6 +45,10 @@ type Config struct {
 	// and no request. Empty: nothing is fetched, and such a chart is an
 	// input error ("run fleetgen mirror").
 	FetchCharts string
+	// Rebalance reassigns shards on purpose (render and diff --rebalance,
+	// shard.Options): those the lock puts on a shard no longer declared,
+	// else the fewest that balance the shards.
+	Rebalance bool
 }
 
 func (c Config) logger() *slog.Logger {

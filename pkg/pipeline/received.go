@@ -15,6 +15,7 @@ import (
 	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/pkg/review"
 	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/pkg/tree"
 )
 
 // pinned is one spec.images rewrite of an old Kustomization: the name the
@@ -41,6 +42,9 @@ type pinned struct{ name, ref string }
 // DIR's model with its units (nil when DIR holds no layer folder), which
 // the ApplicationSet preview of the old tree reads.
 func receivedChanges(cfg RenderOptions, ld *Loaded, had map[string][]byte) (map[string][]review.Object, map[string]string, *oldModel, error) {
+	if onlyTree(cfg.OutDir) {
+		return nil, nil, nil, nil // a render: no layer folder to read its layers from
+	}
 	f := ld.Fleet
 	src := schema.CleanPath(f.Spec.Source.Path)
 	var units []layers.Unit
@@ -165,6 +169,24 @@ func splitTag(ref string) (name, tag string) {
 }
 
 // holdsAny reports whether folder dir holds the folder of any unit.
+// onlyTree reports whether dir holds nothing but the folders of a rendered
+// tree (layout.Top, tree.MetaDir): then no layer folder is there, since none
+// may lie inside the tree (schema's output rules), and receivedChanges need
+// not read every layer file of DIR to find that out. Only dir's names are
+// listed; nothing is followed.
+func onlyTree(dir string) bool {
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range es {
+		if e.Name() != tree.MetaDir && !slices.Contains(layout.Top, e.Name()) {
+			return false
+		}
+	}
+	return true
+}
+
 func holdsAny(dir string, units []layers.Unit) bool {
 	for _, u := range units {
 		if strings.Contains(u.Path, "${") || !filepath.IsLocal(filepath.FromSlash(u.Path)) {

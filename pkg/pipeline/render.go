@@ -19,6 +19,7 @@ import (
 	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/pkg/schema"
 	"fleetgen.dev/fleetgen/pkg/secrets"
+	"fleetgen.dev/fleetgen/pkg/shard"
 	"fleetgen.dev/fleetgen/pkg/tree"
 )
 
@@ -159,7 +160,7 @@ func renderLoaded(ctx context.Context, cfg Config, ld *Loaded, dir string) error
 	}
 	if r.lockChanged {
 		ld.Lock, ld.LockBytes = r.lock, lk.New
-		cfg.logger().Info("lock updated", "file", r.lockPath, "newClientIDs", r.newClientIDs)
+		cfg.logger().Info("lock updated", "file", r.lockPath, "newClientIDs", r.newClientIDs, "newShards", r.newShards, "movedShards", len(r.shardMoves))
 	}
 	if len(r.forged) > 0 {
 		cfg.logger().Warn("re-sealed Secrets whose ciphertext did not decrypt to the render", "files", r.forged)
@@ -380,6 +381,10 @@ type rendered struct {
 	// generated are the clusters whose client ID the lock lacked, which
 	// Check's render holds as NewClientIDPlaceholder (review.Options).
 	generated []string
+	// shardMoves are the shard assignments the render changed (a pin, or
+	// --rebalance), which diff reports.
+	shardMoves []shard.Assignment
+	newShards  int
 }
 
 // render runs every step of a render except writing, on a copy of ld's lock;
@@ -420,6 +425,16 @@ func render(ctx context.Context, cfg Config, ld *Loaded, dir string, placeholder
 	r.newClientIDs = len(l.Clients) - before
 	if cfg.Locked && r.lockChanged {
 		return nil, lockedError(ld.Lock, auto)
+	}
+	// Shards are assigned once and kept (SPEC §8): a new cluster's is the
+	// only one a render adds, unless --rebalance.
+	if sp := ld.shardPlan(); sp.Changed {
+		if cfg.Locked {
+			return nil, lockedShards(sp)
+		}
+		sp.Apply(l)
+		r.lockChanged = true
+		r.newShards, r.shardMoves = len(sp.Added), sp.Moved
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err

@@ -6,15 +6,20 @@ import (
 	"strings"
 
 	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/pkg/shard"
 )
 
 // Reach is what Targets returns: what reaches each cluster (schema.Reach:
-// its layers, deliveries and managers) and, for the cluster that runs Argo
-// CD, every ApplicationSet it receives with the Applications it would
-// create, which each cluster's entry lists too.
+// its layers, deliveries, managers and shards) and, for the cluster that
+// runs Argo CD, every ApplicationSet it receives with the Applications it
+// would create, which each cluster's entry lists too; and the load of every
+// declared shard (SPEC §8).
 type Reach struct {
 	*schema.Reach
 	ApplicationSets []ApplicationSetPreview `json:"applicationSets"`
+	// Load is each shard's load, Fleet's then Argo CD's, in declared
+	// order; empty when spec.shards declares none.
+	Load []shard.Load `json:"load,omitempty"`
 }
 
 // TargetsOptions are Targets'.
@@ -27,12 +32,14 @@ type TargetsOptions struct {
 
 // Targets loads fleet.yaml and returns what reaches each of its clusters:
 // the layers selected for it, the deliveries whose targets select it
-// (Fleet's matching, package fleetmatch) and the managers that register it;
+// (Fleet's matching, package fleetmatch), the managers that register it and
+// its shards (those the lock keeps, or those a render would assign now);
 // every delivery target, layer selector and manager selector that reaches
 // no cluster, with the label values that exist (`fleetgen targets`, SPEC
-// §2); and, when a cluster of the fleet runs Argo CD (spec.argocd.cluster),
+// §2); when a cluster of the fleet runs Argo CD (spec.argocd.cluster),
 // every ApplicationSet it receives with the Applications it would create,
-// which each cluster's entry lists too. It writes nothing.
+// which each cluster's entry lists too; and each shard's load (SPEC §8). It
+// writes nothing.
 //
 // It explains a fleet that validate refuses too: whenever fleet.yaml holds a
 // Fleet it returns its Reach, with validate's problems as the error (what
@@ -66,6 +73,27 @@ func Targets(ctx context.Context, cfg Config, o TargetsOptions) (*Reach, error) 
 				})
 			}
 		}
+	}
+	if f.Spec.Shards != nil && !ld.lockBad {
+		p := ld.shardPlan()
+		for i := range out.Clusters {
+			c := &out.Clusters[i]
+			var s schema.ClusterShard
+			s.Fleet = p.FleetShard(c.Name)
+			if n, ok := p.ArgoCDShard(c.Name); ok {
+				s.ArgoCD = &n
+			}
+			if s.Fleet != "" || s.ArgoCD != nil {
+				c.Shard = &s
+			}
+			if s.Fleet != "" {
+				c.ShardWhy = append(c.ShardWhy, p.Why(f, shard.Fleet, i))
+			}
+			if s.ArgoCD != nil {
+				c.ShardWhy = append(c.ShardWhy, p.Why(f, shard.ArgoCD, i))
+			}
+		}
+		out.Load = p.Load
 	}
 	if keep != nil {
 		cs := []schema.ClusterReach{}

@@ -44,6 +44,9 @@ const (
 	CodeNotEvaluated    = "not-evaluated"      // an ApplicationSet generator or template fleetgen does not preview
 	CodeApplicationSet  = "applicationset"     // an ApplicationSet Argo CD's controller would refuse
 	CodeNotFollowed     = "not-followed"       // what the model of what each cluster receives cannot follow
+	CodeEmptyShard      = "empty-shard"        // a declared shard that receives nothing
+	CodeShardLoad       = "shard-load"         // a shard carries more than 1.5x the mean
+	CodeStatusSize      = "status-size"        // a delivery's GitRepo status nears etcd's limit
 )
 
 // Constructors, one per code, after apimachinery's field.Required: each
@@ -173,6 +176,21 @@ func UnmatchedTarget(path, format string, args ...any) *FieldError {
 // EmptySelection is the warning for a manager (spec.argocd, spec.kubefleet, spec.sveltos, spec.ocm) or a layer selector that selects no cluster (CodeEmptySelection).
 func EmptySelection(path, format string, args ...any) *FieldError {
 	return newf(CodeEmptySelection, path, fmt.Sprintf(format, args...))
+}
+
+// EmptyShard is the warning for a declared shard that receives nothing (CodeEmptyShard).
+func EmptyShard(path, format string, args ...any) *FieldError {
+	return newf(CodeEmptyShard, path, fmt.Sprintf(format, args...))
+}
+
+// ShardLoad is the warning for a shard that carries more than 1.5 times the mean (CodeShardLoad).
+func ShardLoad(path, format string, args ...any) *FieldError {
+	return newf(CodeShardLoad, path, fmt.Sprintf(format, args...))
+}
+
+// StatusSize is the warning for a delivery whose GitRepo status would near etcd's request limit (CodeStatusSize).
+func StatusSize(path, format string, args ...any) *FieldError {
+	return newf(CodeStatusSize, path, fmt.Sprintf(format, args...))
 }
 
 // Unanchored is the warning for a keyless identity pattern without both

@@ -27,6 +27,7 @@ func TestConstructors(t *testing.T) {
 		CodeEmptyGroup: EmptyGroup, CodeUnmatchedTarget: UnmatchedTarget, CodeEmptySelection: EmptySelection, CodeUnanchored: Unanchored,
 		CodeNotEvaluated: NotEvaluated, CodeApplicationSet: ApplicationSetRefused,
 		CodeNotFollowed: NotFollowed,
+		CodeEmptyShard:  EmptyShard, CodeShardLoad: ShardLoad, CodeStatusSize: StatusSize,
 	}
 	for code, mk := range ctors {
 		e := mk("spec.x", "bad %q\r\nvalue", "v")

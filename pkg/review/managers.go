@@ -43,6 +43,22 @@ var registrations = map[layout.Kind]string{
 	layout.KlusterletValues: "ocm",
 }
 
+// concerns names the clusters a file of the tree is about: the cluster of
+// its path and, for a registration in another cluster's Flux folder, the
+// cluster it registers (Report.touched reads only those a change concerns).
+func concerns(lp layout.Path) []string {
+	switch lp.Kind {
+	case layout.HostArgoCDCluster, layout.HostKubeFleetMember, layout.HostSveltosCluster, layout.HostSveltosKubeconfig, layout.HostOCMCluster:
+		return []string{lp.Cluster, lp.Name}
+	case "":
+		return nil
+	}
+	if lp.Cluster == "" {
+		return nil
+	}
+	return []string{lp.Cluster}
+}
+
 // readRegistration records p, a registration file (registrations), on the
 // cluster it registers; managerName is the tree's manager. It reports
 // whether p is one.
@@ -82,6 +98,10 @@ func (t tree) readRegistration(lp layout.Path, p string, data []byte, managerNam
 		if yaml.Unmarshal(data, &o) == nil {
 			if b, err := base64.StdEncoding.DecodeString(o.Data["server"]); err == nil {
 				r.server = string(b)
+			}
+			// The application-controller replica (spec.shards.argocd).
+			if b, err := base64.StdEncoding.DecodeString(o.Data["shard"]); err == nil {
+				c.argoShard = string(b)
 			}
 		}
 	case layout.KubeFleetMember, layout.HostKubeFleetMember:

@@ -221,7 +221,8 @@ func Compare(old, new map[string][]byte, opts Options) Report {
 	for _, c := range opts.GeneratedClientIDs {
 		generated[c] = true
 	}
-	ot, nt := readTree(old, opts, nil), readTree(new, opts, generated)
+	only := r.touched()
+	ot, nt := readTree(old, opts, nil, only), readTree(new, opts, generated, only)
 	om, nm := ot.members(), nt.members()
 	for _, name := range sortedKeys(ot.clusters, nt.clusters) {
 		oc, inOld := ot.clusters[name]
@@ -255,7 +256,28 @@ func Compare(old, new map[string][]byte, opts Options) Report {
 	}
 	r.addDeliveries(ot, nt) // deliveries.go
 	r.Manager.Changes = compareManager(ot.manager, nt.manager, om, nm)
+	r.Manager.Warnings = append(r.Manager.Warnings, gitRepoShardWarnings(ot.manager, nt.manager)...)
 	return r
+}
+
+// touched names the clusters some of whose files differ: the only ones whose
+// report can change, unless a ClusterGroup or a GitRepo changed (which can
+// change what holds or reaches any cluster), when it returns nil: read all.
+// A fleet of 100,000 clusters with one changed is read for one.
+func (r Report) touched() map[string]bool {
+	only := map[string]bool{}
+	for _, ps := range [][]string{r.Files.Added, r.Files.Removed, r.Files.Changed} {
+		for _, p := range ps {
+			lp := layout.Parse(p)
+			if lp.Kind == layout.FleetGroup || lp.Kind == layout.FleetGitRepo {
+				return nil
+			}
+			for _, c := range concerns(lp) {
+				only[c] = true
+			}
+		}
+	}
+	return only
 }
 
 func compareCluster(o, n *cluster) []Change {
@@ -264,6 +286,8 @@ func compareCluster(o, n *cluster) []Change {
 	for _, k := range sortedKeys(o.labels, n.labels) {
 		ch.addValues("labels."+k, o.labels[k], n.labels[k])
 	}
+	ch.addValues(ShardField+"fleet", o.fleetShard, n.fleetShard)
+	ch.addValues(ShardField+"argocd", o.argoShard, n.argoShard)
 	ch.add("registration.clientID", o.clientID, n.clientID)
 	ch.addValues("registration.tokenTTL", o.tokenTTL, n.tokenTTL)
 	ch.add(secretChange("registration.kubeconfig", o.kubeconfig, n.kubeconfig))
@@ -363,8 +387,62 @@ func clusterWarnings(name string, o, n *cluster) []string {
 	if o.clientID.s != "" && o.clientID != n.clientID && n.mode == "agent" {
 		w = append(w, fmt.Sprintf("%s: clientID changed: the agent installed with the old values no longer matches its Cluster; reinstall fleet-agent with %s", name, layout.AgentValues.Path(name)))
 	}
+	w = append(w, shardWarnings(name, o, n)...)
 	if len(o.kubeconfig) > 0 && len(n.kubeconfig) > 0 && !bytes.Equal(o.kubeconfig, n.kubeconfig) {
 		w = append(w, fmt.Sprintf("%s: kubeconfig changed (new credentials, or sealed for other age recipients): Fleet connects with the new Secret; check that it reaches the cluster before merging", name))
+	}
+	return w
+}
+
+// ShardField starts the field of a Change that moves a cluster between a
+// manager's shards: "shard.fleet", "shard.argocd".
+const ShardField = "shard."
+
+// shardWarnings says what each shard move of a cluster does (SPEC §8): another
+// controller takes it over.
+func shardWarnings(name string, o, n *cluster) []string {
+	var w []string
+	switch from, to := o.fleetShard, n.fleetShard; {
+	case from == to || !n.fleet:
+	case from == "":
+		w = append(w, fmt.Sprintf("%s: its Fleet Cluster moves to shard %s: the unsharded fleet-controller lets it go and the one started with --shard-id %s takes it over; that shard must run (the fleet chart's shards[].id) before this is merged", name, to, to))
+	case to == "":
+		w = append(w, fmt.Sprintf("%s: its Fleet Cluster leaves shard %s for the unsharded fleet-controller, which takes it over", name, from))
+	default:
+		w = append(w, fmt.Sprintf("%s: Fleet shard moved from %s to %s: the fleet-controller of shard %s takes over its Cluster (status, clean-up of its BundleDeployments); the GitRepos that deliver to it keep their own shard", name, from, to, to))
+	}
+	switch from, to := o.argoShard, n.argoShard; {
+	case from == to:
+	case from == "":
+		w = append(w, fmt.Sprintf("%s: Argo CD shard set to %s: application-controller replica %s takes over its applications from whichever replica Argo CD's algorithm gave it", name, to, to))
+	case to == "":
+		w = append(w, fmt.Sprintf("%s: Argo CD shard %s removed: Argo CD's own algorithm chooses its application-controller replica again", name, from))
+	default:
+		w = append(w, fmt.Sprintf("%s: Argo CD shard moved from %s to %s: application-controller replica %s stops reconciling its applications and replica %s starts", name, from, to, from, to))
+	}
+	return w
+}
+
+// gitRepoShardWarnings says what moving a delivery's GitRepo between Fleet
+// shards does: gitjob copies the GitRepo's labels onto the Bundles only when
+// it runs, so they stay with the old shard until then.
+func gitRepoShardWarnings(o, n manager) []string {
+	w := []string{}
+	for _, d := range sortedKeys(o.repos, n.repos) {
+		from, to := o.shards[d], n.shards[d]
+		if _, inOld := o.repos[d]; !inOld || from == to {
+			continue
+		}
+		if _, inNew := n.repos[d]; !inNew {
+			continue
+		}
+		if from == "" {
+			from = "(unsharded)"
+		}
+		if to == "" {
+			to = "(unsharded)"
+		}
+		w = append(w, fmt.Sprintf("delivery %s: its GitRepo moves from Fleet shard %s to %s: the gitjob of %s takes it over, but its Bundles and BundleDeployments keep the label of %s until gitjob runs again (its next commit, or a forceSyncGeneration bump): keep shard %s running until then", d, from, to, to, from, from))
 	}
 	return w
 }
@@ -411,6 +489,13 @@ func compareManager(o, n manager, om, nm map[string]map[string]bool) []Change {
 		}
 		ch.addValues("groups."+g+".joined", "", strings.Join(joined, ", "))
 		ch.addValues("groups."+g+".left", strings.Join(left, ", "), "")
+	}
+	for _, k := range sortedKeys(o.shards, n.shards) {
+		if g, ok := strings.CutPrefix(k, "group/"); ok {
+			ch.addValues("groups."+g+"."+ShardField+"fleet", o.shards[k], n.shards[k])
+		} else {
+			ch.addValues(DeliveriesField+k+"."+ShardField+"fleet", o.shards[k], n.shards[k])
+		}
 	}
 	ch.addValues("verrazzano.adminCluster.server", o.adminServer, n.adminServer)
 	for _, p := range sortedKeys(o.other, n.other) {

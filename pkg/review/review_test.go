@@ -1,6 +1,7 @@
 package review
 
 import (
+	"encoding/base64"
 	"fmt"
 	"strings"
 	"testing"
@@ -15,6 +16,21 @@ func agentTree(clientID string) map[string][]byte {
 		"manager/fleet/a/cluster.yaml": []byte(header + "apiVersion: fleet.cattle.io/v1alpha1\nkind: Cluster\nmetadata:\n  labels: {env: dev}\n  name: a\nspec:\n  clientID: " + clientID + "\n"),
 		"manager/fleet/a/token.yaml":   []byte(header + "apiVersion: fleet.cattle.io/v1alpha1\nkind: ClusterRegistrationToken\nmetadata:\n  name: a-token\nspec:\n  ttl: 240h\n"),
 	}
+}
+
+// shardedTree is agentTree with the cluster on Fleet shard fleet and Argo
+// CD replica argo ("": none).
+func shardedTree(fleet, argo string) map[string][]byte {
+	t := agentTree("c1")
+	if fleet != "" {
+		t["manager/fleet/a/cluster.yaml"] = []byte(strings.Replace(string(t["manager/fleet/a/cluster.yaml"]), "{env: dev}", "{env: dev, fleet.cattle.io/shard-ref: "+fleet+"}", 1))
+	}
+	secret := header + "apiVersion: v1\nkind: Secret\nmetadata:\n  labels: {argocd.argoproj.io/secret-type: cluster}\n  name: cluster-a\n  namespace: argocd\ndata:\n  name: YQ==\n"
+	if argo != "" {
+		secret += "  shard: " + base64.StdEncoding.EncodeToString([]byte(argo)) + "\n"
+	}
+	t["manager/argocd/a.yaml"] = []byte(secret)
+	return t
 }
 
 func managerTree() map[string][]byte {
@@ -42,6 +58,15 @@ func TestWarnings(t *testing.T) {
 		"clientID to be generated": {old: agentTree("c1"), new: agentTree("PLACEHOLDER"), opts: Options{GeneratedClientIDs: []string{"a"}},
 			changes: []Change{{Field: "registration.clientID", From: "c1", To: GeneratedClientID, ToMarker: true}},
 			warn:    []string{"a: clientID changed"}},
+		"fleet shard moved": {old: shardedTree("eu-1", "0"), new: shardedTree("eu-2", "0"),
+			changes: []Change{{Field: "shard.fleet", From: "eu-1", To: "eu-2"}},
+			warn:    []string{"a: Fleet shard moved from eu-1 to eu-2: the fleet-controller of shard eu-2 takes over its Cluster"}},
+		"sharded anew": {old: shardedTree("", ""), new: shardedTree("eu-2", "1"),
+			changes: []Change{{Field: "shard.fleet", To: "eu-2"}, {Field: "shard.argocd", To: "1"}},
+			warn:    []string{"a: its Fleet Cluster moves to shard eu-2: the unsharded fleet-controller lets it go", "a: Argo CD shard set to 1"}},
+		"argocd shard moved": {old: shardedTree("eu-1", "0"), new: shardedTree("eu-1", "2"),
+			changes: []Change{{Field: "shard.argocd", From: "0", To: "2"}},
+			warn:    []string{"a: Argo CD shard moved from 0 to 2: application-controller replica 0 stops"}},
 		"agent removed": {old: agentTree("c1"), new: map[string][]byte{},
 			changes: []Change{{Field: "registration.mode", From: "agent"}},
 			warn:    []string{"a: cluster removed: Fleet deregisters it", "uninstall fleet-agent"}},
@@ -219,5 +244,30 @@ func TestTagsBesideDigests(t *testing.T) {
 	want := []Change{{Field: "images[ghcr.io/kubereboot/kured]", From: "r.io/kured:1.12.0@" + d("a"), To: "r.io/kured:1.12.1@" + d("c")}}
 	if d := cmp.Diff(want, r.Clusters[0].Changes); d != "" {
 		t.Errorf("changes (-want +got):\n%s", d)
+	}
+}
+
+// TestTouched: a report reads only the clusters whose files differ, unless
+// a ClusterGroup or GitRepo changed, which can move any cluster.
+func TestTouched(t *testing.T) {
+	t.Parallel()
+	r := Report{Files: Files{Changed: []string{"manager/fleet/a/cluster.yaml", "clusters/b/apps.yaml"}, Added: []string{"agents/c/values.yaml"}, Removed: []string{"manager/kustomization.yaml"}}}
+	if got, want := r.touched(), map[string]bool{"a": true, "b": true, "c": true}; !cmp.Equal(got, want) {
+		t.Errorf("touched = %v, want %v", got, want)
+	}
+	for _, p := range []string{"manager/fleet/groups/prod.yaml", "manager/fleet/gitrepos/apps.yaml"} {
+		r := Report{Files: Files{Changed: []string{"manager/fleet/a/cluster.yaml", p}}}
+		if got := r.touched(); got != nil {
+			t.Errorf("with %s changed: touched = %v, want nil (every cluster)", p, got)
+		}
+	}
+	// Only a's files are read: b's broken Cluster file, the same on both
+	// sides, is never decoded, and b is not reported.
+	old, new := agentTree("c1"), agentTree("c2")
+	old["manager/fleet/b/cluster.yaml"] = []byte("{not yaml")
+	new["manager/fleet/b/cluster.yaml"] = []byte("{not yaml")
+	rep := Compare(old, new, Options{})
+	if len(rep.Clusters) != 1 || rep.Clusters[0].Name != "a" {
+		t.Errorf("clusters %+v, want a only", rep.Clusters)
 	}
 }

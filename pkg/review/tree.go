@@ -1,12 +1,14 @@
 package review
 
 import (
+	"maps"
 	"strings"
 
 	"sigs.k8s.io/yaml"
 
 	"fleetgen.dev/fleetgen/pkg/fleetmatch"
 	"fleetgen.dev/fleetgen/pkg/layout"
+	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
 // What a rendered tree says, read with small local shapes of the upstream
@@ -15,8 +17,10 @@ import (
 // cluster is what a tree says about one cluster.
 type cluster struct {
 	mode       string
-	fleet      bool // has a Fleet Cluster (cluster.yaml), which ClusterGroups select
-	labels     map[string]string
+	fleet      bool              // has a Fleet Cluster (cluster.yaml), which ClusterGroups select
+	labels     map[string]string // its Fleet Cluster's, but the shard label
+	fleetShard string            // the Fleet Cluster's schema.FleetShardLabel
+	argoShard  string            // its Argo CD Secret's shard key (readRegistration)
 	clientID   side
 	tokenTTL   string
 	kubeconfig []byte // the Secret file; compared, never shown
@@ -42,6 +46,7 @@ type agentValues struct {
 type manager struct {
 	groups      map[string]fleetmatch.Group    // ClusterGroups; a nil Selector selects nothing
 	repos       map[string][]fleetmatch.Target // each GitRepo's targets, by delivery
+	shards      map[string]string              // the shard label of each GitRepo (by delivery) and ClusterGroup ("group/"+name)
 	adminServer string
 	other       map[string][]byte // every other file (the manager's, Foreign ones), by path
 }
@@ -91,17 +96,28 @@ type object struct {
 
 // readTree reads a tree; generated names the clusters whose client ID is a
 // placeholder for one a render would generate (only ever for the new tree).
-func readTree(files map[string][]byte, opts Options, generated map[string]bool) tree {
-	t := tree{clusters: map[string]*cluster{}, manager: manager{groups: map[string]fleetmatch.Group{}, repos: map[string][]fleetmatch.Target{}, other: map[string][]byte{}}}
+// With only, the files of other clusters are left unread (Report.touched).
+func readTree(files map[string][]byte, opts Options, generated, only map[string]bool) tree {
+	t := tree{clusters: map[string]*cluster{}, manager: manager{groups: map[string]fleetmatch.Group{}, repos: map[string][]fleetmatch.Target{}, shards: map[string]string{}, other: map[string][]byte{}}}
 	managerName := "" // the manager's entry point is clusters/<manager>/manager.yaml
+	parsed := make(map[string]layout.Path, len(files))
 	for p := range files {
-		if lp := layout.Parse(p); lp.Kind == layout.ManagerEntry {
+		lp := layout.Parse(p)
+		if lp.Kind == layout.ManagerEntry {
 			managerName = lp.Cluster
 		}
+		cs := concerns(lp)
+		keep := only == nil || len(cs) == 0
+		for _, c := range cs {
+			keep = keep || only[c]
+		}
+		if keep {
+			parsed[p] = lp
+		}
 	}
-	for _, p := range sortedKeys(files) {
+	for _, p := range sortedKeys(parsed) {
 		data := files[p]
-		lp := layout.Parse(p)
+		lp := parsed[p]
 		var o object   // decoded by the cases that read one
 		var c *cluster // the cluster p belongs to
 		if t.readRegistration(lp, p, data, managerName) {
@@ -118,6 +134,9 @@ func readTree(files map[string][]byte, opts Options, generated map[string]bool) 
 		case layout.FleetGroup:
 			if yaml.Unmarshal(data, &o) == nil {
 				t.manager.groups[lp.Name] = fleetmatch.Group{Name: lp.Name, Selector: o.Spec.Selector.labels(), Labels: o.Metadata.Labels}
+				if s, ok := o.Metadata.Labels[schema.FleetShardLabel]; ok {
+					t.manager.shards["group/"+lp.Name] = s
+				}
 			}
 			continue
 		case layout.FleetGitRepo: // compared by bytes too, below
@@ -128,6 +147,9 @@ func readTree(files map[string][]byte, opts Options, generated map[string]bool) 
 						ClusterSelector: t.ClusterSelector.labels(), ClusterGroupSelector: t.ClusterGroupSelector.labels()})
 				}
 				t.manager.repos[lp.Name] = ts
+				if s, ok := o.Metadata.Labels[schema.FleetShardLabel]; ok {
+					t.manager.shards[lp.Name] = s
+				}
 			}
 		case layout.VerrazzanoAdmin:
 			if yaml.Unmarshal(data, &o) == nil {
@@ -148,6 +170,11 @@ func readTree(files map[string][]byte, opts Options, generated map[string]bool) 
 			if yaml.Unmarshal(data, &o) == nil && o.Kind == "Cluster" {
 				c.fleet = true
 				c.labels = o.Metadata.Labels
+				if s, ok := c.labels[schema.FleetShardLabel]; ok {
+					c.fleetShard = s
+					c.labels = maps.Clone(c.labels)
+					delete(c.labels, schema.FleetShardLabel)
+				}
 				if o.Spec.ClientID != "" {
 					c.clientID = value(o.Spec.ClientID)
 					if generated[lp.Cluster] {

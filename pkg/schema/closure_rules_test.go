@@ -260,6 +260,7 @@ func TestGitRefFormat(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("no git")
 	}
+	dir := t.TempDir()
 	for _, name := range []string{
 		"main", "feature/x", "v1.0", "release-1.2", "a/-b", "x@y", "ünïcode",
 		"0123456789abcdef0123456789abcdef01234567",
@@ -267,7 +268,11 @@ func TestGitRefFormat(t *testing.T) {
 		"a b", "a~b", "a^b", "a:b", "a?b", "a*b", "a[b", `a\b`, "a\tb", "a\x7fb",
 		"-x", "--upload-pack=x", "/x", "@{-1}",
 	} {
-		gitSays := exec.Command("git", "check-ref-format", "--branch", name).Run() == nil
+		// Outside any repository: in one, git resolves "@{-1}" to the
+		// branch checked out before (a developer's clone, not CI's).
+		cmd := exec.Command("git", "check-ref-format", "--branch", name)
+		cmd.Dir = dir
+		gitSays := cmd.Run() == nil
 		if ours := gitRef(name) == ""; ours != gitSays {
 			t.Errorf("%q: gitRef accepts %v, git %v", name, ours, gitSays)
 		}

@@ -247,6 +247,11 @@ type ClusterReach struct {
 	// create on it (filled by the pipeline, which builds the layers of the
 	// cluster that runs Argo CD), sorted by ApplicationSet and name.
 	Applications []ApplicationReach `json:"applications"`
+	// Shard is the cluster's shards (SPEC §8), which the caller fills in
+	// from the lock; nil when none is.
+	Shard *ClusterShard `json:"shard,omitempty"`
+	// ShardWhy says where each shard comes from, Fleet's then Argo CD's.
+	ShardWhy []string `json:"-"`
 
 	// Mode is the cluster's registration mode; deliveries reach only
 	// clusters of modes registered with Fleet (agent, manager, capi).

@@ -97,7 +97,7 @@ func TestDeps(t *testing.T) {
 
 func TestParseSizeCap(t *testing.T) {
 	t.Parallel()
-	big := bytes.Repeat([]byte("#"), MaxFileSize+1)
+	big := bytes.Repeat([]byte("#"), MaxFleetSize+1)
 	_, err := Parse("fleet.yaml", big)
 	var es problem.Errors
 	if !errors.As(err, &es) || len(es) != 1 || !strings.Contains(es[0].Msg, "at most") {

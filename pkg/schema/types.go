@@ -107,6 +107,8 @@ type Spec struct {
 	// Verify holds the signature policies images must satisfy before they
 	// are mirrored and published (validate_verify.go).
 	Verify []VerifyPolicy `json:"verify,omitempty"`
+	// Shards declares the managers' controller shards (shards.go).
+	Shards *Shards `json:"shards,omitempty"`
 }
 
 // Manager is the management ("upstream") cluster.
@@ -216,6 +218,9 @@ type Cluster struct {
 	// cluster receives render against (.Capabilities.KubeVersion): "1.33"
 	// or "v1.33.4"; empty means pkg/charts' default (docs/mirroring.md).
 	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
+	// Shard pins the cluster's controller shards (shards.go); unpinned
+	// ones are assigned and kept in fleet.lock.yaml.
+	Shard *ClusterShard `json:"shard,omitempty"`
 }
 
 // Registration says how a cluster registers with its manager.

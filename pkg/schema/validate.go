@@ -65,6 +65,7 @@ func validate(f *Fleet) problem.Errors {
 	v.deliveries() // spec.deliveries
 	v.argocd()     // spec.argocd
 	v.managers()   // spec.kubefleet, spec.sveltos, spec.ocm, every manager's host, clusters[].identity
+	v.shards()     // spec.shards, spec.clusters[].shard
 	return v.errs
 }
 

@@ -18,7 +18,7 @@ import (
 const (
 	// MaxLayerKustomizations bounds the layer Kustomizations of a fleet:
 	// the sum over spec.layers of the clusters each one selects.
-	MaxLayerKustomizations = 50_000
+	MaxLayerKustomizations = 250_000
 	// MaxSubstituteBytes bounds the bytes of postBuild.substitute the
 	// layer Kustomizations hold together: for each layer and each cluster it
 	// selects, the keys and values of the layer's substitute, the cluster's

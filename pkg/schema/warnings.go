@@ -12,10 +12,11 @@ import (
 // Fleet, a delivery target that reaches no cluster (with the reason), a
 // layer whose selector selects no cluster (with the label values that
 // exist), a manager (spec.argocd, spec.kubefleet, spec.sveltos, spec.ocm)
-// that selects no cluster (likewise), and a keyless identity pattern without
-// both anchors (cosign matches it anywhere). Each is a *FieldError with its
-// Code (CodeEmptyGroup, CodeUnmatchedTarget, CodeEmptySelection,
-// CodeUnanchored). A warning never
+// that selects no cluster (likewise), a keyless identity pattern without
+// both anchors (cosign matches it anywhere), and a delivery whose GitRepo
+// status would near etcd's object limit. Each is a *FieldError with its Code
+// (CodeEmptyGroup, CodeUnmatchedTarget, CodeEmptySelection, CodeUnanchored,
+// CodeStatusSize). A warning never
 // makes input invalid: `fleetgen validate` prints them and exits as it
 // would without them. f is defaulted (LoadPartial's Fleet will do: validate
 // prints warnings beside errors); Warnings reads nothing.
@@ -35,8 +36,21 @@ func Warnings(f *Fleet) problem.Errors {
 			warn(problem.EmptyGroup(fmt.Sprintf("spec.groups[%d].selector", i), "group %q selects no cluster registered with Fleet (mode agent, manager or capi): its ClusterGroup stays empty, and targets naming it deliver nothing", g.Name))
 		}
 	}
-	for _, u := range f.unmatched(f.reach()) {
+	dr := f.reach()
+	for _, u := range f.unmatched(dr) {
 		warn(problem.UnmatchedTarget(u.Path, "target %q of delivery %q reaches no cluster: %s", u.Target, u.Delivery, u.Why))
+	}
+	for d := range f.Spec.Deliveries {
+		if n := f.gitRepoStatus(d, dr.target[d]); n > MaxGitRepoStatus {
+			reached := 0
+			for _, t := range dr.target[d] {
+				if t >= 0 {
+					reached++
+				}
+			}
+			warn(problem.StatusSize(fmt.Sprintf("spec.deliveries[%d]", d), "delivery %q reaches %d clusters with %d bundles: Fleet v0.16 would keep at least %d KiB of per-cluster state in its GitRepo's status (one entry per cluster, and the cluster once per resource), over the %d KiB fleetgen allows under etcd's 1.5 MiB object limit, past which the status update fails: split it into deliveries that reach fewer clusters each (docs/scale.md)",
+				f.Spec.Deliveries[d].Name, reached, f.Spec.Deliveries[d].BundleCount(), n>>10, MaxGitRepoStatus>>10))
+		}
 	}
 	for _, u := range f.unmatchedLayers() {
 		warn(problem.EmptySelection(u.Path, "layer %q selects no cluster: %s; its Flux Kustomization is rendered for none", u.Layer, u.Why))

@@ -80,7 +80,8 @@ type argoPublicConfig struct {
 // exactly an Argo CD cluster Secret with no credential: apiVersion, kind,
 // metadata (name, namespace, labels with argocd.argoproj.io/secret-type:
 // cluster; no annotations, which could copy values), type Opaque and data
-// with only name, server and config; config is JSON with only
+// with only name, server, config and shard (a decimal replica number,
+// spec.shards.argocd); config is JSON with only
 // execProviderConfig (argocd-k8s-auth azure, workload identity, environment
 // variables that name identities only) and tlsClientConfig (insecure,
 // serverName, caData of CERTIFICATE blocks only).
@@ -107,7 +108,7 @@ func PublicArgoCDCluster(data []byte) bool {
 		return false
 	}
 	d, ok := doc["data"].(map[string]any)
-	if !ok || !onlyKeys(d, "name", "server", "config") {
+	if !ok || !onlyKeys(d, "name", "server", "config", "shard") {
 		return false
 	}
 	values := map[string][]byte{}
@@ -121,6 +122,9 @@ func PublicArgoCDCluster(data []byte) bool {
 			return false
 		}
 		values[k] = b
+	}
+	if s, ok := values["shard"]; ok && !decimal(s) {
+		return false // the application-controller replica: a number, nothing else
 	}
 	var cfg argoPublicConfig
 	jd := json.NewDecoder(bytes.NewReader(values["config"]))
@@ -158,6 +162,19 @@ func certificatesOnly(b []byte) bool {
 		var blk *pem.Block
 		blk, rest = pem.Decode(rest)
 		if blk == nil || blk.Type != "CERTIFICATE" || len(blk.Headers) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// decimal reports whether b is a small non-negative decimal number.
+func decimal(b []byte) bool {
+	if len(b) == 0 || len(b) > 4 {
+		return false
+	}
+	for _, c := range b {
+		if c < '0' || c > '9' {
 			return false
 		}
 	}

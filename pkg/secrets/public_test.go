@@ -62,6 +62,8 @@ func TestPublicArgoCDCluster(t *testing.T) {
 		"stringData":           {argoSecret(withCA(certPEM), "stringData: {token: x}\n"), false},
 		"a second document":    {argoSecret(withCA(certPEM), "---\napiVersion: v1\nkind: Secret\nmetadata: {name: x}\ndata: {token: eA==}\n"), false},
 		"annotations":          {[]byte(strings.Replace(string(argoSecret(withCA(certPEM), "")), "  labels:", "  annotations: {a: b}\n  labels:", 1)), false},
+		"a shard":              {[]byte(strings.Replace(string(argoSecret(withCA(certPEM), "")), "  name: ZWRnZS0x", "  name: ZWRnZS0x\n  shard: Mg==", 1)), true},
+		"a shard not a number": {[]byte(strings.Replace(string(argoSecret(withCA(certPEM), "")), "  name: ZWRnZS0x", "  name: ZWRnZS0x\n  shard: eA==", 1)), false},
 		"another data key":     {[]byte(strings.Replace(string(argoSecret(withCA(certPEM), "")), "  name: ZWRnZS0x", "  name: ZWRnZS0x\n  token: eA==", 1)), false},
 		"not a cluster Secret": {[]byte(strings.Replace(string(argoSecret(withCA(certPEM), "")), "secret-type: cluster", "secret-type: repository", 1)), false},
 		"data not base64":      {[]byte(strings.Replace(string(argoSecret(withCA(certPEM), "")), "name: ZWRnZS0x", "name: \"not base64!\"", 1)), false},

@@ -21,7 +21,7 @@ const (
 	// MaxReadFile bounds one file of the output folder that Read reads.
 	MaxReadFile = 16 << 20
 	// MaxReadTotal bounds all of them together, plus entryCost per entry.
-	MaxReadTotal = 256 << 20
+	MaxReadTotal = 768 << 20
 )
 
 // entryCost is what each folder entry costs of the total budget, whatever

@@ -65,11 +65,12 @@ const deliveriesYAML = `  deliveries:
       azureWorkloadIdentity: {clientID: 00000000-0000-0000-0000-0000000000a1}
 `
 
-// addDeliveries adds deliveriesYAML to the test's copy of the quickstart.
+// addDeliveries adds deliveriesYAML and the Fleet shards (shardsYAML,
+// sharding_test.go) to the test's copy of the quickstart.
 func addDeliveries(t *testing.T, fleetFile string) {
 	t.Helper()
 	testenv.ReplaceIn(t, fleetFile,
-		"  defaults:\n", deliveriesYAML+"  defaults:\n",
+		"  defaults:\n", deliveriesYAML+shardsYAML+"  defaults:\n",
 		"    - name: prod-eu-1\n      labels: {env: prod, region: eu}\n", "    - name: prod-eu-1\n      labels: {env: prod, region: eu, argocd: enabled}\n")
 }
 

@@ -174,13 +174,13 @@ func TestReconcile(t *testing.T) {
 	} else {
 		s.pass("8 closure", "%s: Kustomization %s, which layer %s applies, reconciled exactly the %d objects fleetgen's model has for it, live as the model has them (its namePrefix, patch, commonMetadata, substitute and substituteFrom)", edge.name, nestedKustomization, nestedLayer, n)
 	}
-	// 9. HelmReleases: helm-controller installs an OCI chart fleetgen
+	// 10. HelmReleases: helm-controller installs an OCI chart fleetgen
 	// mirrored and an HTTP repository's chart it republished, and every
 	// Deployment they make runs mirror images by digest (helm_test.go).
 	if got, err := helmReleasesPinned(ctx, edge, ex); err != nil {
-		s.fail("9 helm", "%s: %v", edge.name, err)
+		s.fail("10 helm", "%s: %v", edge.name, err)
 	} else {
-		s.pass("9 helm", "%s: HelmReleases charts/hello (OCI chart) and charts/web (HTTP chart) Ready; Deployments %s run mirror images by digest only", edge.name, got)
+		s.pass("10 helm", "%s: HelmReleases charts/hello (OCI chart) and charts/web (HTTP chart) Ready; Deployments %s run mirror images by digest only", edge.name, got)
 	}
 	if t.Failed() {
 		return
@@ -201,6 +201,14 @@ func TestReconcile(t *testing.T) {
 	t.Run("Deliveries", func(t *testing.T) {
 		need(t, tools, append(fleetBinaries, "bin/fleet"))
 		deliveries(t, ctx, s, tools, logs, mgr, ex)
+	})
+
+	// 9. Shards: each sharded Cluster and GitRepo processed by its shard's
+	// fleet-controller, nothing rendered names an undeclared shard
+	// (sharding_test.go).
+	t.Run("Sharding", func(t *testing.T) {
+		need(t, tools, append(fleetBinaries, "bin/fleet"))
+		sharding(t, ctx, s, tools, logs, mgr, ex)
 	})
 
 	// 5. Deregistration: a cluster removed from fleet.yaml is pruned.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -42,17 +43,25 @@ func startFleetController(t, life *testing.T, ctx context.Context, tools, logs s
 		// a fleet-agent Deployment on the manager, which needs a kubelet.
 		"bootstrap.enabled=false",
 		"metrics.enabled=false",
-	}, []byte("apiServerCA: "+strconv.Quote(string(mgr.caPEM))+"\n"))
+	}, []byte("apiServerCA: "+strconv.Quote(string(mgr.caPEM))+"\n"+shardValues))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var cm, dep *unstructured.Unstructured
+	sharded := map[string]*unstructured.Unstructured{} // shard ID -> its Deployment
 	for _, obj := range decodeObjects(t, manifests) {
 		switch {
 		case obj.GetKind() == "ConfigMap" && obj.GetName() == "fleet-controller":
 			cm = obj
 		case obj.GetKind() == "Deployment" && obj.GetName() == "fleet-controller":
 			dep = obj
+		case obj.GetKind() == "Deployment" && strings.HasPrefix(obj.GetName(), "fleet-controller-shard-"):
+			sharded[strings.TrimPrefix(obj.GetName(), "fleet-controller-shard-")] = obj
+		}
+	}
+	for _, id := range fleetShards {
+		if sharded[id] == nil {
+			t.Fatalf("the fleet chart rendered no Deployment fleet-controller-shard-%s for shards[].id %s", id, id)
 		}
 	}
 	if cm == nil || dep == nil {
@@ -81,6 +90,31 @@ func startFleetController(t, life *testing.T, ctx context.Context, tools, logs s
 			fmt.Sprintf("FLEET_METRICS_BIND_ADDRESS=127.0.0.1:%d", freePort(t)),
 			fmt.Sprintf("FLEET_HEALTHPROBE_BIND_ADDRESS=127.0.0.1:%d", freePort(t)))
 		startFor(t, life, logs, name, bin, env, args...)
+	}
+	// One fleet-controller per shard, as the chart deploys it: the same
+	// container with --shard-id (and no agent management, which only the
+	// unsharded Deployment runs), with its metrics on.
+	for _, id := range fleetShards {
+		d := sharded[id]
+		d.SetNamespace(fleetSystemNS)
+		env, err := containerEnv(d, "fleet-controller")
+		if err != nil {
+			t.Fatal(err)
+		}
+		args, err := containerArgs(d, "fleet-controller", "fleetcontroller")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(args, "--shard-id") {
+			t.Fatalf("Deployment %s runs fleetcontroller %v, without --shard-id", d.GetName(), args)
+		}
+		// Its metrics name every Cluster it reconciles (assertion 9).
+		args = slices.DeleteFunc(args, func(a string) bool { return a == "--disable-metrics" })
+		shardMetrics[id] = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		env = append(env, "KUBECONFIG="+mgr.kubeconfig,
+			"FLEET_METRICS_BIND_ADDRESS="+shardMetrics[id],
+			fmt.Sprintf("FLEET_HEALTHPROBE_BIND_ADDRESS=127.0.0.1:%d", freePort(t)))
+		startFor(t, life, logs, d.GetName(), bin, env, args...)
 	}
 }
 

@@ -143,7 +143,7 @@ func startHelmController(t *testing.T, tools, logs string, c *cluster) {
 	)
 }
 
-// helmReleasesPinned is assertion 9: both HelmReleases of the helm layer
+// helmReleasesPinned is assertion 10: both HelmReleases of the helm layer
 // are Ready (installed by helm-controller from the charts fleetgen
 // mirrored), and every Deployment they made runs only mirror images by
 // digest (the lock's targets).

@@ -20,6 +20,7 @@ import (
 	"fleetgen.dev/fleetgen/pkg/charts"
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/pkg/shard"
 )
 
 // Fake credentials and certificates: never real.
@@ -88,8 +89,10 @@ func repeat(s string) string {
 // shard; three groups; layer infrastructure (./infrastructure/${env}, every
 // cluster), apps (./apps/${region}, env=prod only, depends on
 // infrastructure) and platform (./platform, every cluster: an app of apps,
-// whose Flux Kustomizations nest two deep, see Write). Referenced files are
-// filled in as Load would, from kubeconfigs/shared.yaml and certs/ca.pem.
+// whose Flux Kustomizations nest two deep, see Write); one delivery of two
+// bundles to production and eu; four Fleet controller shards (spec.shards).
+// Referenced files are filled in as Load would, from kubeconfigs/shared.yaml
+// and certs/ca.pem.
 func Fleet(n int) *schema.Fleet {
 	t := true
 	f := &schema.Fleet{
@@ -121,6 +124,12 @@ func Fleet(n int) *schema.Fleet {
 				{Name: "eu", Selector: map[string]string{"region": "eu"}},
 				{Name: "all"},
 			},
+			Deliveries: []schema.Delivery{{
+				Name: "platform", Repo: "https://github.com/bench/platform.git", Branch: "main",
+				Bundles: []schema.DeliveryBundle{{Base: "monitoring"}, {Base: "logging"}},
+				Targets: []schema.DeliveryTarget{{Name: "prod", ClusterGroup: "production"}, {Name: "eu", ClusterSelector: map[string]string{"region": "eu"}}},
+			}},
+			Shards:   &schema.Shards{Fleet: []string{"shard-a", "shard-b", "shard-c", "shard-d"}},
 			Defaults: schema.Defaults{Labels: map[string]string{"org": "bench"}, TokenTTL: "240h"},
 		},
 		File: "fleet.yaml",
@@ -149,8 +158,9 @@ func Fleet(n int) *schema.Fleet {
 	return f
 }
 
-// Lock returns the lock for f: a client ID for every agent cluster and an
-// entry for every image LayerImages and spec.images use.
+// Lock returns the lock for f: a client ID for every agent cluster, an
+// entry for every image LayerImages and spec.images use, and the shards a
+// render assigns (package shard), so that a render changes nothing in it.
 func Lock(f *schema.Fleet) *lock.Lock {
 	l := lock.New()
 	var imgs []lock.Image
@@ -164,6 +174,7 @@ func Lock(f *schema.Fleet) *lock.Lock {
 		}
 	}
 	// Clients are already sorted: names are zero-padded indexes.
+	shard.Compute(f, l, shard.Options{}).Apply(l)
 	return l
 }
 

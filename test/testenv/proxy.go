@@ -35,6 +35,16 @@ type Proxy struct {
 	truncate atomic.Int64
 	srv      *http.Server
 	ln       net.Listener
+
+	timeline bool
+	spans    []Span
+}
+
+// Span is one request the proxy forwarded: what it was and when (with
+// ProxyOptions.Timeline).
+type Span struct {
+	Kind       string // upload, mount, blob-head, manifest, other
+	Start, End time.Time
 }
 
 // ProxyOptions tunes a Proxy.
@@ -49,6 +59,8 @@ type ProxyOptions struct {
 	// that a client reusing one meets a closed connection ("server closed
 	// idle connection", EOF).
 	CloseIdle float64
+	// Timeline records every request's kind and time (Spans).
+	Timeline bool
 }
 
 // NewProxy starts a proxy on 127.0.0.1 in front of the registry at target
@@ -56,9 +68,10 @@ type ProxyOptions struct {
 func NewProxy(target string, o ProxyOptions) (*Proxy, error) {
 	u := &url.URL{Scheme: "http", Host: target}
 	p := &Proxy{
-		rp:     httputil.NewSingleHostReverseProxy(u),
-		faults: o.Faults,
-		rng:    rand.New(rand.NewSource(o.Seed)),
+		rp:       httputil.NewSingleHostReverseProxy(u),
+		faults:   o.Faults,
+		rng:      rand.New(rand.NewSource(o.Seed)),
+		timeline: o.Timeline,
 	}
 	p.rp.ErrorLog = log.New(io.Discard, "", 0)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -113,6 +126,9 @@ func (p *Proxy) Reset() {
 	p.bytes.Store(0)
 	p.requests.Store(0)
 	p.injected.Store(0)
+	p.mu.Lock()
+	p.spans = nil
+	p.mu.Unlock()
 }
 
 // SetDown makes every request fail with 503 (a permanently failing registry).
@@ -140,8 +156,40 @@ func (p *Proxy) intn(n int) int {
 	return p.rng.Intn(n)
 }
 
+// Spans returns the requests recorded so far (ProxyOptions.Timeline).
+func (p *Proxy) Spans() []Span {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]Span(nil), p.spans...)
+}
+
+// kind classifies a registry request for a Span.
+func kind(r *http.Request) string {
+	path := r.URL.Path
+	switch {
+	case strings.Contains(path, "/blobs/uploads/") && r.Method == http.MethodPost && r.URL.Query().Get("mount") != "":
+		return "mount"
+	case strings.Contains(path, "/blobs/uploads/") && (r.Method == http.MethodPatch || r.Method == http.MethodPut || r.Method == http.MethodPost):
+		return "upload"
+	case strings.Contains(path, "/blobs/") && r.Method == http.MethodHead:
+		return "blob-head"
+	case strings.Contains(path, "/manifests/"):
+		return "manifest"
+	}
+	return "other"
+}
+
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.requests.Add(1)
+	if p.timeline {
+		sp := Span{Kind: kind(r), Start: time.Now()}
+		defer func() {
+			sp.End = time.Now()
+			p.mu.Lock()
+			p.spans = append(p.spans, sp)
+			p.mu.Unlock()
+		}()
+	}
 	if p.down.Load() {
 		http.Error(w, "down", http.StatusServiceUnavailable)
 		return

@@ -1,9 +1,11 @@
-// Command benchrender measures `fleetgen render` on generated fleets of 1,000 and
-// 10,000 clusters (all four registration modes, two layers): a fresh render, a
-// re-render of the unchanged tree (load, render and compare with the disk, as
-// every render does) and one with one cluster changed, peak RSS of the
-// fleetgen process, the 10k/1k time ratio, and each against `cp -r` of the
-// same output tree. `make bench` runs it; docs/performance.md has its rows.
+// Command benchrender measures `fleetgen render` on generated fleets of 1,000,
+// 10,000 and 100,000 clusters (all four registration modes, two layers, one
+// delivery, four Fleet shards): a fresh render, a re-render of the unchanged
+// tree (load, render and compare with the disk, as every render does) and one
+// with one cluster changed, `render --check` of the unchanged tree, `diff` of
+// one changed cluster and `targets`, peak RSS of the fleetgen process, the
+// time ratios between sizes, and each render against `cp -r` of the same
+// output tree. `make bench` runs it; docs/performance.md has its rows.
 //
 // Each fresh render is followed at once by a `cp -r` of its output, and the
 // fastest of -runs pairs is kept, so that both sides of the ratio see the same
@@ -16,6 +18,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"io/fs"
@@ -31,7 +34,8 @@ import (
 	"fleetgen.dev/fleetgen/test/synthetic"
 )
 
-// Targets (issue 19), as ratios to `cp -r` measured in the same run.
+// Targets (issue 19 for 10k, issue 36 for 100k), as ratios to `cp -r`
+// measured in the same run.
 const (
 	maxRSS       = 256 << 20
 	maxScale     = 12.0
@@ -41,6 +45,10 @@ const (
 	// HelmReleases (synthetic.WriteCharts) against the same fleet with that
 	// layer's charts not rendered (issue 33).
 	maxCharts = 1.3
+
+	maxRSS100k   = 1536 << 20
+	maxScale100k = 11.0             // 100k/10k fresh render
+	maxDiff100k  = 10 * time.Second // diff of one changed cluster
 )
 
 // options are the command's flags.
@@ -54,7 +62,7 @@ type options struct {
 
 func main() {
 	var o options
-	sizes := flag.String("sizes", "1000,10000", "comma-separated fleet sizes (clusters)")
+	sizes := flag.String("sizes", "1000,10000,100000", "comma-separated fleet sizes (clusters)")
 	flag.StringVar(&o.bin, "bin", "bin/fleetgen", "fleetgen binary to measure")
 	flag.StringVar(&o.dir, "dir", "", "work folder (default: a temporary one, removed afterwards)")
 	flag.IntVar(&o.runs, "runs", 3, "measure each step this many times and keep the fastest (the machine is shared)")
@@ -184,6 +192,9 @@ type result struct {
 	wall     time.Duration // fresh output folder
 	rerender time.Duration // over an up-to-date tree
 	changed  time.Duration // over a tree one cluster behind
+	check    time.Duration // render --check over an up-to-date tree
+	diff     time.Duration // diff of one changed cluster
+	targets  time.Duration // targets --output json
 	rssKB    int64
 	cp       time.Duration // cp -r of the same tree, right after each fresh write
 }
@@ -308,8 +319,54 @@ func measure(o options, dir, spare string, n int) (result, error) {
 	if err := os.WriteFile(fleet, orig, 0o644); err != nil {
 		return r, err
 	}
+	// Over the tree as rendered: render --check (nothing to report), diff
+	// of the one cluster changed (exit 3), targets.
+	run := func(args []string, exit int, before []byte) func() (time.Duration, int64, error) {
+		return func() (time.Duration, int64, error) {
+			if err := os.WriteFile(fleet, before, 0o644); err != nil {
+				return 0, 0, err
+			}
+			return timed(o.bin, args, exit)
+		}
+	}
+	if r.check, err = rerun(o, &r.rssKB, run([]string{"render", "-q", "-f", fleet, "-o", out, "--check", "--allow-plaintext-secrets"}, 0, orig)); err != nil {
+		return r, err
+	}
+	if r.diff, err = rerun(o, &r.rssKB, run([]string{"diff", "-q", "-f", fleet, "-o", out, "--allow-plaintext-secrets"}, 3, flipped)); err != nil {
+		return r, err
+	}
+	if r.targets, err = rerun(o, &r.rssKB, run([]string{"targets", "-q", "-f", fleet, "--output", "json"}, 0, orig)); err != nil {
+		return r, err
+	}
+	if err := os.WriteFile(fleet, orig, 0o644); err != nil {
+		return r, err
+	}
 	r.files, r.bytes, err = count(out)
 	return r, err
+}
+
+// timed runs the fleetgen binary with args, output discarded, and returns
+// its wall time and peak RSS; an exit code other than exit is an error.
+func timed(bin string, args []string, exit int) (time.Duration, int64, error) {
+	cmd := exec.Command(bin, args...)
+	cmd.Stderr = os.Stderr
+	start := time.Now()
+	err := cmd.Run()
+	wall := time.Since(start)
+	var ee *exec.ExitError
+	switch {
+	case err == nil && exit == 0:
+	case errors.As(err, &ee) && ee.ExitCode() == exit:
+	case err == nil:
+		return 0, 0, fmt.Errorf("fleetgen %s: exit 0, want %d", strings.Join(args, " "), exit)
+	default:
+		return 0, 0, fmt.Errorf("fleetgen %s: %w", strings.Join(args, " "), err)
+	}
+	var rss int64
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		rss = int64(ru.Maxrss) // KiB on Linux
+	}
+	return wall, rss, nil
 }
 
 func removeAll(paths ...string) error {
@@ -355,19 +412,37 @@ func count(dir string) (int, int64, error) {
 
 func report(rs []result, where string) {
 	fmt.Printf("fleetgen render (binary) in %s\n\n", where)
-	fmt.Printf("%9s %8s %7s %9s %9s %9s %9s %8s %8s %8s %8s\n", "clusters", "files", "MiB", "fresh", "unchanged", "1 changed", "cp -r", "peakRSS",
-		"fresh/cp", "unch/cp", "1chg/cp")
+	fmt.Printf("%9s %8s %7s %9s %9s %9s %9s %8s %8s %8s %8s %9s %9s %9s\n", "clusters", "files", "MiB", "fresh", "unchanged", "1 changed", "cp -r", "peakRSS",
+		"fresh/cp", "unch/cp", "1chg/cp", "check", "diff 1", "targets")
 	for _, r := range rs {
-		fmt.Printf("%9d %8d %7.1f %9s %9s %9s %9s %5dMiB %7.2fx %7.2fx %7.2fx\n", r.clusters, r.files, float64(r.bytes)/(1<<20),
+		fmt.Printf("%9d %8d %7.1f %9s %9s %9s %9s %5dMiB %7.2fx %7.2fx %7.2fx %9s %9s %9s\n", r.clusters, r.files, float64(r.bytes)/(1<<20),
 			r.wall.Round(time.Millisecond), r.rerender.Round(time.Millisecond), r.changed.Round(time.Millisecond),
-			r.cp.Round(time.Millisecond), r.rssKB/1024, ratio(r.wall, r.cp), ratio(r.rerender, r.cp), ratio(r.changed, r.cp))
+			r.cp.Round(time.Millisecond), r.rssKB/1024, ratio(r.wall, r.cp), ratio(r.rerender, r.cp), ratio(r.changed, r.cp),
+			r.check.Round(time.Millisecond), r.diff.Round(time.Millisecond), r.targets.Round(time.Millisecond))
 	}
-	fmt.Println("(fastest of the runs of each column; peakRSS: the highest of every run of the row)")
-	if len(rs) >= 2 {
-		first, last := rs[0], rs[len(rs)-1]
-		scale := ratio(last.wall, first.wall)
-		fmt.Printf("\n%d/%d clusters fresh-render time ratio: %.2f (target <= %.0f): %s; cp -r: %.2f\n", last.clusters, first.clusters,
-			scale, maxScale, ok(scale <= maxScale), ratio(last.cp, first.cp))
+	fmt.Println("(fastest of the runs of each column; peakRSS: the highest of every run of the row; check: render --check of the unchanged tree; diff 1: diff of one changed cluster)")
+	by := map[int]result{}
+	for _, r := range rs {
+		by[r.clusters] = r
+	}
+	fmt.Println()
+	for i := 1; i < len(rs); i++ {
+		small, large := rs[i-1], rs[i]
+		scale := ratio(large.wall, small.wall)
+		target := fmt.Sprintf("(target <= %.0f): %s", maxScale, ok(scale <= maxScale))
+		if large.clusters == 100000 && small.clusters == 10000 {
+			target = fmt.Sprintf("(target <= %.0f): %s", maxScale100k, ok(scale <= maxScale100k))
+		} else if large.clusters != 10000 || small.clusters != 1000 {
+			target = ""
+		}
+		fmt.Printf("%d/%d clusters fresh-render time ratio: %.2f %s; cp -r: %.2f\n", large.clusters, small.clusters,
+			scale, target, ratio(large.cp, small.cp))
+	}
+	if r, ok100k := by[100000]; ok100k {
+		fmt.Printf("100k targets: fresh %.2fx cp -r (<= %.1f): %s; peak RSS %dMiB (<= %dMiB): %s; diff of one changed cluster %s (< %s): %s\n",
+			ratio(r.wall, r.cp), maxCpRatio, ok(ratio(r.wall, r.cp) <= maxCpRatio),
+			r.rssKB/1024, maxRSS100k>>20, ok(r.rssKB*1024 <= maxRSS100k),
+			r.diff.Round(time.Millisecond), maxDiff100k, ok(r.diff < maxDiff100k))
 	}
 	for _, r := range rs {
 		if r.clusters != 10000 {
