@@ -67,7 +67,7 @@ writes nothing.`,
 			return wrap(err)
 		},
 	}
-	in.add(g, cmd, 0)
+	in.add(g, cmd, withPlaintext)
 	addFormat(cmd, &o.format, "text (a table) or json ({clusters, unmatched, unmatchedLayers, emptyManagers, applicationSets, load})", formatText, formatJSON)
 	aliasShortFormat(cmd, &o.format)
 	addClusters(cmd, &o.clusters, "list only this cluster (repeatable)")
@@ -114,7 +114,14 @@ func writeTargets(w io.Writer, r *pipeline.Reach, format string) error {
 			row("layer "+t(l), t(c.LayerWhy[i]))
 		}
 		for _, d := range c.Deliveries {
-			row("delivery "+t(d.Name), "target "+t(d.Target)+": "+t(d.Why))
+			if d.Target == "" {
+				row("delivery "+t(d.Name), d.Why)
+			} else {
+				row("delivery "+t(d.Name), "target "+t(d.Target)+": "+t(d.Why))
+			}
+			for _, b := range d.Bundles {
+				row("  bundle "+t(b), "")
+			}
 		}
 		for _, m := range c.Managers {
 			row("manager "+m.Manager+" on "+t(m.Host), t(m.Why))

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"fleetgen.dev/fleetgen/pkg/layers"
 	"fleetgen.dev/fleetgen/pkg/schema"
 	"fleetgen.dev/fleetgen/pkg/shard"
 )
@@ -74,6 +75,12 @@ func Targets(ctx context.Context, cfg Config, o TargetsOptions) (*Reach, error) 
 			}
 		}
 	}
+	if ld.Model != nil {
+		for i := range out.Clusters {
+			c := &out.Clusters[i]
+			c.Deliveries = withBundles(c.Deliveries, ld.Model.Delivered(c.Name))
+		}
+	}
 	if f.Spec.Shards != nil && !ld.lockBad {
 		p := ld.shardPlan()
 		for i := range out.Clusters {
@@ -105,4 +112,36 @@ func Targets(ctx context.Context, cfg Config, o TargetsOptions) (*Reach, error) 
 		out.Clusters = cs
 	}
 	return out, err
+}
+
+// withBundles adds to a cluster's deliveries the bundles it receives from
+// the fleet's own source (sets, layers.Model.Delivered): each delivery's
+// bundle folders, and a delivery no target of which selects the cluster
+// but a bundle's overrideTargets do, which Fleet deploys all the same.
+func withBundles(ds []schema.DeliveryReach, sets []*layers.Set) []schema.DeliveryReach {
+	if len(sets) == 0 {
+		return ds
+	}
+	bundles := map[string][]string{}
+	var order []string // spec.deliveries order, as the sets come
+	for _, s := range sets {
+		if bundles[s.Delivery] == nil {
+			order = append(order, s.Delivery)
+		}
+		bundles[s.Delivery] = append(bundles[s.Delivery], s.Origin)
+	}
+	for i := range ds {
+		ds[i].Bundles = bundles[ds[i].Name]
+		delete(bundles, ds[i].Name)
+	}
+	for _, name := range order {
+		if b, ok := bundles[name]; ok {
+			ds = append(ds, schema.DeliveryReach{Name: name, Bundles: b, Why: "a bundle's own overrideTargets"})
+		}
+	}
+	for i := range ds {
+		slices.Sort(ds[i].Bundles)
+		ds[i].Bundles = slices.Compact(ds[i].Bundles)
+	}
+	return ds
 }

@@ -288,8 +288,15 @@ type ApplicationReach struct {
 // DeliveryReach is a delivery that reaches a cluster and the target that
 // selected it.
 type DeliveryReach struct {
-	Name   string `json:"name"`
+	Name string `json:"name"`
+	// Target is the delivery target that selected the cluster; "" when
+	// none did and only a bundle's own overrideTargets reach it.
 	Target string `json:"target"`
+	// Bundles are, for a delivery from the fleet's own source, the bundle
+	// folders the cluster receives (the pipeline fills them in from the
+	// model: a bundle's overrideTargets and targetCustomizations' doNotDeploy
+	// decide, as Fleet's do), sorted.
+	Bundles []string `json:"bundles,omitempty"`
 	// Why is the target's criteria (DeliveryTarget.Criteria).
 	Why string `json:"-"`
 }

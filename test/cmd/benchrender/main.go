@@ -335,7 +335,7 @@ func measure(o options, dir, spare string, n int) (result, error) {
 	if r.diff, err = rerun(o, &r.rssKB, run([]string{"diff", "-q", "-f", fleet, "-o", out, "--allow-plaintext-secrets"}, 3, flipped)); err != nil {
 		return r, err
 	}
-	if r.targets, err = rerun(o, &r.rssKB, run([]string{"targets", "-q", "-f", fleet, "--output", "json"}, 0, orig)); err != nil {
+	if r.targets, err = rerun(o, &r.rssKB, run([]string{"targets", "-q", "-f", fleet, "--output", "json", "--allow-plaintext-secrets"}, 0, orig)); err != nil {
 		return r, err
 	}
 	if err := os.WriteFile(fleet, orig, 0o644); err != nil {
