@@ -31,6 +31,11 @@ type Options struct {
 	// spec.encryption is set, does its Kustomization get decryption (SPEC
 	// §3); the manager's entry point always does. nil: no layer does.
 	LayerDecryption func(cluster, layer string) bool
+	// HelmReleases returns the HelmReleases what cluster receives from
+	// layer applies, each with its chart source on the mirror and the images
+	// its chart renders pinned (SPEC §3): the layer's Kustomization patches
+	// them. nil: no HelmRelease is patched.
+	HelmReleases func(cluster, layer string) []HelmRelease
 	// Workers is how many clusters are rendered at once; 0 means GOMAXPROCS.
 	// The output does not depend on it.
 	Workers int
@@ -74,7 +79,8 @@ type renderer struct {
 	hosted map[string][]string
 
 	encodeMu  sync.Mutex
-	encodeErr error // the first object that could not be encoded
+	encodeErr error    // the first object that could not be encoded
+	patches   sync.Map // *HelmRelease (a list's first) → its Kustomization patches
 
 	shardOnce sync.Once
 	declared  map[string]bool // spec.shards.fleet (shards.go)
@@ -220,6 +226,11 @@ func (r *renderer) cluster(i int) clusterResult {
 			k.Spec.Images = img.entries
 			if len(img.missing) > 0 || len(img.clash) > 0 {
 				res.uses = append(res.uses, layerUse{layer: li, path: key})
+			}
+		}
+		if r.opts.HelmReleases != nil {
+			if rels := r.opts.HelmReleases(c.Name, ly.Name); len(rels) > 0 {
+				k.Spec.Patches = r.helmPatches(rels)
 			}
 		}
 		p := layout.Layer.Path(c.Name, ly.Name)
@@ -418,13 +429,18 @@ func (r *renderer) file(p string, obj any, secret bool) layout.File {
 func (r *renderer) encode(buf []byte, obj any) []byte {
 	out, err := encode(buf, obj)
 	if err != nil {
-		r.encodeMu.Lock()
-		if r.encodeErr == nil {
-			r.encodeErr = fmt.Errorf("render: %w", err)
-		}
-		r.encodeMu.Unlock()
+		r.failed(err)
 	}
 	return out
+}
+
+// failed records err, the first for render to return.
+func (r *renderer) failed(err error) {
+	r.encodeMu.Lock()
+	if r.encodeErr == nil {
+		r.encodeErr = fmt.Errorf("render: %w", err)
+	}
+	r.encodeMu.Unlock()
 }
 
 // sortErrors orders errors by field path (document order for equal

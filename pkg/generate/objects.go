@@ -191,6 +191,7 @@ type kustomizationSpec struct {
 	PostBuild  *postBuild       `json:"postBuild,omitempty"`
 	Decryption *decryption      `json:"decryption,omitempty"`
 	Images     []kustomizeImage `json:"images,omitempty"`
+	Patches    []patch          `json:"patches,omitempty"`
 }
 
 type sourceRef struct {
