@@ -15,13 +15,17 @@ import (
 //     itself), and these tripled the binary and the first build. SOPS may be
 //     a test dependency; linking any of its packages brings back every key
 //     service;
-//   - Kubernetes' client side: controller-runtime, client-go and the k8s.io/api
-//     groups. fleetgen talks to no cluster; one import of
-//     github.com/fluxcd/pkg/kustomize's root package (for its substitution,
-//     which reads substituteFrom ConfigMaps with a controller-runtime client)
-//     brought 209 packages of them (pkg/layers substitutes with Flux's
-//     envsubst instead). Fleet's pkg/apis imports k8s.io/api/core/v1: tests
-//     only;
+//   - Kubernetes' client code paths: controller-runtime, and what Helm's
+//     action, kube, registry, getter and storage packages add (a cluster
+//     client, a release store, HTTP getters). fleetgen talks to no
+//     cluster. Helm's chart loader and engine (pkg/charts, the renderer
+//     helm-controller links) import client-go's REST, discovery, dynamic
+//     and typed clients and every k8s.io/api group, unused at run time: that
+//     weight buys the real renderer and is allowed (docs/performance.md says
+//     what it costs). One import of github.com/fluxcd/pkg/kustomize's root
+//     package (for its substitution, which reads substituteFrom ConfigMaps
+//     with a controller-runtime client) brought 209 packages (pkg/layers
+//     substitutes with Flux's envsubst instead);
 //   - what the signature libraries offer beyond offline verification:
 //     sigstore-go's signer (Fulcio and Rekor clients for signing, OIDC
 //     flows), cosign itself, notation's signer and plugins' CLI, and gRPC's
@@ -29,9 +33,18 @@ import (
 //     does link, and why.
 var forbiddenDeps = []string{
 	"sigs.k8s.io/controller-runtime",
-	"k8s.io/client-go/",
-	"k8s.io/api/",
+	"helm.sh/helm/v4/pkg/action",
+	"helm.sh/helm/v4/pkg/kube",
+	"helm.sh/helm/v4/pkg/registry",
+	"helm.sh/helm/v4/pkg/getter",
+	"helm.sh/helm/v4/pkg/storage",
+	"helm.sh/helm/v4/pkg/cli",
+	"helm.sh/helm/v4/pkg/repo",
+	"k8s.io/cli-runtime/",
+	"k8s.io/kubectl/",
 	"github.com/fluxcd/pkg/kustomize", // its filesys package only: see below
+	"github.com/fluxcd/pkg/chartutil",
+	"github.com/fluxcd/helm-controller/",
 	"github.com/getsops/sops/",
 	"github.com/aws/",
 	"cloud.google.com/go",

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -86,6 +87,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			code = exitFailure
 		}
 	}()
+	// Helm's engine warns through the standard log and slog's default
+	// logger, naming keys of a chart's values: nothing a chart says reaches
+	// a terminal or a CI log raw. fleetgen's own logs go to g.logger.
+	log.SetOutput(io.Discard)
 	g := &globals{errFormat: formatText}
 	root := newRoot(g, stdin, stdout, stderr)
 	root.SetArgs(args)
@@ -247,7 +252,7 @@ func (g *globals) configFor(cmd *cobra.Command, in *input, args []string) (pipel
 		return pipeline.Config{}, err
 	}
 	return pipeline.Config{File: f, Logger: g.logger, KubeconfigEnvPrefix: g.envPrefix, AgeKeyFile: g.ageKeyFile,
-		AllowPlaintextSecrets: in.allowPlaintext, Locked: in.locked, Rebalance: in.rebalance}, nil
+		AllowPlaintextSecrets: in.allowPlaintext, Locked: in.locked, FetchCharts: in.fetchCharts, Rebalance: in.rebalance}, nil
 }
 
 // input holds the flags of a command that reads fleet.yaml, declared once for
@@ -258,6 +263,7 @@ type input struct {
 	file           string
 	allowPlaintext bool
 	locked         bool
+	fetchCharts    string
 	rebalance      bool
 }
 
@@ -277,6 +283,7 @@ const (
 // fleetFile), --error-format, and those of which.
 func (in *input) add(g *globals, cmd *cobra.Command, which inputFlags) {
 	addFile(g, cmd, &in.file)
+	cmd.Flags().StringVar(&in.fetchCharts, "fetch-charts", "", "fetch a chart the chart cache lacks from the mirror at this registry host (it must be spec.registry.host), by its locked digest, read-only (docs/ci.md)")
 	if which&withPlaintext != 0 {
 		cmd.Flags().BoolVar(&in.allowPlaintext, "allow-plaintext-secrets", false, "accept Secrets that hold credentials in plaintext when spec.encryption is not set (render writes them unencrypted)")
 	}

@@ -31,6 +31,11 @@ type Options struct {
 	// spec.encryption is set, does its Kustomization get decryption (SPEC
 	// §3); the manager's entry point always does. nil: no layer does.
 	LayerDecryption func(cluster, layer string) bool
+	// HelmReleases returns the HelmReleases what cluster receives from
+	// layer applies, each with its chart source on the mirror and the images
+	// its chart renders pinned (SPEC §3): the layer's Kustomization patches
+	// them. nil: no HelmRelease is patched.
+	HelmReleases func(cluster, layer string) []HelmRelease
 	// Nested returns the Flux Kustomizations what cluster receives from
 	// layer applies and the model follows, with the images each build names
 	// (SPEC §3): the layer's Kustomization patches them to pin those images
@@ -80,7 +85,8 @@ type renderer struct {
 	hosted map[string][]string
 
 	encodeMu  sync.Mutex
-	encodeErr error // the first object that could not be encoded
+	encodeErr error    // the first object that could not be encoded
+	patches   sync.Map // *HelmRelease (a list's first) → its Kustomization patches
 
 	nestedMemo sync.Map // *Nested (a list's first) → its *nestedPatches (nested.go)
 
@@ -230,10 +236,21 @@ func (r *renderer) cluster(i int) clusterResult {
 				res.uses = append(res.uses, layerUse{layer: li, path: key})
 			}
 		}
+		if r.opts.HelmReleases != nil {
+			if rels := r.opts.HelmReleases(c.Name, ly.Name); len(rels) > 0 {
+				k.Spec.Patches = r.helmPatches(rels)
+			}
+		}
 		if r.opts.Nested != nil {
 			if ns := r.opts.Nested(c.Name, ly.Name); len(ns) > 0 {
 				np := r.nested(ns)
-				k.Spec.Patches = append(k.Spec.Patches[:len(k.Spec.Patches):len(k.Spec.Patches)], np.patches...)
+				if n := len(k.Spec.Patches); n > 0 && len(np.patches) > 0 {
+					// A copy: the HelmReleases' list is shared by clusters.
+					k.Spec.Patches = append(k.Spec.Patches[:n:n], np.patches...)
+					sortPatches(k.Spec.Patches)
+				} else if n == 0 {
+					k.Spec.Patches = np.patches
+				}
 				for _, msg := range np.problems {
 					res.errs = append(res.errs, r.f.At(problem.Other(fmt.Sprintf("spec.layers[%d]", li), "layer %s: %s", ly.Name, msg)))
 				}
@@ -435,13 +452,18 @@ func (r *renderer) file(p string, obj any, secret bool) layout.File {
 func (r *renderer) encode(buf []byte, obj any) []byte {
 	out, err := encode(buf, obj)
 	if err != nil {
-		r.encodeMu.Lock()
-		if r.encodeErr == nil {
-			r.encodeErr = fmt.Errorf("render: %w", err)
-		}
-		r.encodeMu.Unlock()
+		r.failed(err)
 	}
 	return out
+}
+
+// failed records err, the first for render to return.
+func (r *renderer) failed(err error) {
+	r.encodeMu.Lock()
+	if r.encodeErr == nil {
+		r.encodeErr = fmt.Errorf("render: %w", err)
+	}
+	r.encodeMu.Unlock()
 }
 
 // sortErrors orders errors by field path (document order for equal

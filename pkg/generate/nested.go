@@ -53,11 +53,7 @@ func (r *renderer) nested(ns []Nested) *nestedPatches {
 	var err error
 	res.patches, err = r.pin(ns, nil, res)
 	if err != nil {
-		r.encodeMu.Lock()
-		if r.encodeErr == nil {
-			r.encodeErr = fmt.Errorf("render: %w", err)
-		}
-		r.encodeMu.Unlock()
+		r.failed(err)
 	}
 	sort.Strings(res.problems)
 	res.problems = uniq(res.problems)
@@ -117,8 +113,15 @@ func (r *renderer) pin(ns []Nested, chain []string, res *nestedPatches) ([]patch
 		}
 		out = append(out, patch{Patch: p, Target: &patchTarget{Group: kustomizeGroup, Kind: "Kustomization", Name: n.Name, Namespace: n.Namespace}})
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		a, b := out[i].Target, out[j].Target
+	sortPatches(out)
+	return out, nil
+}
+
+// sortPatches sorts a Kustomization's patches by target kind, namespace and
+// name: helmPatches' and pin's together are one sorted list.
+func sortPatches(ps []patch) {
+	sort.SliceStable(ps, func(i, j int) bool {
+		a, b := ps[i].Target, ps[j].Target
 		if a.Kind != b.Kind {
 			return a.Kind < b.Kind
 		}
@@ -127,7 +130,6 @@ func (r *renderer) pin(ns []Nested, chain []string, res *nestedPatches) ([]patch
 		}
 		return a.Name < b.Name
 	})
-	return out, nil
 }
 
 // kustomizeGroup is the API group of Flux Kustomizations.

@@ -11,9 +11,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/google/go-containerregistry/pkg/name"
-
 	"fleetgen.dev/fleetgen/internal/inert"
+	"fleetgen.dev/fleetgen/pkg/charts"
 	"fleetgen.dev/fleetgen/pkg/layers"
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/problem"
@@ -138,7 +137,7 @@ func Discover(f *schema.Fleet, m *layers.Model) (*Result, error) {
 		if s.Followed() {
 			expanded = " (through Kustomization " + inert.Quote(s.Kustomization) + ")"
 		}
-		found, bad := collect(s.Objects)
+		found, bad := collect(s)
 		for _, o := range bad {
 			if msg := what + ": " + o; !reported[msg] {
 				reported[msg] = true
@@ -148,7 +147,11 @@ func Discover(f *schema.Fleet, m *layers.Model) (*Result, error) {
 		for _, img := range found {
 			ok := true
 			for _, o := range owners {
-				ok = add(img.ref, fmt.Sprintf("%s %s (%s)", kind, o.name, s.Path), o.order, o.field) && ok
+				who := fmt.Sprintf("%s %s (%s)", kind, o.name, s.Path)
+				if img.template != "" {
+					who = fmt.Sprintf("%s %s: %s", kind, o.name, img.template)
+				}
+				ok = add(img.ref, who, o.order, o.field) && ok
 			}
 			if !ok {
 				if msg := fmt.Sprintf("%s: %s: invalid", what, img.who); !reported[msg] {
@@ -243,7 +246,7 @@ func ownersOf(f *schema.Fleet, s *layers.Set, layerIdx map[string]int) []owner {
 // there (not charts), sorted and deduplicated: what the images rewrite of a
 // Flux Kustomization matches by name.
 func Written(objs []*layers.Object) []string {
-	found, _ := collect(objs)
+	found, _ := collect(&layers.Set{Objects: objs})
 	var out []string
 	for _, f := range found {
 		if !f.chart {
@@ -256,6 +259,10 @@ func Written(objs []*layers.Object) []string {
 type found struct {
 	ref   string
 	chart bool
+	// template names the HelmRelease, chart and template that rendered
+	// the object, for an image of a chart's set: "HelmRelease apps/web
+	// chart web template web/templates/deployment.yaml".
+	template string
 	// who names where ref was found without quoting it: kind,
 	// namespace/name and container.
 	who string
@@ -264,127 +271,58 @@ type found struct {
 	file, field string
 }
 
-// collect returns the images (workload.Containers) and charts objs refer to, in no particular
-// order, and the objects whose references cannot be mirrored (each named, its
-// values never quoted).
-func collect(objs []*layers.Object) (out []found, bad []string) {
-	maps := make([]map[string]any, len(objs))
-	byKey := map[string]map[string]any{}
-	for i, o := range objs {
-		m := o.Map
-		maps[i] = m
-		byKey[objKey(str(m, "kind"), str(m, "metadata", "namespace"), str(m, "metadata", "name"))] = m
+// collect returns the images (workload.Containers) and OCI charts s's
+// objects refer to, in no particular order, and the objects whose references
+// cannot be mirrored (each named, its values never quoted). The objects of a
+// chart's set (s.Release) are named by the HelmRelease, the chart and the
+// template that rendered them, and the HelmReleases a chart renders are not
+// followed.
+func collect(s *layers.Set) (out []found, bad []string) {
+	index := make(map[[3]string]map[string]any, len(s.Objects))
+	for _, o := range s.Objects {
+		index[[3]string{o.Kind, o.Namespace, o.Name}] = o.Map
 	}
-	for i, o := range maps {
-		if o == nil {
+	find := func(kind, ns, name string) map[string]any { return index[[3]string{kind, ns, name}] }
+	for _, o := range s.Objects {
+		tmpl, file := "", o.Origin
+		if s.Release != "" {
+			// The template is the chart's, not a file of the fleet's folder.
+			tmpl, file = fmt.Sprintf("HelmRelease %s chart %s template %s", s.Release, chartName(o.Origin), o.Origin), ""
+		}
+		for _, c := range workload.Containers(o.Map) {
+			who := fmt.Sprintf("%s %s %s", o.Describe(), c.Field, c.Name)
+			if tmpl != "" {
+				who = tmpl + ": " + who
+			}
+			out = append(out, found{ref: c.Image, who: who, template: tmpl, file: file, field: c.Path})
+		}
+		if !o.IsHelmRelease() || s.Release != "" {
 			continue
 		}
-		for _, c := range workload.Containers(o) {
-			out = append(out, found{ref: c.Image, who: fmt.Sprintf("%s %s %s", objs[i].Describe(), c.Field, c.Name), file: objs[i].Origin, field: c.Path})
+		rel, err := charts.ParseRelease(o.Map)
+		if err != nil {
+			bad = append(bad, o.Describe()+": spec does not decode as a HelmRelease's")
+			continue
 		}
-		if str(o, "kind") == "HelmRelease" && strings.HasPrefix(str(o, "apiVersion"), "helm.toolkit.fluxcd.io/") {
-			ref, err := chartRef(o, byKey)
-			if err != nil {
-				bad = append(bad, fmt.Sprintf("%s: %v", objs[i].Describe(), err))
-				continue
-			}
-			if ref != "" {
-				out = append(out, found{ref: ref, chart: true, who: objs[i].Describe() + " chart", file: objs[i].Origin, field: "spec.chart"})
-			}
+		src, err := charts.ResolveSource(rel, find)
+		switch {
+		case errors.Is(err, charts.ErrVersion):
+			bad = append(bad, fmt.Sprintf("%s: %v (a chart is mirrored and locked by one version)", o.Describe(), err))
+		case err != nil:
+			// Not a chart fleetgen mirrors, or one the renderer reports.
+		case !src.HTTP():
+			out = append(out, found{ref: src.OCI, chart: true, who: o.Describe() + " chart", file: o.Origin, field: "spec.chart"})
 		}
 	}
 	sort.Strings(bad)
 	return out, bad
 }
 
-// chartRef returns the oci:// reference of a HelmRelease's chart, or "" when
-// the chart does not come from an OCI registry this build defines.
-func chartRef(hr map[string]any, byKey map[string]map[string]any) (string, error) {
-	if ref := obj(hr, "spec", "chartRef"); ref != nil {
-		if str(ref, "kind") != "OCIRepository" {
-			return "", nil
-		}
-		src := byKey[objKey("OCIRepository", nsOr(str(ref, "namespace"), ns(hr)), str(ref, "name"))]
-		if src == nil {
-			return "", nil
-		}
-		return ociRepositoryRef(src)
-	}
-	spec := obj(hr, "spec", "chart", "spec")
-	if spec == nil {
-		return "", nil
-	}
-	sr := obj(spec, "sourceRef")
-	if sr == nil || str(sr, "kind") != "HelmRepository" {
-		return "", nil
-	}
-	repo := byKey[objKey("HelmRepository", nsOr(str(sr, "namespace"), ns(hr)), str(sr, "name"))]
-	if repo == nil {
-		return "", nil
-	}
-	url := str(repo, "spec", "url")
-	if str(repo, "spec", "type") != "oci" && !strings.HasPrefix(url, "oci://") {
-		return "", nil // an HTTP chart repository: nothing to mirror
-	}
-	version := str(spec, "version")
-	if !exactTag(version) {
-		return "", errors.New("the chart version is not an exact version: an OCI chart is mirrored by tag, want e.g. 1.2.3")
-	}
-	return strings.TrimSuffix(url, "/") + "/" + str(spec, "chart") + ":" + version, nil
-}
-
-// ociRepositoryRef returns oci://…:tag or oci://…@digest for a Flux
-// OCIRepository.
-func ociRepositoryRef(src map[string]any) (string, error) {
-	url := str(src, "spec", "url")
-	switch {
-	case str(src, "spec", "ref", "digest") != "":
-		return url + "@" + str(src, "spec", "ref", "digest"), nil
-	case str(src, "spec", "ref", "tag") != "":
-		return url + ":" + str(src, "spec", "ref", "tag"), nil
-	case str(src, "spec", "ref", "semver") != "":
-		return "", fmt.Errorf("OCIRepository %s/%s: ref.semver is not an exact version: an OCI chart is mirrored by tag or digest", ns(src), str(src, "metadata", "name"))
-	}
-	return url + ":latest", nil // Flux's default
-}
-
-// exactTag reports whether v names one tag rather than a semver range.
-func exactTag(v string) bool {
-	if v == "" || strings.ContainsAny(v, "*^~<>=|, ") || v == "x" || strings.Contains(v, ".x") || strings.Contains(v, ".X") {
-		return false
-	}
-	_, err := name.NewTag("example.com/chart:" + v)
-	return err == nil
-}
-
-func objKey(kind, namespace, name string) string { return kind + "/" + namespace + "/" + name }
-
-func ns(o map[string]any) string { return nsOr(str(o, "metadata", "namespace"), "") }
-
-func nsOr(n, def string) string {
-	if n != "" {
-		return n
-	}
-	return def
-}
-
-func obj(m map[string]any, keys ...string) map[string]any {
-	for _, k := range keys {
-		next, ok := m[k].(map[string]any)
-		if !ok {
-			return nil
-		}
-		m = next
-	}
-	return m
-}
-
-func str(m map[string]any, keys ...string) string {
-	if o := obj(m, keys[:len(keys)-1]...); o != nil {
-		s, _ := o[keys[len(keys)-1]].(string)
-		return s
-	}
-	return ""
+// chartName is the chart a template of a rendered chart belongs to: the
+// first element of its path (podinfo/templates/deployment.yaml).
+func chartName(template string) string {
+	name, _, _ := strings.Cut(template, "/")
+	return name
 }
 
 func sortedKeys[V any](m map[string]V) []string {

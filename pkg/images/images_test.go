@@ -107,7 +107,7 @@ spec:
   chart:
     spec:
       chart: redis
-      version: "*"
+      version: "18.19.4"
       sourceRef: {kind: HelmRepository, name: bitnami}
 ---
 apiVersion: source.toolkit.fluxcd.io/v1
@@ -269,7 +269,7 @@ spec:
 `,
 			},
 			layers: []schema.Layer{{Name: "helm", Path: "helm"}},
-			want:   []string{"spec.layers[0].path: layer helm: folder helm: HelmRelease app: the chart version is not an exact version"},
+			want:   []string{`spec.layers[0].path: layer helm: folder helm: HelmRelease app: chart app: chart version ">=1.0.0" is not an exact version`},
 		},
 	}
 	for name, tc := range tests {

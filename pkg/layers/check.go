@@ -224,6 +224,9 @@ func (m *Model) issues(f *schema.Fleet) ([]issue, map[issue][]string) {
 		if s.Delivery != "" {
 			via = "bundle " + s.Path
 		}
+		if s.Release != "" { // a chart's objects: File is its template
+			via = strings.TrimPrefix(via+" → HelmRelease "+s.Release, " → ")
+		}
 		// A cluster receives a set once per layer or delivery.
 		type owner struct{ layer, delivery string }
 		by := map[owner][]string{}
@@ -283,6 +286,9 @@ func (m *Model) issues(f *schema.Fleet) ([]issue, map[issue][]string) {
 					}
 					for _, p := range ps {
 						what, v, _ := strings.Cut(p, "\x00")
+						if what == "type" && s.Release != "" {
+							continue // helm-controller applies a chart's objects, not kustomize-controller
+						}
 						note(what, o, v)
 					}
 				}

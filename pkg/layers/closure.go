@@ -203,7 +203,7 @@ func (m *Model) founds(s *Set) []*found {
 					cm.k = string(b)
 				}
 			}
-		case o.Kind == helmReleaseKind && group(o.APIVersion) == helmFluxGroup:
+		case o.IsHelmRelease():
 			f = &found{obj: o}
 		}
 		if m.decoded == nil {

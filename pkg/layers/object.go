@@ -70,6 +70,11 @@ func buildObject(res *resource.Resource, origin string) (*Object, error) {
 	return o, nil
 }
 
+// IsHelmRelease reports whether o is a Flux HelmRelease.
+func (o *Object) IsHelmRelease() bool {
+	return o.Kind == helmReleaseKind && group(o.APIVersion) == helmFluxGroup
+}
+
 // Describe names the object without quoting any of its values: kind and
 // namespace/name.
 func (o *Object) Describe() string {

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"sigs.k8s.io/yaml"
 
@@ -36,6 +37,10 @@ type Lock struct {
 	Kind       string `json:"kind"`
 	// Images is sorted by Source.
 	Images []Image `json:"images,omitempty"`
+	// Charts are the charts of HTTP chart repositories republished in the
+	// mirror as OCI charts, sorted by Repository, Chart and Version. An OCI
+	// chart is an Images entry, as an image is.
+	Charts []Chart `json:"charts,omitempty"`
 	// Clients is sorted by Cluster.
 	Clients []Client `json:"clients,omitempty"`
 	// Shards are the controller shards assigned to clusters and deliveries
@@ -111,6 +116,58 @@ func (i Image) Repository() string {
 	return repo
 }
 
+// Chart is one chart of an HTTP chart repository (a Flux HelmRepository
+// that is not of type oci), pulled once by mirror and republished in the
+// mirror as an OCI chart, the layout `helm push` writes.
+type Chart struct {
+	// Repository is the repository's URL (http or https), without a
+	// trailing slash; Chart and Version name the chart in its index.yaml.
+	Repository string `json:"repository"`
+	Chart      string `json:"chart"`
+	Version    string `json:"version"`
+	// Archive is the digest of the chart's .tgz as the repository served
+	// it (sha256:<hex>).
+	Archive string `json:"archive"`
+	// Target is the mirror reference, tagged with the version.
+	Target string `json:"target"`
+	// Digest is the republished chart's manifest digest: what a render
+	// reads from the chart cache and what a cluster pulls.
+	Digest string `json:"digest"`
+}
+
+// Pinned returns the target repository pinned by digest.
+func (c Chart) Pinned() string {
+	repo, _ := SplitRef(c.Target)
+	return repo + "@" + c.Digest
+}
+
+func chartLess(a, b Chart) bool {
+	if a.Repository != b.Repository {
+		return a.Repository < b.Repository
+	}
+	if a.Chart != b.Chart {
+		return a.Chart < b.Chart
+	}
+	return a.Version < b.Version
+}
+
+// Chart returns the entry of chart at version from the HTTP chart
+// repository repo (a trailing slash ignored).
+func (l *Lock) Chart(repo, chart, version string) (Chart, bool) {
+	want := Chart{Repository: strings.TrimSuffix(repo, "/"), Chart: chart, Version: version}
+	i := sort.Search(len(l.Charts), func(i int) bool { return !chartLess(l.Charts[i], want) })
+	if i < len(l.Charts) && l.Charts[i].Repository == want.Repository && l.Charts[i].Chart == chart && l.Charts[i].Version == version {
+		return l.Charts[i], true
+	}
+	return Chart{}, false
+}
+
+// SetCharts replaces the chart entries (mirror writes them all at once).
+func (l *Lock) SetCharts(charts []Chart) {
+	l.Charts = append([]Chart(nil), charts...)
+	l.sort()
+}
+
 // Client is the client ID generated for one agent-mode cluster.
 type Client struct {
 	Cluster  string `json:"cluster"`
@@ -169,6 +226,7 @@ func (l *Lock) sort() {
 	for i := range l.Images {
 		SortReferrers(l.Images[i].Referrers)
 	}
+	sort.Slice(l.Charts, func(i, j int) bool { return chartLess(l.Charts[i], l.Charts[j]) })
 	sort.Slice(l.Clients, func(i, j int) bool { return l.Clients[i].Cluster < l.Clients[j].Cluster })
 	l.sortShards()
 }
@@ -281,6 +339,7 @@ func (l *Lock) Clone() *Lock {
 			c.Images[i].Verified = &vv
 		}
 	}
+	c.Charts = append([]Chart(nil), l.Charts...)
 	c.Clients = append([]Client(nil), l.Clients...)
 	c.Shards = l.Shards.clone()
 	return &c

@@ -95,6 +95,19 @@ func (l *Lock) check(pos map[string]strictyaml.Pos) problem.Errors {
 			images[img.Source] = i
 		}
 	}
+	charts := map[Chart]int{}
+	for i, c := range l.Charts {
+		path := fmt.Sprintf("charts[%d]", i)
+		digest(path+".archive", c.Archive)
+		digest(path+".digest", c.Digest)
+		form(path+".repository", c.Repository, chartRepoRE, "repository", "an http:// or https:// URL without a trailing slash")
+		key := Chart{Repository: c.Repository, Chart: c.Chart, Version: c.Version}
+		if j, dup := charts[key]; dup {
+			add(path, problem.Duplicate(path+".chart", "duplicate chart (also charts[%d]): want one entry per repository, chart and version", j))
+		} else {
+			charts[key] = i
+		}
+	}
 	l.checkShards(add)
 	clients := map[string]int{}
 	for i, c := range l.Clients {
@@ -111,6 +124,9 @@ func (l *Lock) check(pos map[string]strictyaml.Pos) problem.Errors {
 // digestRE is the only digest form mirror writes (go-containerregistry's
 // sha256 of the manifest or index).
 var digestRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+
+// chartRepoRE is the form of a chart entry's repository.
+var chartRepoRE = regexp.MustCompile(`^https?://[^/\s]+(/[^\s]*[^/\s])?$`)
 
 // policyRE is the only policy name a verified entry may carry.
 var policyRE = regexp.MustCompile(`^spec\.verify\[(0|[1-9][0-9]{0,5})\]$`)

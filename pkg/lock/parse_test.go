@@ -40,7 +40,7 @@ func TestParseErrors(t *testing.T) {
 		"not a mapping":     {in: "- " + marker + "\n", want: []string{"fleet.lock.yaml:1: not a mapping"}},
 		"not utf-8":         {in: head + "images: [\xff" + marker + "]\n", want: []string{"fleet.lock.yaml:3: not UTF-8 text"}},
 		"nul":               {in: head + "\x00" + marker, want: []string{"not UTF-8 text"}},
-		"unknown field":     {in: head + marker + ": 1\n", want: []string{"fleet.lock.yaml:3:1: unknown field: want apiVersion, kind, images, clients or shards"}},
+		"unknown field":     {in: head + marker + ": 1\n", want: []string{"fleet.lock.yaml:3:1: unknown field: want apiVersion, kind, images, charts, clients or shards"}},
 		"duplicate field":   {in: head + "kind: Lock\n", want: []string{"fleet.lock.yaml:3:1: duplicate field"}},
 		"wrong apiVersion":  {in: "apiVersion: " + marker + "\nkind: Lock\n", want: []string{"fleet.lock.yaml:1:13: apiVersion: want fleetgen.dev/v1alpha1"}},
 		"wrong kind":        {in: "apiVersion: fleetgen.dev/v1alpha1\nkind: " + marker + "\n", want: []string{"fleet.lock.yaml:2:7: kind: want Lock"}},
@@ -314,4 +314,35 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("round trip differs:\n%s", d)
 		}
 	})
+}
+
+func TestParseCharts(t *testing.T) {
+	t.Parallel()
+	d := "sha256:" + strings.Repeat("a", 64)
+	good := "apiVersion: fleetgen.dev/v1alpha1\nkind: Lock\ncharts:\n" +
+		"- {repository: https://charts.example/stable, chart: web, version: 1.2.3, archive: " + d + ", target: m.example/stable/web:1.2.3, digest: " + d + "}\n"
+	l, err := Parse([]byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, ok := l.Chart("https://charts.example/stable/", "web", "1.2.3")
+	if !ok || c.Pinned() != "m.example/stable/web@"+d {
+		t.Fatalf("Chart = %+v, %v", c, ok)
+	}
+	if _, ok := l.Chart("https://charts.example/stable", "web", "1.2.4"); ok {
+		t.Fatal("Chart found another version")
+	}
+	for name, tc := range map[string]struct{ doc, want string }{
+		"duplicate": {good + "- {repository: https://charts.example/stable, chart: web, version: 1.2.3, archive: " + d + ", target: x, digest: " + d + "}\n", "duplicate chart"},
+		"digest":    {strings.Replace(good, "digest: "+d, "digest: sha256:1", 1), "charts[0].digest: malformed digest"},
+		"repo":      {strings.Replace(good, "https://charts.example/stable", "file:///etc", 1), "charts[0].repository: malformed repository"},
+		"missing":   {strings.Replace(good, ", archive: "+d, "", 1), "charts[0]"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.doc))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Parse = %v, want %q", err, tc.want)
+			}
+		})
+	}
 }

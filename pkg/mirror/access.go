@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
 	"slices"
 	"strings"
 
@@ -74,6 +75,30 @@ func (o *options) remote(ctx context.Context, targets ...schema.Registry) ([]rem
 		remote.WithRetryPredicate(retry),
 		remote.WithUserAgent("fleetgen"),
 	}, pings
+}
+
+// Remote returns the options of a request to reg that fleetgen makes
+// outside Run, Check and Verify (a chart fetched or pushed by digest): the
+// same keychain, credentials scoped to reg (Keychain), bounded transport and
+// retries. opts are Run's; those that do not concern one request are
+// ignored.
+func Remote(ctx context.Context, reg schema.Registry, opts ...Option) ([]remote.Option, error) {
+	o, err := newOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	ro, _ := o.remote(ctx, reg)
+	return ro, nil
+}
+
+// HTTPClient returns the client of requests to an HTTP chart repository:
+// Run's bounded transport (Timeouts), no credentials.
+func HTTPClient(opts ...Option) (*http.Client, error) {
+	o, err := newOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	return &http.Client{Transport: o.transport}, nil
 }
 
 // fanOut calls fn for each i < n, at most jobs at a time, none stopping the

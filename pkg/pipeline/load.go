@@ -41,6 +41,18 @@ type Loaded struct {
 	// Images is every image the fleet needs, found in Model.
 	Images *images.Result
 
+	// units are the units Model holds (loadAll's, without skipLayers'),
+	// layerOpts the options it was built with (the deliveries that are
+	// sound), but the chart renderer.
+	units     []layers.Unit
+	layerOpts layers.Options
+	// charts renders the charts of the HelmReleases the Model holds.
+	charts *chartRenderer
+	// patches caches chartPatches.
+	patches     map[[2]string][]generate.HelmRelease
+	patchErrs   problem.Errors
+	patchesDone bool
+
 	// allowPlaintext is Config.AllowPlaintextSecrets: the command line's
 	// leave to write credential Secrets unencrypted.
 	allowPlaintext bool
@@ -73,8 +85,13 @@ type Loaded struct {
 // Load reads fleet.yaml, its lock and its layers (built with kustomize,
 // confined to the folder of fleet.yaml). Any problem found there is an input
 // error, located in fleet.yaml where it can be.
-func Load(ctx context.Context, cfg Config) (*Loaded, error) {
-	ld, errs, err := loadAll(ctx, cfg)
+func Load(ctx context.Context, cfg Config) (*Loaded, error) { return loadPending(ctx, cfg, false) }
+
+// loadPending is Load; with pending (mirror, build: what brings the lock up
+// to date) a chart the lock or the chart cache lacks is left out of the
+// model rather than an input error.
+func loadPending(ctx context.Context, cfg Config, pending bool) (*Loaded, error) {
+	ld, errs, err := loadAll(ctx, cfg, pending)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +113,7 @@ func Load(ctx context.Context, cfg Config) (*Loaded, error) {
 //
 // What it returns from an invalid fleet.yaml is for checks only: nothing may
 // be rendered from it.
-func loadAll(ctx context.Context, cfg Config) (*Loaded, problem.Errors, error) {
+func loadAll(ctx context.Context, cfg Config, pending bool) (*Loaded, problem.Errors, error) {
 	// The lock, beside fleet.yaml, is read and parsed while fleet.yaml is.
 	type lockRead struct {
 		l    *lock.Lock
@@ -151,20 +168,71 @@ func loadAll(ctx context.Context, cfg Config) (*Loaded, problem.Errors, error) {
 	if bad := brokenDeliveries(f, errs); len(bad) > 0 {
 		opts.Deliveries = slices.DeleteFunc(opts.Deliveries, func(d layers.Delivery) bool { return bad[d.Name] })
 	}
-	m, err := layers.LoadUnits(f, units, opts)
-	if m == nil || later(err) != nil {
-		return nil, nil, err
-	}
-	found, err := images.Discover(f, m)
-	if found == nil || later(err) != nil {
-		return nil, nil, err
-	}
-	ld := &Loaded{Fleet: f, Lock: lr.l, LockPath: filepath.Join(f.Dir, lock.FileName), LockBytes: lr.data, Model: m, Images: found,
-		allowPlaintext: cfg.AllowPlaintextSecrets, skipLayers: skip, rebalance: cfg.Rebalance}
+	ld := &Loaded{Fleet: f, Lock: lr.l, LockPath: filepath.Join(f.Dir, lock.FileName), LockBytes: lr.data,
+		allowPlaintext: cfg.AllowPlaintextSecrets, skipLayers: skip, units: units, layerOpts: opts, rebalance: cfg.Rebalance}
 	if lr.err != nil {
 		ld.Lock, ld.LockBytes, ld.lockBad = lock.New(), nil, true
 	}
+	lerr, derr, err := ld.model(ctx, cfg, pending)
+	if err != nil {
+		return nil, nil, err
+	}
+	if later(lerr) != nil {
+		return nil, nil, lerr
+	}
+	if ld.Images == nil || later(derr) != nil {
+		return nil, nil, derr
+	}
 	return ld, sortProblems(errs, f.File), nil
+}
+
+// model builds ld's model of what each of ld.units receives, the charts of
+// its HelmReleases rendered from the charts ld.Lock pins (chartRenderer),
+// and finds its images. lerr and derr are the problems of the layer builds
+// and of image discovery (problem.Errors; Model and Images hold what did
+// build); err is a failure that is not the input's (the chart cache, the
+// mirror) or an input error no problem list holds. With pending (mirror's
+// first pass) a chart the lock or the chart cache lacks is left out rather
+// than a problem.
+func (ld *Loaded) model(ctx context.Context, cfg Config, pending bool) (lerr, derr, err error) {
+	f := ld.Fleet
+	r := newChartRenderer(f, ld.Lock, cfg)
+	r.pending = pending
+	if cfg.FetchCharts != "" {
+		if !strings.EqualFold(cfg.FetchCharts, f.Spec.Registry.Host) {
+			return nil, nil, problem.Invalid(fmt.Errorf("--fetch-charts %s: spec.registry.host is %s: charts are fetched only from the mirror the job names, not from one fleet.yaml names (a pull request may change it)",
+				inert.Quote(cfg.FetchCharts), inert.Quote(f.Spec.Registry.Host)))
+		}
+		if r.remote, err = mirror.Remote(ctx, f.Spec.Registry, registryCredentials(cfg)); err != nil {
+			return nil, nil, err
+		}
+	}
+	opts := ld.layerOpts
+	opts.Charts = r.render
+	m, lerr := layers.LoadUnits(f, ld.units, opts)
+	if m == nil {
+		return nil, nil, lerr
+	}
+	if r.fatal != nil {
+		return nil, nil, r.fatal
+	}
+	found, derr := images.Discover(f, m)
+	ld.Model, ld.Images, ld.charts = m, found, r
+	ld.inputDone, ld.filesDone, ld.patchesDone = false, false, false
+	return lerr, derr, nil
+}
+
+// remodel builds ld's model again (mirror, once it brought the charts): a
+// problem is an error.
+func (ld *Loaded) remodel(ctx context.Context, cfg Config) error {
+	lerr, derr, err := ld.model(ctx, cfg, false)
+	if err == nil {
+		err = lerr
+	}
+	if err == nil {
+		err = derr
+	}
+	return err
 }
 
 // brokenLayers names the layers whose path fleet.yaml's own rules found
@@ -297,6 +365,8 @@ func (ld *Loaded) check(r rules) error {
 		errs = append(errs, ld.lockErrors()...)
 		errs = append(errs, ld.shardPlan().Problems(ld.Fleet)...)
 		errs = append(errs, generate.ImageClashes(ld.Fleet, ld.Lock, ld.Images.LayerImages)...)
+		_, perrs := ld.chartPatches()
+		errs = append(errs, perrs...)
 	}
 	if r == verifyRules && !ld.lockBad {
 		errs = append(errs, ld.verifyLock()...)

@@ -15,6 +15,8 @@ import (
 	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/pkg/schema"
 	"fleetgen.dev/fleetgen/pkg/verify"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
 // Image is one image the fleet needs (`fleetgen images`; -o json prints
@@ -110,7 +112,9 @@ type MirrorResult struct {
 // It runs every input check but the lock's (Validate), the lock being what it
 // brings up to date.
 func Mirror(ctx context.Context, cfg Config, o MirrorOptions) (*MirrorResult, error) {
-	ld, err := Load(ctx, cfg)
+	// The air gap carries what the lock names, charts rendered from the
+	// chart cache: it brings nothing up to date.
+	ld, err := loadPending(ctx, cfg, o.To == "" && o.From == "")
 	if err != nil {
 		return nil, err
 	}
@@ -137,19 +141,45 @@ func sourceMirrors(f *schema.Fleet) mirror.Option {
 	return mirror.WithSourceMirrors(ms)
 }
 
-// mirrorLoaded mirrors ld's images and, unless o.DryRun, writes the lock and
-// makes it ld's.
+// mirrorLoaded mirrors ld's charts and images and, unless o.DryRun, writes
+// the lock and makes it ld's.
 func mirrorLoaded(ctx context.Context, cfg Config, ld *Loaded, o MirrorOptions) (*MirrorResult, error) {
 	if o.To != "" || o.From != "" {
 		return airGap(ctx, cfg, ld, o)
 	}
 	f := ld.Fleet
+	log := cfg.logger()
+	runOpts := func() ([]mirror.Option, error) {
+		opts := []mirror.Option{
+			mirror.WithLogger(log),
+			mirror.WithJobs(o.Jobs),
+			mirror.WithInsecure(f.Spec.Registry.Insecure),
+			registryCredentials(cfg),
+			mirror.WithReferrers(!o.NoReferrers),
+		}
+		if ps, err := ld.Policies(); err != nil {
+			return nil, err
+		} else if len(ps) > 0 {
+			if o.NoReferrers {
+				return nil, problem.Invalid(errors.New("mirror: --no-referrers would leave behind the signatures spec.verify needs at the mirror: drop the flag, or spec.verify"))
+			}
+			opts = append(opts, mirror.WithVerify(ps))
+		}
+		return append(opts, sourceMirrors(f)), nil
+	}
+	// The charts first: their images are known once they render.
+	old := ld.Lock
+	chartLock, err := ld.mirrorCharts(ctx, cfg, o, runOpts)
+	if err != nil {
+		ld.Lock = old
+		return nil, err
+	}
 	pairs, err := mirror.Plan(f.Spec.Registry, ld.Images.Refs())
 	if err != nil {
 		return nil, err
 	}
-	log := cfg.logger()
 	if o.DryRun {
+		ld.Lock = old
 		res := &MirrorResult{Plan: pairs}
 		ps, err := ld.Policies()
 		if err != nil || len(ps) == 0 {
@@ -165,22 +195,10 @@ func mirrorLoaded(ctx context.Context, cfg Config, ld *Loaded, o MirrorOptions) 
 		return res, nil
 	}
 
-	opts := []mirror.Option{
-		mirror.WithLogger(log),
-		mirror.WithJobs(o.Jobs),
-		mirror.WithInsecure(f.Spec.Registry.Insecure),
-		registryCredentials(cfg),
-		mirror.WithReferrers(!o.NoReferrers),
-	}
-	if ps, err := ld.Policies(); err != nil {
+	opts, err := runOpts()
+	if err != nil {
 		return nil, err
-	} else if len(ps) > 0 {
-		if o.NoReferrers {
-			return nil, problem.Invalid(errors.New("mirror: --no-referrers would leave behind the signatures spec.verify needs at the mirror: drop the flag, or spec.verify"))
-		}
-		opts = append(opts, mirror.WithVerify(ps))
 	}
-	opts = append(opts, sourceMirrors(f))
 	if o.OnProgress != nil {
 		o.OnProgress(MirrorUpdate{Start: true, Total: len(pairs), Registry: f.Spec.Registry.Host})
 		opts = append(opts, mirror.WithProgress(func(e mirror.Event) { o.OnProgress(MirrorUpdate{Event: e}) }))
@@ -192,10 +210,16 @@ func mirrorLoaded(ctx context.Context, cfg Config, ld *Loaded, o MirrorOptions) 
 	if err != nil {
 		return nil, mirrorFailures(err, len(pairs))
 	}
-	l := ld.Lock.Clone()
+	for _, c := range chartLock.Images {
+		if e, ok := (&lock.Lock{Images: entries}).Image(c.Source); ok && e.Digest != c.Digest {
+			return nil, fmt.Errorf("chart %s moved from %s to %s while it was mirrored: run `fleetgen mirror` again", c.Source, c.Digest, e.Digest)
+		}
+	}
+	l := old.Clone()
 	l.SetImages(entries)
+	l.SetCharts(chartLock.Charts)
 	if cfg.Locked {
-		if err := lockedImages(ld.Lock, l); err != nil {
+		if err := lockedImages(old, l); err != nil {
 			return nil, err
 		}
 	}
@@ -203,6 +227,7 @@ func mirrorLoaded(ctx context.Context, cfg Config, ld *Loaded, o MirrorOptions) 
 		return nil, err
 	}
 	ld.Lock, ld.LockBytes = l, l.Marshal()
+	ld.charts.lock, ld.patchesDone = l, false
 	// With a display (OnProgress) the summary is its last line; the log has
 	// it at Debug then, so that it is not printed twice.
 	level := slog.LevelInfo
@@ -299,4 +324,87 @@ func MirrorBytes(n int64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
+}
+
+// mirrorCharts brings the charts of ld's HelmReleases into the chart cache
+// and the mirror (mirrorcharts.go), then builds ld's model again with them
+// rendered, so that ld.Images holds their images. It returns the lock it
+// rendered with: ld's, its charts and OCI charts as this run found them;
+// ld.Lock is that lock until the caller sets the one it writes. Nothing is
+// done when no HelmRelease names a chart.
+func (ld *Loaded) mirrorCharts(ctx context.Context, cfg Config, o MirrorOptions, runOpts func() ([]mirror.Option, error)) (*lock.Lock, error) {
+	if len(ld.charts.sources) == 0 {
+		return &lock.Lock{}, nil
+	}
+	httpCharts, err := ld.httpCharts(ctx, cfg, o.DryRun)
+	if err != nil {
+		return nil, err
+	}
+	var entries []lock.Image
+	if refs := ld.charts.ociCharts(); len(refs) > 0 {
+		if o.DryRun {
+			entries, err = resolveCharts(ctx, cfg, ld, refs)
+		} else {
+			var pairs []mirror.Pair
+			var opts []mirror.Option
+			if pairs, err = mirror.Plan(ld.Fleet.Spec.Registry, refs); err == nil {
+				opts, err = runOpts()
+			}
+			if err == nil {
+				entries, _, err = mirror.Run(ctx, pairs, opts...)
+				if err != nil {
+					err = mirrorFailures(err, len(pairs))
+				}
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := ld.cacheOCICharts(ctx, cfg, entries, o.DryRun); err != nil {
+			return nil, err
+		}
+	}
+	tmp := ld.Lock.Clone()
+	tmp.SetCharts(httpCharts)
+	imgs := append([]lock.Image(nil), entries...)
+	for _, img := range tmp.Images {
+		if _, ok := (&lock.Lock{Images: entries}).Image(img.Source); !ok {
+			imgs = append(imgs, img)
+		}
+	}
+	tmp.SetImages(imgs)
+	ld.Lock = tmp
+	if err := ld.remodel(ctx, cfg); err != nil {
+		return nil, err
+	}
+	if err := ld.check(inputRules); err != nil {
+		return nil, err
+	}
+	return &lock.Lock{Images: entries, Charts: httpCharts}, nil
+}
+
+// resolveCharts returns lock entries of the OCI charts refs at their source
+// (a dry run's: nothing is copied): each tag resolved to its digest.
+func resolveCharts(ctx context.Context, cfg Config, ld *Loaded, refs []string) ([]lock.Image, error) {
+	ro, err := mirror.Remote(ctx, ld.Fleet.Spec.Registry, registryCredentials(cfg))
+	if err != nil {
+		return nil, err
+	}
+	pairs, err := mirror.Plan(ld.Fleet.Spec.Registry, refs)
+	if err != nil {
+		return nil, err
+	}
+	var out []lock.Image
+	for _, p := range pairs {
+		ref, err := name.ParseReference(p.Source)
+		if err != nil {
+			return nil, problem.Invalid(fmt.Errorf("chart %s: %w", p.Source, err))
+		}
+		d, err := remote.Head(ref, ro...)
+		if err != nil {
+			return nil, fmt.Errorf("chart %s: %w", p.Source, err)
+		}
+		out = append(out, lock.Image{Source: p.Source, Target: p.Target, Digest: d.Digest.String()})
+	}
+	return out, nil
 }

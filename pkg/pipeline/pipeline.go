@@ -34,6 +34,17 @@ type Config struct {
 	// fleet.lock.yaml: a new client ID or shard assignment (render) or
 	// image entry (mirror).
 	Locked bool
+	// ChartCache is the chart cache's folder (charts.Cache); empty means
+	// charts.DefaultCacheDir, the user's cache.
+	ChartCache string
+	// FetchCharts, a registry host, lets a command fetch a chart the chart
+	// cache lacks from the mirror, by its locked digest, read-only, when
+	// spec.registry.host is that host: a pull request job on a fresh runner
+	// (docs/ci.md). The host comes from the job, not from fleet.yaml, so
+	// that a pull request that names another registry gets no credential
+	// and no request. Empty: nothing is fetched, and such a chart is an
+	// input error ("run fleetgen mirror").
+	FetchCharts string
 	// Rebalance reassigns shards on purpose (render and diff --rebalance,
 	// shard.Options): those the lock puts on a shard no longer declared,
 	// else the fewest that balance the shards.

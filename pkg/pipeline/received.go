@@ -84,6 +84,9 @@ func receivedChanges(cfg RenderOptions, ld *Loaded, had map[string][]byte) (map[
 		// read it too (SPEC §5's closure).
 		opts.Source = layers.SourceOf(f)
 	}
+	// DIR's HelmReleases render from the charts this lock pins (a chart it
+	// no longer pins is not rendered).
+	opts.Charts = ld.charts.previous().render
 	old, err := layers.New(cfg.OutDir, units, opts)
 	var lim *layers.LimitError
 	if errors.As(err, &lim) {

@@ -60,7 +60,7 @@ func logValid(cfg Config, ld *Loaded) {
 // holds no Fleet, or a problem stopped it), the warnings, and the problems of
 // every phase as one sorted problem.Errors (or a runtime error).
 func validateAll(ctx context.Context, cfg Config) (*Loaded, problem.Errors, error) {
-	ld, errs, err := loadAll(ctx, cfg)
+	ld, errs, err := loadAll(ctx, cfg, false)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -179,7 +179,9 @@ func loadFor(ctx context.Context, cfg Config, cmd, dir string) (*Loaded, error) 
 	if err := checkOutDir(cfg, dir); err != nil {
 		return nil, err
 	}
-	return Load(ctx, cfg)
+	// build mirrors before it renders: a chart not mirrored yet is its
+	// mirror step's to bring, not an input error.
+	return loadPending(ctx, cfg, cmd == "build")
 }
 
 // checkOutDir refuses an output folder that is the fleet's folder or holds
@@ -438,8 +440,10 @@ func render(ctx context.Context, cfg Config, ld *Loaded, dir string, placeholder
 		return nil, err
 	}
 
+	patches, _ := ld.chartPatches()
 	files, err := generate.Render(f, l, generate.Options{LayerImages: ld.Images.LayerImages, LayerDecryption: ld.Model.Decrypts,
-		Nested: nestedOf(f, ld.Model)})
+		HelmReleases: func(cluster, layer string) []generate.HelmRelease { return patches[[2]string{cluster, layer}] },
+		Nested:       nestedOf(f, ld.Model)})
 	if err != nil {
 		return nil, err
 	}

@@ -144,6 +144,7 @@ var fieldDocs = map[string]fieldDoc{
 	"spec.clusters[].registration.clientID":   {desc: "mode agent: the client ID; auto generates one, kept in fleet.lock.yaml.", def: "auto", example: "auto"},
 	"spec.clusters[].registration.tokenTTL":   durationDoc("mode agent: the registration token TTL; default spec.defaults.tokenTTL.", nil, "24h"),
 	"spec.clusters[].registration.caCert":     {desc: "mode verrazzano: the managed cluster's CA (PEM), {file: PATH} or {value: PEM}; none means a well-known CA.", forms: formFile | formValue, example: map[string]any{"file": "certs/managed1-ca.pem"}},
+	"spec.clusters[].kubernetesVersion":       {desc: "The cluster's Kubernetes version, 1.33 or v1.33.4: what the Helm charts of its HelmReleases render against (.Capabilities.KubeVersion). Default: the version fleetgen's Kubernetes libraries serve (docs/mirroring.md).", pattern: kubeVersionRE.String(), example: "1.33"},
 }
 
 var fileRefType = reflect.TypeOf(FileRef{})

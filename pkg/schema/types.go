@@ -214,6 +214,10 @@ type Cluster struct {
 	// Identity is the cluster's own identity, which KubeFleet's member
 	// agent authenticates to the hub as (managers.go).
 	Identity *Identity `json:"identity,omitempty"`
+	// KubernetesVersion is what the Helm charts of the HelmReleases the
+	// cluster receives render against (.Capabilities.KubeVersion): "1.33"
+	// or "v1.33.4"; empty means pkg/charts' default (docs/mirroring.md).
+	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
 	// Shard pins the cluster's controller shards (shards.go); unpinned
 	// ones are assigned and kept in fleet.lock.yaml.
 	Shard *ClusterShard `json:"shard,omitempty"`

@@ -2,10 +2,15 @@ package schema
 
 import (
 	"fmt"
+	"regexp"
 
 	"fleetgen.dev/fleetgen/pkg/layout"
 	"fleetgen.dev/fleetgen/pkg/problem"
 )
+
+// kubeVersionRE is a Kubernetes version as clusters[].kubernetesVersion
+// takes it: what Helm's ParseKubeVersion reads, without pre-release or build.
+var kubeVersionRE = regexp.MustCompile(`^v?[0-9]{1,3}\.[0-9]{1,3}(\.[0-9]{1,4})?$`)
 
 func (v *validator) groups() {
 	seen := map[string]int{}
@@ -56,6 +61,9 @@ func (v *validator) clusters() {
 			return fromDefaults && dv == val && !f.Has(p+".labels["+k+"]")
 		})
 
+		if c.KubernetesVersion != "" && !kubeVersionRE.MatchString(c.KubernetesVersion) {
+			v.add(problem.InvalidValue(p+".kubernetesVersion", "invalid Kubernetes version %q: want MAJOR.MINOR or vMAJOR.MINOR.PATCH, e.g. 1.33 or v1.33.4", c.KubernetesVersion))
+		}
 		r := &c.Registration
 		rp := p + ".registration"
 		d := &f.Spec.Defaults

@@ -29,7 +29,9 @@ type Finding struct {
 	Clusters        []string
 	// Via names what leads from the layer to the object when it is not the
 	// layer's own build: the Flux Kustomizations followed ("Kustomization
-	// apps/sub (apps/sub.yaml)"), or the bundle.
+	// apps/sub (apps/sub.yaml)"), the HelmRelease whose chart rendered it
+	// ("HelmRelease apps/web": File is then the chart's template), or the
+	// bundle.
 	Via string
 }
 
@@ -85,7 +87,13 @@ func (fd Finding) FieldError(f *schema.Fleet) *problem.FieldError {
 	}
 	i := slices.IndexFunc(f.Spec.Layers, func(l schema.Layer) bool { return l.Name == fd.Layer })
 	how := "the layer's build with post-build substitution"
-	if fd.Via != "" {
+	switch {
+	case strings.Contains(fd.Via, "HelmRelease "):
+		// File is the chart's template; the value came from the
+		// HelmRelease's values, most likely.
+		how = "through " + fd.Via + ", its chart rendered as helm-controller renders it"
+		fix = "give the chart an existing Secret that a layer holds SOPS-encrypted instead of the value"
+	case fd.Via != "":
 		how = "through " + fd.Via + ", built as kustomize-controller builds it"
 	}
 	return f.At(problem.Other(fmt.Sprintf("spec.layers[%d]", i),

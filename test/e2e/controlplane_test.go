@@ -43,7 +43,7 @@ import (
 // The programs test/e2e/tools/build.sh builds, by the part of the test that
 // runs them.
 var (
-	controlPlaneBinaries = []string{"bin/etcd", "bin/kube-apiserver", "bin/kube-controller-manager", "bin/source-controller", "bin/kustomize-controller"}
+	controlPlaneBinaries = []string{"bin/etcd", "bin/kube-apiserver", "bin/kube-controller-manager", "bin/source-controller", "bin/kustomize-controller", helmController}
 	fleetBinaries        = []string{"bin/fleetcontroller", "bin/fleetagent", "bin/helm", "charts/fleet/Chart.yaml"}
 )
 

@@ -46,6 +46,7 @@ const (
 // repository served over HTTP, its manager API URL and CA the test's.
 type example struct {
 	dir, out string
+	upstream string // the upstream registry's host:port
 	mirror   string // the mirror registry's host:port
 	repo     string // bare repository
 	gitURL   string // its smart-HTTP URL, as Flux reads it
@@ -78,7 +79,7 @@ func TestReconcile(t *testing.T) {
 	}
 	s.time("control plane up (etcd, 3 x kube-apiserver /readyz)", time.Since(runStart))
 
-	crds := fluxCRDs(t, tools)
+	crds := append(fluxCRDs(t, tools), helmControllerCRD(t, tools)...)
 	for _, c := range []*cluster{mgr, edge} {
 		if err := c.apply(ctx, crds); err != nil {
 			t.Fatal(err)
@@ -89,11 +90,13 @@ func TestReconcile(t *testing.T) {
 	}
 	startFlux(t, tools, logs, mgr)
 	startFlux(t, tools, logs, edge)
+	startHelmController(t, tools, logs, edge)
 
 	ex := quickstart(t, mgr, imported)
 	addSubstitutionLayer(t, ex)
 	addNestedLayer(t, ex)
 	addOwnDelivery(t, ex)
+	addHelmLayer(t, ex)
 	if err := pipeline.Build(ctx, ex.cfg, ex.build); err != nil {
 		t.Fatalf("fleetgen build --publish: %v", err)
 	}
@@ -171,6 +174,14 @@ func TestReconcile(t *testing.T) {
 	} else {
 		s.pass("8 closure", "%s: Kustomization %s, which layer %s applies, reconciled exactly the %d objects fleetgen's model has for it, live as the model has them (its namePrefix, patch, commonMetadata, substitute and substituteFrom)", edge.name, nestedKustomization, nestedLayer, n)
 	}
+	// 10. HelmReleases: helm-controller installs an OCI chart fleetgen
+	// mirrored and an HTTP repository's chart it republished, and every
+	// Deployment they make runs mirror images by digest (helm_test.go).
+	if got, err := helmReleasesPinned(ctx, edge, ex); err != nil {
+		s.fail("10 helm", "%s: %v", edge.name, err)
+	} else {
+		s.pass("10 helm", "%s: HelmReleases charts/hello (OCI chart) and charts/web (HTTP chart) Ready; Deployments %s run mirror images by digest only", edge.name, got)
+	}
 	if t.Failed() {
 		return
 	}
@@ -236,12 +247,13 @@ func quickstart(t *testing.T, mgr, imported *cluster) *example {
 	}
 
 	ex := &example{
-		dir:     filepath.Join(t.TempDir(), "quickstart"),
-		mirror:  mirror,
-		out:     filepath.Join(t.TempDir(), "out"),
-		repo:    testenv.BareRepo(t, "fleet-gitops.git"),
-		gitUser: "flux",
-		gitPass: randHex(t, 12),
+		dir:      filepath.Join(t.TempDir(), "quickstart"),
+		upstream: upstream,
+		mirror:   mirror,
+		out:      filepath.Join(t.TempDir(), "out"),
+		repo:     testenv.BareRepo(t, "fleet-gitops.git"),
+		gitUser:  "flux",
+		gitPass:  randHex(t, 12),
 	}
 	ex.gitURL = testenv.GitHTTP(t, ex.repo, ex.gitUser, ex.gitPass)
 	if err := os.CopyFS(ex.dir, os.DirFS("../../examples/quickstart")); err != nil {

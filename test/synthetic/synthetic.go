@@ -5,12 +5,19 @@
 package synthetic
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"time"
 
 	"sigs.k8s.io/yaml"
 
+	"fleetgen.dev/fleetgen/pkg/charts"
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/schema"
 	"fleetgen.dev/fleetgen/pkg/shard"
@@ -315,4 +322,130 @@ func Write(dir string, n int) error {
 		}
 	}
 	return nil
+}
+
+// ChartLayer is the layer WriteCharts adds: one HelmRelease per cluster,
+// its values set by ${env}, so that the 10,000 clusters share three renders.
+const ChartLayer = "charts"
+
+// WriteCharts adds to the fleet Write wrote in dir a layer that every
+// cluster selects, holding one HelmRelease of an OCI chart whose image is
+// set through values, and the chart's digest and image in the lock. With
+// render the chart is in the chart cache below dir/cache (XDG_CACHE_HOME)
+// and renders; without, the HelmRelease's source is a GitRepository, which
+// fleetgen does not render: the same fleet with that layer's chart not
+// rendered.
+func WriteCharts(dir string, render bool) error {
+	chart, err := chartArchive()
+	if err != nil {
+		return err
+	}
+	c, err := charts.Load("", chart, charts.DefaultLimits())
+	if err != nil {
+		return err
+	}
+	a, err := charts.Republish(c, chart)
+	if err != nil {
+		return err
+	}
+	cache := charts.NewCache(filepath.Join(dir, "cache", "fleetgen", "charts"))
+	if err := cache.PutArtifact(a, charts.DefaultLimits()); err != nil {
+		return err
+	}
+	source := "kind: HelmRepository\nmetadata: {name: bench, namespace: apps}\nspec: {type: oci, url: oci://ghcr.io/bench/charts, interval: 10m}\n"
+	ref := "{kind: HelmRepository, name: bench}"
+	if !render {
+		source = "kind: GitRepository\nmetadata: {name: bench, namespace: apps}\nspec: {url: https://github.com/bench/charts, interval: 10m, ref: {branch: main}}\n"
+		ref = "{kind: GitRepository, name: bench}"
+	}
+	files := map[string]string{
+		ChartLayer + "/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [release.yaml]\n",
+		ChartLayer + "/release.yaml": "apiVersion: source.toolkit.fluxcd.io/v1\n" + source + `---
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: web, namespace: apps}
+spec:
+  interval: 10m
+  chart:
+    spec: {chart: web, version: 1.0.0, sourceRef: ` + ref + `}
+  values:
+    env: ${env}
+    image: {repository: "ghcr.io/bench/web-${env}", tag: "1.0"}
+`,
+	}
+	fleet, err := os.ReadFile(filepath.Join(dir, "fleet.yaml"))
+	if err != nil {
+		return err
+	}
+	var f schema.Fleet
+	if err := yaml.Unmarshal(fleet, &f); err != nil {
+		return err
+	}
+	f.Spec.Layers = append(f.Spec.Layers, schema.Layer{Name: ChartLayer, Path: "./" + ChartLayer})
+	data, err := yaml.Marshal(&f)
+	if err != nil {
+		return err
+	}
+	files["fleet.yaml"] = string(data)
+	l, err := lock.Load(filepath.Join(dir, lock.FileName))
+	if err != nil {
+		return err
+	}
+	imgs := append([]lock.Image(nil), l.Images...)
+	imgs = append(imgs, lock.Image{Source: "ghcr.io/bench/charts/web:1.0.0", Target: "bench.azurecr.io/bench/charts/web:1.0.0", Digest: a.Digest})
+	for i, env := range envs {
+		imgs = append(imgs, lock.Image{Source: "ghcr.io/bench/web-" + env + ":1.0", Target: "bench.azurecr.io/bench/web-" + env + ":1.0", Digest: "sha256:" + repeat(fmt.Sprint(4+i))})
+	}
+	l.SetImages(imgs)
+	files[lock.FileName] = string(l.Marshal())
+	for name, b := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, []byte(b), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// chartArchive is the chart of WriteCharts' HelmRelease: a Deployment and a
+// Service, its image from values.
+func chartArchive() ([]byte, error) {
+	files := map[string]string{
+		"web/Chart.yaml":  "apiVersion: v2\nname: web\nversion: 1.0.0\n",
+		"web/values.yaml": "env: dev\nimage: {repository: ghcr.io/bench/web, tag: \"1.0\"}\n",
+		"web/templates/deployment.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: {{ .Release.Name }}, labels: {env: {{ .Values.env }}}}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, image: "{{ .Values.image.repository }}:{{ .Values.image.tag }}"}]
+`,
+		"web/templates/service.yaml": "apiVersion: v1\nkind: Service\nmetadata: {name: {{ .Release.Name }}}\nspec:\n  ports: [{port: 80}]\n",
+	}
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		body := files[name]
+		hd := &tar.Header{Name: name, Mode: 0o644, Size: int64(len(body)), ModTime: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}
+		if err := tw.WriteHeader(hd); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write([]byte(body)); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }

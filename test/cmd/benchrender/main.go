@@ -41,6 +41,10 @@ const (
 	maxScale     = 12.0
 	maxCpRatio   = 1.5 // fresh render
 	maxUnchanged = 0.6 // re-render of an unchanged tree
+	// maxCharts bounds a fresh render of the largest fleet with a layer of
+	// HelmReleases (synthetic.WriteCharts) against the same fleet with that
+	// layer's charts not rendered (issue 33).
+	maxCharts = 1.3
 
 	maxRSS100k   = 1536 << 20
 	maxScale100k = 11.0             // 100k/10k fresh render
@@ -64,6 +68,7 @@ func main() {
 	flag.IntVar(&o.runs, "runs", 3, "measure each step this many times and keep the fastest (the machine is shared)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the generated fleets and outputs in -dir")
 	generate := flag.String("generate", "", "internal: write a synthetic fleet of -sizes clusters into this folder and exit")
+	withCharts := flag.String("charts", "", "internal, with -generate: add a HelmRelease layer whose chart renders (render) or does not (off)")
 	flag.Parse()
 	for _, s := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -74,7 +79,11 @@ func main() {
 		o.sizes = append(o.sizes, n)
 	}
 	if *generate != "" {
-		if err := synthetic.Write(*generate, o.sizes[0]); err != nil {
+		err := synthetic.Write(*generate, o.sizes[0])
+		if err == nil && *withCharts != "" {
+			err = synthetic.WriteCharts(*generate, *withCharts == "render")
+		}
+		if err != nil {
 			fmt.Fprintln(os.Stderr, "error:", err)
 			os.Exit(1)
 		}
@@ -120,7 +129,60 @@ func run(o options) error {
 		results = append(results, r)
 	}
 	report(results, work)
+	n := o.sizes[len(o.sizes)-1]
+	rendered, unrendered, err := measureCharts(o, work, n)
+	if err != nil {
+		return err
+	}
+	r := ratio(rendered, unrendered)
+	fmt.Printf("\n%d clusters with a HelmRelease layer (%s): charts rendered %s, not rendered %s: %.2fx (<= %.1f): %s\n",
+		n, synthetic.ChartLayer, rendered.Round(time.Millisecond), unrendered.Round(time.Millisecond), r, maxCharts, ok(r <= maxCharts))
 	return removeAll(trash...)
+}
+
+// measureCharts measures fresh renders of the fleet of n clusters with a
+// layer of HelmReleases, its charts rendered and not, alternating, the
+// fastest of -runs each.
+func measureCharts(o options, work string, n int) (rendered, unrendered time.Duration, err error) {
+	self, err := os.Executable()
+	if err != nil {
+		return 0, 0, err
+	}
+	dirs := map[string]string{}
+	for _, mode := range []string{"render", "off"} {
+		dir := filepath.Join(work, fmt.Sprintf("charts-%s-%d", mode, n))
+		if out, err := exec.Command(self, "-generate", dir, "-sizes", strconv.Itoa(n), "-charts", mode).CombinedOutput(); err != nil {
+			return 0, 0, fmt.Errorf("generate %d clusters with charts: %v: %s", n, err, out)
+		}
+		dirs[mode] = dir
+		defer os.RemoveAll(dir)
+	}
+	for i := 0; i < max(o.runs, 1); i++ {
+		for _, mode := range []string{"render", "off"} {
+			dir := dirs[mode]
+			out := filepath.Join(dir, fmt.Sprintf("out.%d", i))
+			cmd := exec.Command(o.bin, "render", "-q", "-f", filepath.Join(dir, "fleet.yaml"), "-o", out, "--allow-plaintext-secrets")
+			cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+filepath.Join(dir, "cache"))
+			cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+			syscall.Sync()
+			start := time.Now()
+			if err := cmd.Run(); err != nil {
+				return 0, 0, fmt.Errorf("render %d clusters with charts (%s): %w", n, mode, err)
+			}
+			d := time.Since(start)
+			best := &rendered
+			if mode == "off" {
+				best = &unrendered
+			}
+			if i == 0 || d < *best {
+				*best = d
+			}
+			if err := os.RemoveAll(out); err != nil {
+				return 0, 0, err
+			}
+		}
+	}
+	return rendered, unrendered, nil
 }
 
 type result struct {
