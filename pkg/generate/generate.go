@@ -36,6 +36,12 @@ type Options struct {
 	// its chart renders pinned (SPEC §3): the layer's Kustomization patches
 	// them. nil: no HelmRelease is patched.
 	HelmReleases func(cluster, layer string) []HelmRelease
+	// Nested returns the Flux Kustomizations what cluster receives from
+	// layer applies and the model follows, with the images each build names
+	// (SPEC §3): the layer's Kustomization patches them to pin those images
+	// (nested.go). Clusters that receive the same ones should get the same
+	// slice: its patches are made once. nil: none is patched.
+	Nested func(cluster, layer string) []Nested
 	// Workers is how many clusters are rendered at once; 0 means GOMAXPROCS.
 	// The output does not depend on it.
 	Workers int
@@ -81,6 +87,8 @@ type renderer struct {
 	encodeMu  sync.Mutex
 	encodeErr error    // the first object that could not be encoded
 	patches   sync.Map // *HelmRelease (a list's first) → its Kustomization patches
+
+	nestedMemo sync.Map // *Nested (a list's first) → its *nestedPatches (nested.go)
 
 	shardOnce sync.Once
 	declared  map[string]bool // spec.shards.fleet (shards.go)
@@ -231,6 +239,21 @@ func (r *renderer) cluster(i int) clusterResult {
 		if r.opts.HelmReleases != nil {
 			if rels := r.opts.HelmReleases(c.Name, ly.Name); len(rels) > 0 {
 				k.Spec.Patches = r.helmPatches(rels)
+			}
+		}
+		if r.opts.Nested != nil {
+			if ns := r.opts.Nested(c.Name, ly.Name); len(ns) > 0 {
+				np := r.nested(ns)
+				if n := len(k.Spec.Patches); n > 0 && len(np.patches) > 0 {
+					// A copy: the HelmReleases' list is shared by clusters.
+					k.Spec.Patches = append(k.Spec.Patches[:n:n], np.patches...)
+					sortPatches(k.Spec.Patches)
+				} else if n == 0 {
+					k.Spec.Patches = np.patches
+				}
+				for _, msg := range np.problems {
+					res.errs = append(res.errs, r.f.At(problem.Other(fmt.Sprintf("spec.layers[%d]", li), "layer %s: %s", ly.Name, msg)))
+				}
 			}
 		}
 		p := layout.Layer.Path(c.Name, ly.Name)

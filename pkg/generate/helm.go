@@ -2,7 +2,6 @@ package generate
 
 import (
 	"encoding/json"
-	"sort"
 )
 
 // HelmRelease is one HelmRelease a layer's Kustomization applies, as render
@@ -129,16 +128,7 @@ func helmPatches(rels []HelmRelease) ([]patch, error) {
 		}
 		out = append(out, patch{Patch: p, Target: &patchTarget{Group: "source.toolkit.fluxcd.io", Kind: s.Kind, Name: s.Name, Namespace: s.Namespace}})
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		a, b := out[i].Target, out[j].Target
-		if a.Kind != b.Kind {
-			return a.Kind < b.Kind
-		}
-		if a.Namespace != b.Namespace {
-			return a.Namespace < b.Namespace
-		}
-		return a.Name < b.Name
-	})
+	sortPatches(out)
 	return out, nil
 }
 

@@ -45,51 +45,59 @@ func (r *renderer) fleetAgentImage() (*agentImage, *problem.FieldError) {
 // layerImages resolves every path of Options.LayerImages once.
 func (r *renderer) layerImages() map[string]*layerPathImages {
 	out := make(map[string]*layerPathImages, len(r.opts.LayerImages))
-	host := r.f.Spec.Registry.Host
 	for key, refs := range r.opts.LayerImages {
-		res := &layerPathImages{}
-		byName := map[string]kustomizeImage{}
-		clash := map[string]bool{}
-		for _, ref := range refs {
-			// Helm chart references (oci://) are not container images:
-			// Flux's spec.images cannot rewrite them.
-			if strings.HasPrefix(ref, "oci://") {
-				continue
-			}
-			// Already a pinned mirror reference: nothing to rewrite.
-			if host != "" && strings.HasPrefix(ref, host+"/") && strings.Contains(ref, "@sha256:") {
-				continue
-			}
-			n, err := lock.Normalize(ref)
-			if err != nil {
-				res.missing = append(res.missing, ref)
-				continue
-			}
-			img, ok := r.l.Image(n)
-			if !ok {
-				res.missing = append(res.missing, ref)
-				continue
-			}
-			e := kustomizeImage{Name: refName(ref), NewName: img.Repository(), Digest: img.Digest}
-			if old, ok := byName[e.Name]; ok && old != e {
-				clash[e.Name] = true
-				continue
-			}
-			byName[e.Name] = e
-		}
-		for _, e := range byName {
-			res.entries = append(res.entries, e)
-		}
-		sort.Slice(res.entries, func(i, j int) bool { return res.entries[i].Name < res.entries[j].Name })
-		sort.Strings(res.missing)
-		res.missing = uniq(res.missing)
-		for name := range clash {
-			res.clash = append(res.clash, name)
-		}
-		sort.Strings(res.clash)
-		out[schema.CleanPath(key)] = res
+		out[schema.CleanPath(key)] = r.resolve(refs)
 	}
 	return out
+}
+
+// resolve returns the spec.images entries that rewrite refs (as a build
+// writes them) to their mirror repositories pinned by digest, sorted by
+// name, with the references the lock lacks and the names used with two
+// images.
+func (r *renderer) resolve(refs []string) *layerPathImages {
+	host := r.f.Spec.Registry.Host
+	res := &layerPathImages{}
+	byName := map[string]kustomizeImage{}
+	clash := map[string]bool{}
+	for _, ref := range refs {
+		// Helm chart references (oci://) are not container images:
+		// Flux's spec.images cannot rewrite them.
+		if strings.HasPrefix(ref, "oci://") {
+			continue
+		}
+		// Already a pinned mirror reference: nothing to rewrite.
+		if host != "" && strings.HasPrefix(ref, host+"/") && strings.Contains(ref, "@sha256:") {
+			continue
+		}
+		n, err := lock.Normalize(ref)
+		if err != nil {
+			res.missing = append(res.missing, ref)
+			continue
+		}
+		img, ok := r.l.Image(n)
+		if !ok {
+			res.missing = append(res.missing, ref)
+			continue
+		}
+		e := kustomizeImage{Name: refName(ref), NewName: img.Repository(), Digest: img.Digest}
+		if old, ok := byName[e.Name]; ok && old != e {
+			clash[e.Name] = true
+			continue
+		}
+		byName[e.Name] = e
+	}
+	for _, e := range byName {
+		res.entries = append(res.entries, e)
+	}
+	sort.Slice(res.entries, func(i, j int) bool { return res.entries[i].Name < res.entries[j].Name })
+	sort.Strings(res.missing)
+	res.missing = uniq(res.missing)
+	for name := range clash {
+		res.clash = append(res.clash, name)
+	}
+	sort.Strings(res.clash)
+	return res
 }
 
 // errUnlocked says that l lacks an image f uses. The rule (every image

@@ -405,6 +405,7 @@ func (w *walk) visit(it item, f *found, final bool) (next []item, wait bool, err
 	if s.Kustomization == "" {
 		s.Kustomization, s.Origin, s.Chain = qualified(o.Namespace, o.Name), o.Origin, chain
 	}
+	m.applied(w.cluster, o, s)
 	if !w.add(it.layer, s) {
 		return nil, false, nil // applied already: the same objects again
 	}

@@ -142,7 +142,8 @@ type Model struct {
 
 	substituted int64
 	memo        map[memoKey]substituted
-	decoded     map[*Object]*found // the Kustomizations and HelmReleases found
+	decoded     map[*Object]*found  // the Kustomizations and HelmReleases found
+	applies     map[appliedKey]*Set // what each followed Kustomization applies (nested.go)
 	opts        Options
 }
 

@@ -212,11 +212,13 @@ func sortedPaths(m map[string][]byte) []string {
 // warnings are schema.Warnings, what the model of what each cluster
 // receives could not follow (layers.Model.Warnings), those of the
 // ApplicationSets the cluster that runs Argo CD receives
-// (applicationWarnings) and the shards' loads (shard.Plan.Warnings), in
-// document order.
+// (applicationWarnings), the shards' loads (shard.Plan.Warnings) and the
+// bundle images fleetgen cannot pin (bundleImageWarnings), in document
+// order.
 func (ld *Loaded) warnings() problem.Errors {
 	ws := append(schema.Warnings(ld.Fleet), ld.Model.Warnings(ld.Fleet)...)
 	ws = append(ws, ld.applicationWarnings()...)
+	ws = append(ws, ld.bundleImageWarnings()...)
 	if !ld.lockBad {
 		ws = append(ws, ld.shardPlan().Warnings(ld.Fleet)...)
 	}

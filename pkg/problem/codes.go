@@ -47,6 +47,10 @@ const (
 	CodeEmptyShard      = "empty-shard"        // a declared shard that receives nothing
 	CodeShardLoad       = "shard-load"         // a shard carries more than 1.5x the mean
 	CodeStatusSize      = "status-size"        // a delivery's GitRepo status nears etcd's limit
+
+	// An image of a bundle of a delivery from the fleet's own repository that
+	// is not written as the mirror reference by digest.
+	CodeUnpinnedBundle = "unpinned-bundle-image"
 )
 
 // Constructors, one per code, after apimachinery's field.Required: each
@@ -215,6 +219,14 @@ func ApplicationSetRefused(path, format string, args ...any) *FieldError {
 // (CodeNotFollowed).
 func NotFollowed(path, format string, args ...any) *FieldError {
 	return newf(CodeNotFollowed, path, fmt.Sprintf(format, args...))
+}
+
+// UnpinnedBundleImage is the warning for an image of a bundle of a delivery
+// from the fleet's own repository that is not written as the mirror
+// reference by digest: Fleet has no image rewrite fleetgen could set, so the
+// cluster pulls it as written (CodeUnpinnedBundle).
+func UnpinnedBundleImage(path, format string, args ...any) *FieldError {
+	return newf(CodeUnpinnedBundle, path, fmt.Sprintf(format, args...))
 }
 
 func newf(code, path, msg string) *FieldError {

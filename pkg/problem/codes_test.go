@@ -28,6 +28,7 @@ func TestConstructors(t *testing.T) {
 		CodeNotEvaluated: NotEvaluated, CodeApplicationSet: ApplicationSetRefused,
 		CodeNotFollowed: NotFollowed,
 		CodeEmptyShard:  EmptyShard, CodeShardLoad: ShardLoad, CodeStatusSize: StatusSize,
+		CodeUnpinnedBundle: UnpinnedBundleImage,
 	}
 	for code, mk := range ctors {
 		e := mk("spec.x", "bad %q\r\nvalue", "v")

@@ -2,18 +2,23 @@ package e2e_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"fleetgen.dev/fleetgen/pkg/layers"
+	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/pipeline"
 	fleetschema "fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/pkg/workload"
 	"fleetgen.dev/fleetgen/test/testenv"
 )
 
@@ -49,17 +54,45 @@ spec:
     substitute: {cluster_name: "${cluster}"}
     substituteFrom: [{kind: ConfigMap, name: nested-vars}]
 `,
-	"nested/apps/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: default\nresources: [settings.yaml, extra.yaml]\n",
-	"nested/apps/settings.yaml":      "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {cluster: \"${cluster_name}\", tier: \"${tier}\", region: \"${region:=none}\"}\n",
-	"nested/apps/extra.yaml":         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: extra}\ndata: {plain: x}\n",
+	"nested/apps/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: default\nresources: [settings.yaml, extra.yaml, web.yaml]\n",
+	// Its image is the upstream's (addNestedLayer): fleetgen pins it through
+	// a patch of the layer's Kustomization on nested-apps' spec.images.
+	"nested/apps/web.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: nested-web}}
+  template:
+    metadata: {labels: {app: nested-web}}
+    spec:
+      containers:
+      - {name: web, image: "%BUSYBOX%"}
+`,
+	"nested/apps/settings.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {cluster: \"${cluster_name}\", tier: \"${tier}\", region: \"${region:=none}\"}\n",
+	"nested/apps/extra.yaml":    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: extra}\ndata: {plain: x}\n",
 }
 
 // addNestedLayer writes the layer into the example and selects it for
 // every cluster.
 func addNestedLayer(t *testing.T, ex *example) {
 	t.Helper()
+	// The upstream busybox the quickstart's podinfo runs (quickstart()).
+	podinfo, err := os.ReadFile(filepath.Join(ex.dir, "apps", "base", "podinfo.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	busybox := ""
+	for _, l := range strings.Split(string(podinfo), "\n") {
+		if _, ref, ok := strings.Cut(l, "image: "); ok && strings.HasSuffix(ref, "/library/busybox:1.36") {
+			busybox = strings.TrimSpace(ref)
+		}
+	}
+	if busybox == "" {
+		t.Fatal("apps/base/podinfo.yaml runs no upstream busybox")
+	}
 	for p, d := range nestedFiles {
-		write(t, filepath.Join(ex.dir, filepath.FromSlash(p)), []byte(d))
+		write(t, filepath.Join(ex.dir, filepath.FromSlash(p)), []byte(strings.ReplaceAll(d, "%BUSYBOX%", busybox)))
 	}
 	testenv.ReplaceIn(t, ex.cfg.File, "  groups:\n", "    - name: "+nestedLayer+"\n      path: ./"+nestedLayer+"\n  groups:\n")
 }
@@ -99,7 +132,111 @@ func nestedMatches(ctx context.Context, c *cluster, ex *example) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return len(set.Objects), liveAsModel(ctx, c, set.Objects)
+	// The model builds nested-apps as the layer writes it: fleetgen's patch
+	// of its spec.images is not in it. Live, every container runs the mirror
+	// by digest, in the Deployment and in the Pod its ReplicaSet makes.
+	objs, pins, err := pinnedAsLock(ex, set.Objects)
+	if err != nil {
+		return 0, err
+	}
+	if pins == 0 {
+		return 0, fmt.Errorf("Kustomization %s applies no container", nestedKustomization)
+	}
+	if err := liveAsModel(ctx, c, objs); err != nil {
+		return 0, err
+	}
+	return len(set.Objects), eventually(2*time.Minute, func() error { return podsPinned(ctx, c, objs) })
+}
+
+// pinnedAsLock returns objs with every container image rewritten to its
+// mirror repository by the lock's digest, and how many it rewrote.
+func pinnedAsLock(ex *example, objs []*layers.Object) ([]*layers.Object, int, error) {
+	l, err := lock.Load(filepath.Join(ex.dir, lock.FileName))
+	if err != nil {
+		return nil, 0, err
+	}
+	var out []*layers.Object
+	n := 0
+	for _, o := range objs {
+		cs := workload.Containers(o.Map)
+		if len(cs) == 0 {
+			out = append(out, o)
+			continue
+		}
+		b, _ := json.Marshal(o.Map)
+		m := map[string]any{}
+		if err := json.Unmarshal(b, &m); err != nil {
+			return nil, 0, err
+		}
+		podSpec, _, _ := unstructured.NestedMap(m, "spec", "template", "spec")
+		list, _, _ := unstructured.NestedSlice(podSpec, "containers")
+		for _, ci := range list {
+			c := ci.(map[string]any)
+			ref, err := lock.Normalize(c["image"].(string))
+			if err != nil {
+				return nil, 0, err
+			}
+			img, ok := l.Image(ref)
+			if !ok {
+				return nil, 0, fmt.Errorf("%s: the lock lacks its image", o.Describe())
+			}
+			c["image"] = img.Repository() + "@" + img.Digest
+			n++
+		}
+		_ = unstructured.SetNestedSlice(m, list, "spec", "template", "spec", "containers")
+		p, err := layers.NewObject(m, o.Origin)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, p)
+	}
+	return out, n, nil
+}
+
+// podsPinned checks that each Deployment of objs has a Pod on c (made by
+// kube-controller-manager's deployment and replicaset controllers) whose
+// containers run the images objs have.
+func podsPinned(ctx context.Context, c *cluster, objs []*layers.Object) error {
+	pods, err := c.list(ctx, schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, "")
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		if o.Kind != "Deployment" {
+			continue
+		}
+		labels, _, _ := unstructured.NestedStringMap(o.Map, "spec", "template", "metadata", "labels")
+		want := workload.Containers(o.Map)
+		found := false
+		for _, p := range pods {
+			if p.GetNamespace() != o.Namespace || !matches(labels, p.GetLabels()) {
+				continue
+			}
+			found = true
+			cs, _, _ := unstructured.NestedSlice(p.Object, "spec", "containers")
+			if len(cs) != len(want) {
+				return fmt.Errorf("Pod %s/%s has %d containers, want %d", p.GetNamespace(), p.GetName(), len(cs), len(want))
+			}
+			for i, ci := range cs {
+				if img, _ := ci.(map[string]any)["image"].(string); img != want[i].Image {
+					return fmt.Errorf("Pod %s/%s runs %s, want %s", p.GetNamespace(), p.GetName(), img, want[i].Image)
+				}
+			}
+		}
+		if !found {
+			return fmt.Errorf("%s has no Pod yet", o.Describe())
+		}
+	}
+	return nil
+}
+
+func matches(sel, labels map[string]string) bool {
+	for k, v := range sel {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
 }
 
 func groupOf(apiVersion string) string {

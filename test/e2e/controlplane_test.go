@@ -283,7 +283,8 @@ func launchCluster(t *testing.T, tools, etcd, logs, name string) *cluster {
 
 // ready waits for /readyz, then starts kube-controller-manager with only the
 // controllers a cluster without nodes needs: service-account tokens (Fleet's
-// registration waits for them), namespace deletion and garbage collection.
+// registration waits for them), namespace deletion and garbage collection,
+// and Deployments' Pods (never scheduled: assertion 8 reads their images).
 func (c *cluster) ready(t *testing.T) {
 	t.Helper()
 	caPEM := c.caPEM
@@ -316,7 +317,7 @@ func (c *cluster) ready(t *testing.T) {
 		"--kubeconfig="+c.kubeconfig, "--authentication-kubeconfig="+c.kubeconfig, "--authorization-kubeconfig="+c.kubeconfig,
 		"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", freePort(t)),
 		"--leader-elect=false", "--use-service-account-credentials=false",
-		"--controllers=serviceaccount-token-controller,serviceaccount-controller,namespace-controller,garbage-collector-controller",
+		"--controllers=serviceaccount-token-controller,serviceaccount-controller,namespace-controller,garbage-collector-controller,deployment-controller,replicaset-controller",
 		"--service-account-private-key-file="+c.saKey, "--root-ca-file="+filepath.Join(c.dir, "ca.crt"),
 		"--cert-dir="+filepath.Join(c.dir, "kcm"),
 	)
