@@ -1,6 +1,7 @@
 package generate
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -107,7 +108,17 @@ func (r *renderer) pin(ns []Nested, chain []string, res *nestedPatches) ([]patch
 		if len(ops) == 0 {
 			continue
 		}
-		p, err := jsonPatch(ops...)
+		// A patch the Kustomization applies reads as indented JSON; one
+		// carried inside another's value is compact, so that its escaping
+		// stays one line and a fraction of the bytes.
+		var p string
+		if len(chain) == 0 {
+			p, err = jsonPatch(ops...)
+		} else {
+			var b []byte
+			b, err = json.Marshal(ops)
+			p = string(b)
+		}
 		if err != nil {
 			return nil, err
 		}
