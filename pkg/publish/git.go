@@ -499,12 +499,7 @@ func isFile(m filemode.FileMode) bool {
 
 // inAny reports whether p is inside one of roots.
 func inAny(p string, roots []string) bool {
-	for _, r := range roots {
-		if within(p, r) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(roots, func(r string) bool { return within(p, r) })
 }
 
 // hasHeader reports whether blob h starts with layout.Header.
