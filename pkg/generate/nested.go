@@ -32,6 +32,10 @@ type Nested struct {
 	// Nested are the followed Kustomizations its build applies, sorted by
 	// namespace and name.
 	Nested []Nested
+	// HelmReleases are the HelmReleases its build applies, pinned as
+	// Options.HelmReleases' are for a layer: their patches go into its
+	// spec.patches beside those of Nested.
+	HelmReleases []HelmRelease
 }
 
 // nestedPatches are what nestedPatches made for one list.
@@ -95,6 +99,14 @@ func (r *renderer) pin(ns []Nested, chain []string, res *nestedPatches) ([]patch
 		sub, err := r.pin(n.Nested, here, res)
 		if err != nil {
 			return nil, err
+		}
+		if len(n.HelmReleases) > 0 {
+			hp, err := helmPatches(n.HelmReleases)
+			if err != nil {
+				return nil, err
+			}
+			sub = append(sub, hp...)
+			sortPatches(sub)
 		}
 		switch {
 		case len(sub) == 0:

@@ -369,6 +369,7 @@ func (ld *Loaded) chartPatches() (map[[2]string][]generate.HelmRelease, problem.
 		return ld.patches, ld.patchErrs
 	}
 	ld.patchesDone = true
+	ld.nestedReleases = nil
 	f := ld.Fleet
 	host := f.Spec.Registry.Host
 	pin := func(ref string) (string, string, bool) {
@@ -395,17 +396,15 @@ func (ld *Loaded) chartPatches() (map[[2]string][]generate.HelmRelease, problem.
 	out := map[[2]string][]generate.HelmRelease{}
 	pinned := map[*chartRelease]*generate.HelmRelease{} // one per render and HelmRelease object
 	lists := map[string][]generate.HelmRelease{}        // one list per distinct content, shared by units
-	for _, u := range layers.FromFleet(f) {
-		s := ld.Model.Received(u.Cluster, u.Layer)
-		if s == nil || s.Objects == nil {
-			continue
-		}
+	// pins returns the HelmReleases of objs that cluster receives through
+	// layer, pinned, as one list per distinct content ("" and nil: none).
+	pins := func(cluster, layer string, objs []*layers.Object) ([]generate.HelmRelease, string) {
 		var mine []*generate.HelmRelease
-		for _, o := range s.Objects {
+		for _, o := range objs {
 			if !o.IsHelmRelease() {
 				continue
 			}
-			info := ld.charts.releases[releaseKey{u.Cluster, o}]
+			info := ld.charts.releases[releaseKey{cluster, o}]
 			if info == nil {
 				continue
 			}
@@ -417,7 +416,7 @@ func (ld *Loaded) chartPatches() (map[[2]string][]generate.HelmRelease, problem.
 			var refs []string
 			for _, use := range info.Result.Images() {
 				if !use.PostRendered && !(strings.HasPrefix(use.Ref, host+"/") && strings.Contains(use.Ref, "@sha256:")) {
-					report(u.Layer, name, fmt.Sprintf("chart template %s: %s", inert.Quote(use.Template), charts.ErrNotPostRendered), u.Cluster)
+					report(layer, name, fmt.Sprintf("chart template %s: %s", inert.Quote(use.Template), charts.ErrNotPostRendered), cluster)
 					continue
 				}
 				refs = append(refs, use.Ref)
@@ -425,7 +424,7 @@ func (ld *Loaded) chartPatches() (map[[2]string][]generate.HelmRelease, problem.
 			pr, err := charts.PinImages(refs, host, pin)
 			var pe *charts.PinError
 			if errors.As(err, &pe) && len(pe.Clash) > 0 {
-				report(u.Layer, name, fmt.Sprintf("the chart writes %d image name(s) with different tags or digests, and a post-renderer rewrites a name one way only: use one (`fleetgen images --why` lists them)", len(pe.Clash)), u.Cluster)
+				report(layer, name, fmt.Sprintf("the chart writes %d image name(s) with different tags or digests, and a post-renderer rewrites a name one way only: use one (`fleetgen images --why` lists them)", len(pe.Clash)), cluster)
 				continue
 			}
 			hr := &generate.HelmRelease{Namespace: o.Namespace, Name: o.Name, PostRenderers: len(info.Release.Spec.PostRenderers) > 0}
@@ -446,7 +445,7 @@ func (ld *Loaded) chartPatches() (map[[2]string][]generate.HelmRelease, problem.
 			mine = append(mine, hr)
 		}
 		if len(mine) == 0 {
-			continue
+			return nil, ""
 		}
 		key := fmt.Sprint(mine)
 		list, ok := lists[key]
@@ -456,8 +455,30 @@ func (ld *Loaded) chartPatches() (map[[2]string][]generate.HelmRelease, problem.
 			}
 			lists[key] = list
 		}
-		out[[2]string{u.Cluster, u.Layer}] = list
+		return list, key
 	}
+	nested := map[nestedKey]nestedReleases{}
+	for _, u := range layers.FromFleet(f) {
+		s := ld.Model.Received(u.Cluster, u.Layer)
+		if s == nil || s.Objects == nil {
+			continue
+		}
+		if list, _ := pins(u.Cluster, u.Layer, s.Objects); list != nil {
+			out[[2]string{u.Cluster, u.Layer}] = list
+		}
+		// The HelmReleases of the Kustomizations followed from the layer:
+		// the layer's Kustomization pins them through the one that applies
+		// them (nestedOf), as it pins their images.
+		for _, c := range ld.Model.Closure(u.Cluster, u.Layer) {
+			k := nestedKey{u.Cluster, c}
+			if _, done := nested[k]; done || !c.Followed() || c.Objects == nil {
+				continue
+			}
+			list, key := pins(u.Cluster, u.Layer, c.Objects)
+			nested[k] = nestedReleases{list, key}
+		}
+	}
+	ld.nestedReleases = nested
 	for _, k := range order {
 		ld.patchErrs = append(ld.patchErrs, f.At(problem.Other(fmt.Sprintf("spec.layers[%d]", idx[k[0]]), "layer %s: HelmRelease %s: %s (%s)",
 			k[0], inert.Quote(k[1]), k[2], problem.Clusters(slices.Compact(found[k]), ""))))
@@ -471,4 +492,17 @@ func qualified(ns, name string) string {
 		return name
 	}
 	return ns + "/" + name
+}
+
+// nestedKey is a set a followed Kustomization applies in one cluster.
+type nestedKey struct {
+	cluster string
+	set     *layers.Set
+}
+
+// nestedReleases are the pinned HelmReleases of one such set
+// (Loaded.chartPatches) and a key for their content.
+type nestedReleases struct {
+	list []generate.HelmRelease
+	key  string
 }

@@ -49,9 +49,12 @@ type Loaded struct {
 	// charts renders the charts of the HelmReleases the Model holds.
 	charts *chartRenderer
 	// patches caches chartPatches.
-	patches     map[[2]string][]generate.HelmRelease
-	patchErrs   problem.Errors
-	patchesDone bool
+	patches   map[[2]string][]generate.HelmRelease
+	patchErrs problem.Errors
+	// nestedReleases are, per cluster and followed set, its HelmReleases
+	// pinned (chartPatches makes them with patches).
+	nestedReleases map[nestedKey]nestedReleases
+	patchesDone    bool
 
 	// allowPlaintext is Config.AllowPlaintextSecrets: the command line's
 	// leave to write credential Secrets unencrypted.

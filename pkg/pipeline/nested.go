@@ -18,7 +18,7 @@ import (
 // are equal (names, whether spec.images and spec.patches are set, images, all
 // the way down) get the same slice, so that Render makes their patches once. nil when the
 // model follows no Kustomization.
-func nestedOf(f *schema.Fleet, m *layers.Model) func(cluster, layer string) []generate.Nested {
+func nestedOf(f *schema.Fleet, m *layers.Model, releases map[nestedKey]nestedReleases) func(cluster, layer string) []generate.Nested {
 	followed := false
 	for _, s := range m.Sets {
 		if s.Followed() {
@@ -29,7 +29,7 @@ func nestedOf(f *schema.Fleet, m *layers.Model) func(cluster, layer string) []ge
 	if !followed {
 		return nil
 	}
-	t := &nestedTrees{m: m, kusts: map[*layers.Set][]*layers.Object{}, refs: map[*layers.Set]setRefs{},
+	t := &nestedTrees{m: m, releases: releases, kusts: map[*layers.Set][]*layers.Object{}, refs: map[*layers.Set]setRefs{},
 		byRefs: map[string][]string{}, memo: map[string][]generate.Nested{}}
 	out := map[[2]string][]generate.Nested{}
 	for i := range f.Spec.Clusters {
@@ -49,11 +49,14 @@ func nestedOf(f *schema.Fleet, m *layers.Model) func(cluster, layer string) []ge
 
 // nestedTrees makes the trees of nestedOf, each distinct one once.
 type nestedTrees struct {
-	m      *layers.Model
-	kusts  map[*layers.Set][]*layers.Object // a set's Kustomization objects
-	refs   map[*layers.Set]setRefs          // a set's images, as written
-	byRefs map[string][]string              // one slice per list of images
-	memo   map[string][]generate.Nested     // by key
+	m *layers.Model
+	// releases are the pinned HelmReleases of each followed set
+	// (Loaded.chartPatches).
+	releases map[nestedKey]nestedReleases
+	kusts    map[*layers.Set][]*layers.Object // a set's Kustomization objects
+	refs     map[*layers.Set]setRefs          // a set's images, as written
+	byRefs   map[string][]string              // one slice per list of images
+	memo     map[string][]generate.Nested     // by key
 }
 
 // tree returns the Kustomizations the model followed from s in cluster,
@@ -75,10 +78,11 @@ func (t *nestedTrees) tree(cluster string, s *layers.Set, path map[*layers.Set]b
 		_, imgs := spec["images"]
 		_, patches := spec["patches"]
 		refs, refsKey := t.refsOf(c)
+		rels := t.releases[nestedKey{cluster, c}]
 		// The key is what the patches are made of, not which objects: sets
 		// of clusters that differ in what the patches do not read share one.
-		key.WriteString(o.Namespace + "\x00" + o.Name + "\x00" + strconv.FormatBool(imgs) + strconv.FormatBool(patches) + "\x00" + refsKey + "\x00(" + subKey + ")")
-		out = append(out, generate.Nested{Namespace: o.Namespace, Name: o.Name, Images: imgs, Patches: patches, Refs: refs, Nested: sub})
+		key.WriteString(o.Namespace + "\x00" + o.Name + "\x00" + strconv.FormatBool(imgs) + strconv.FormatBool(patches) + "\x00" + refsKey + "\x00" + rels.key + "\x00(" + subKey + ")")
+		out = append(out, generate.Nested{Namespace: o.Namespace, Name: o.Name, Images: imgs, Patches: patches, Refs: refs, Nested: sub, HelmReleases: rels.list})
 	}
 	if len(out) == 0 {
 		return nil, ""
