@@ -180,7 +180,7 @@ func TestReconcile(t *testing.T) {
 	if got, err := helmReleasesPinned(ctx, edge, ex); err != nil {
 		s.fail("10 helm", "%s: %v", edge.name, err)
 	} else {
-		s.pass("10 helm", "%s: HelmReleases charts/hello (OCI chart) and charts/web (HTTP chart) Ready; Deployments %s run mirror images by digest only", edge.name, got)
+		s.pass("10 helm", "%s: HelmReleases charts/hello (OCI chart), charts/web (HTTP chart) and infra/infra (applied by Kustomization charts-infra) Ready; Deployments %s run mirror images by digest only", edge.name, got)
 	}
 	if t.Failed() {
 		return

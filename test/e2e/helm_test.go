@@ -66,7 +66,43 @@ spec:
 	})
 	repo := charttest.Repo(t, web)
 	files := map[string]string{
-		helmLayer + "/kustomization.yaml": "resources: [namespace.yaml, sources.yaml, releases.yaml]\n",
+		helmLayer + "/kustomization.yaml": "resources: [namespace.yaml, sources.yaml, releases.yaml, infra.yaml]\n",
+		// A HelmRelease a followed Kustomization applies, its source beside
+		// it (Flux's own examples lay infrastructure out this way): fleetgen
+		// pins it through a patch of the layer's Kustomization on
+		// charts-infra's spec.patches.
+		helmLayer + "/infra.yaml": `apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: charts-infra, namespace: flux-system}
+spec:
+  interval: 1m
+  prune: true
+  path: ./charts-infra
+  sourceRef: {kind: GitRepository, name: flux-system}
+`,
+		"charts-infra/release.yaml": `apiVersion: v1
+kind: Namespace
+metadata: {name: infra}
+---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: HelmRepository
+metadata: {name: infra, namespace: infra}
+spec: {type: oci, url: "oci://` + ex.upstream + `/charts", interval: 1m, insecure: true}
+---
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: infra, namespace: infra}
+spec:
+  interval: 1m
+  chart:
+    spec:
+      chart: hello
+      version: 0.1.0
+      sourceRef: {kind: HelmRepository, name: infra}
+  install: {disableWait: true}
+  values:
+    image: {repository: "` + ex.upstream + `/library/busybox"}
+`,
 		helmLayer + "/namespace.yaml":     "apiVersion: v1\nkind: Namespace\nmetadata: {name: charts}\n",
 		helmLayer + "/sources.yaml": `apiVersion: source.toolkit.fluxcd.io/v1
 kind: HelmRepository
@@ -144,18 +180,19 @@ func startHelmController(t *testing.T, tools, logs string, c *cluster) {
 }
 
 // helmReleasesPinned is assertion 10: both HelmReleases of the helm layer
-// are Ready (installed by helm-controller from the charts fleetgen
-// mirrored), and every Deployment they made runs only mirror images by
-// digest (the lock's targets).
+// and the one its Kustomization charts-infra applies are Ready (installed by
+// helm-controller from the charts fleetgen mirrored), and every Deployment
+// they made runs only mirror images by digest (the lock's targets).
 func helmReleasesPinned(ctx context.Context, c *cluster, ex *example) (string, error) {
-	for _, rel := range []string{"hello", "web"} {
+	for _, rel := range []string{"charts/hello", "charts/web", "infra/infra"} {
+		ns, n, _ := strings.Cut(rel, "/")
 		err := eventually(3*time.Minute, func() error {
-			hr, err := c.get(ctx, helmReleaseGVK, "charts", rel)
+			hr, err := c.get(ctx, helmReleaseGVK, ns, n)
 			if err != nil {
 				return err
 			}
 			if st, reason, msg := condition(hr, "Ready"); st != "True" {
-				return fmt.Errorf("HelmRelease charts/%s: Ready=%s %s: %s", rel, st, reason, firstLine(msg))
+				return fmt.Errorf("HelmRelease %s: Ready=%s %s: %s", rel, st, reason, firstLine(msg))
 			}
 			return nil
 		})
@@ -175,9 +212,13 @@ func helmReleasesPinned(ctx context.Context, c *cluster, ex *example) (string, e
 		}
 		want[ref.Context().Name()+"@"+img.Digest] = true
 	}
-	deps, err := c.list(ctx, workloadGVKs[0], "charts")
-	if err != nil {
-		return "", err
+	var deps []unstructured.Unstructured
+	for _, ns := range []string{"charts", "infra"} {
+		ds, err := c.list(ctx, workloadGVKs[0], ns)
+		if err != nil {
+			return "", err
+		}
+		deps = append(deps, ds...)
 	}
 	var seen []string
 	for _, d := range deps {
@@ -188,13 +229,13 @@ func helmReleasesPinned(ctx context.Context, c *cluster, ex *example) (string, e
 		for _, ci := range cs {
 			img, _ := ci.(map[string]any)["image"].(string)
 			if !want[img] {
-				return "", fmt.Errorf("Deployment charts/%s (made by helm-controller) runs %s, not a mirror image by digest", d.GetName(), img)
+				return "", fmt.Errorf("Deployment %s/%s (made by helm-controller) runs %s, not a mirror image by digest", d.GetNamespace(), d.GetName(), img)
 			}
-			seen = append(seen, d.GetName())
+			seen = append(seen, d.GetNamespace()+"/"+d.GetName())
 		}
 	}
-	if len(seen) != 2 {
-		return "", fmt.Errorf("helm-controller made Deployments %v, want hello and web", seen)
+	if len(seen) != 3 {
+		return "", fmt.Errorf("helm-controller made Deployments %v, want charts/hello, charts/web and infra/hello (HelmRelease infra/infra, through Kustomization charts-infra)", seen)
 	}
 	return strings.Join(seen, ", "), nil
 }
