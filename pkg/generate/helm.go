@@ -11,6 +11,8 @@ import (
 // files are not edited: the Kustomization patches what it applies.
 type HelmRelease struct {
 	// Namespace and Name are the HelmRelease's, as the layer's build has them.
+	// Name "" is a chart source alone: the source of a HelmRelease another
+	// Kustomization of the chain applies, which this one may apply.
 	Namespace, Name string
 	// PostRenderers reports whether it has spec.postRenderers: fleetgen's is
 	// added after them, or is the list.
@@ -101,11 +103,13 @@ func helmPatches(rels []HelmRelease) ([]patch, error) {
 		if r.PostRenderers {
 			op = jsonOp{Op: "add", Path: "/spec/postRenderers/-", Value: pr}
 		}
-		p, err := jsonPatch(op)
-		if err != nil {
-			return nil, err
+		if r.Name != "" {
+			p, err := jsonPatch(op)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, patch{Patch: p, Target: &patchTarget{Group: "helm.toolkit.fluxcd.io", Kind: "HelmRelease", Name: r.Name, Namespace: r.Namespace}})
 		}
-		out = append(out, patch{Patch: p, Target: &patchTarget{Group: "helm.toolkit.fluxcd.io", Kind: "HelmRelease", Name: r.Name, Namespace: r.Namespace}})
 		s := r.Source
 		k := [3]string{s.Kind, s.Namespace, s.Name}
 		if s.Kind == "" || sources[k] {
@@ -122,7 +126,7 @@ func helmPatches(rels []HelmRelease) ([]patch, error) {
 		if s.Insecure {
 			ops = append(ops, jsonOp{Op: "add", Path: "/spec/insecure", Value: true})
 		}
-		p, err = jsonPatch(ops...)
+		p, err := jsonPatch(ops...)
 		if err != nil {
 			return nil, err
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 
@@ -457,25 +458,81 @@ func (ld *Loaded) chartPatches() (map[[2]string][]generate.HelmRelease, problem.
 		}
 		return list, key
 	}
+	// withSources returns list with a source-only entry (generate.HelmRelease
+	// with no name) for each of srcs whose source it does not patch yet.
+	withSources := func(list []generate.HelmRelease, key string, srcs []generate.HelmRelease) ([]generate.HelmRelease, string) {
+		have := map[generate.ChartSource]bool{}
+		for _, hr := range list {
+			have[hr.Source] = true
+		}
+		var add []generate.HelmRelease
+		for _, s := range srcs {
+			if !have[s.Source] {
+				add = append(add, s)
+			}
+		}
+		if len(add) == 0 {
+			return list, key
+		}
+		key += fmt.Sprint(add)
+		if l, ok := lists[key]; ok {
+			return l, key
+		}
+		l := append(list[:len(list):len(list)], add...)
+		lists[key] = l
+		return l, key
+	}
 	nested := map[nestedKey]nestedReleases{}
 	for _, u := range layers.FromFleet(f) {
 		s := ld.Model.Received(u.Cluster, u.Layer)
 		if s == nil || s.Objects == nil {
 			continue
 		}
-		if list, _ := pins(u.Cluster, u.Layer, s.Objects); list != nil {
-			out[[2]string{u.Cluster, u.Layer}] = list
-		}
+		top, topKey := pins(u.Cluster, u.Layer, s.Objects)
 		// The HelmReleases of the Kustomizations followed from the layer:
 		// the layer's Kustomization pins them through the one that applies
 		// them (nestedOf), as it pins their images.
+		var followed []nestedKey
 		for _, c := range ld.Model.Closure(u.Cluster, u.Layer) {
 			k := nestedKey{u.Cluster, c}
-			if _, done := nested[k]; done || !c.Followed() || c.Objects == nil {
+			if !c.Followed() || c.Objects == nil {
 				continue
 			}
-			list, key := pins(u.Cluster, u.Layer, c.Objects)
-			nested[k] = nestedReleases{list, key}
+			followed = append(followed, k)
+			if _, done := nested[k]; !done {
+				list, key := pins(u.Cluster, u.Layer, c.Objects)
+				nested[k] = nestedReleases{list, key}
+			}
+		}
+		// A HelmRelease's source may be applied by another Kustomization of
+		// the chain than the HelmRelease (a folder of sources beside one of
+		// releases): every Kustomization of the chain patches every source,
+		// a patch that selects nothing being a no-op in kustomize.
+		var srcs []generate.HelmRelease
+		seen := map[generate.ChartSource]bool{}
+		collect := func(list []generate.HelmRelease) {
+			for _, hr := range list {
+				if hr.Source.Kind != "" && !seen[hr.Source] {
+					seen[hr.Source] = true
+					srcs = append(srcs, generate.HelmRelease{Source: hr.Source})
+				}
+			}
+		}
+		if len(followed) > 0 {
+			collect(top)
+			for _, k := range followed {
+				collect(nested[k].list)
+			}
+			sort.Slice(srcs, func(i, j int) bool { return fmt.Sprint(srcs[i].Source) < fmt.Sprint(srcs[j].Source) })
+			top, topKey = withSources(top, topKey, srcs)
+			for _, k := range followed {
+				n := nested[k]
+				n.list, n.key = withSources(n.list, n.key, srcs)
+				nested[k] = n
+			}
+		}
+		if top != nil {
+			out[[2]string{u.Cluster, u.Layer}] = top
 		}
 	}
 	ld.nestedReleases = nested

@@ -20,14 +20,23 @@ import (
 // the layer applies itself. The layer's Kustomization patches the child's
 // spec.patches with the HelmRelease's post-renderer, and a `helm template`
 // of the chart as mirrored, post-rendered by it, runs only mirror
-// references by digest.
+// references by digest; its source, which the layer applies, is pointed at
+// the mirror by the layer's Kustomization.
 func TestNestedHelmReleasesPinned(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	w := newHelmWorld(t)
 	dir := filepath.Dir(w.file)
 	testenv.WriteTree(t, dir, map[string]string{
-		"apps/kustomization.yaml": "resources: [sources.yaml, releases.yaml, infra.yaml]\n",
+		"apps/kustomization.yaml": "resources: [sources.yaml, releases.yaml, infra.yaml, infra-source.yaml]\n",
+		// The source of the nested HelmRelease is the layer's, which no
+		// HelmRelease of the layer itself uses: the layer's Kustomization
+		// must point it at the mirror all the same.
+		"apps/infra-source.yaml": `apiVersion: source.toolkit.fluxcd.io/v1
+kind: HelmRepository
+metadata: {name: infra-source, namespace: apps}
+spec: {type: oci, url: "oci://` + w.src + `/charts", interval: 10m}
+`,
 		"apps/infra.yaml": `apiVersion: kustomize.toolkit.fluxcd.io/v1
 kind: Kustomization
 metadata: {name: infra, namespace: flux-system}
@@ -46,7 +55,7 @@ spec:
     spec:
       chart: podinfo
       version: 6.7.1
-      sourceRef: {kind: HelmRepository, name: podinfo}
+      sourceRef: {kind: HelmRepository, name: infra-source}
   values:
     image: {repository: "` + w.src + `/stefanprodan/podinfo", tag: 6.7.1}
 `,
@@ -74,11 +83,17 @@ spec:
 	if err := yaml.Unmarshal(data, &k); err != nil {
 		t.Fatal(err)
 	}
-	var outer string
+	var outer, source string
 	for _, p := range k.Spec.Patches {
 		if p.Target["kind"] == "Kustomization" && p.Target["name"] == "infra" {
 			outer = p.Patch
 		}
+		if p.Target["kind"] == "HelmRepository" && p.Target["name"] == "infra-source" {
+			source = p.Patch
+		}
+	}
+	if !strings.Contains(source, `"oci://`+w.dst) {
+		t.Errorf("apps.yaml does not point HelmRepository infra-source, which the layer applies for a nested HelmRelease, at the mirror: %q", source)
 	}
 	if outer == "" {
 		t.Fatalf("apps.yaml patches no Kustomization infra:\n%s", data)
