@@ -103,7 +103,7 @@ spec:
   values:
     image: {repository: "` + ex.upstream + `/library/busybox"}
 `,
-		helmLayer + "/namespace.yaml":     "apiVersion: v1\nkind: Namespace\nmetadata: {name: charts}\n",
+		helmLayer + "/namespace.yaml": "apiVersion: v1\nkind: Namespace\nmetadata: {name: charts}\n",
 		helmLayer + "/sources.yaml": `apiVersion: source.toolkit.fluxcd.io/v1
 kind: HelmRepository
 metadata: {name: upstream, namespace: charts}
