@@ -262,6 +262,9 @@ func New(root string, units []Unit, opts Options) (*Model, error) {
 	m.memo, m.decoded, m.sets = nil, nil, nil
 	for _, s := range m.Sets {
 		s.kusts, s.found = nil, false
+		if len(s.Missing) == 0 {
+			s.vars = nil // Check reads them only to name what is missing
+		}
 	}
 	return m, nil
 }
