@@ -483,7 +483,7 @@ func (ld *Loaded) chartPatches() (map[[2]string][]generate.HelmRelease, problem.
 		return l, key
 	}
 	nested := map[nestedKey]nestedReleases{}
-	for _, u := range layers.FromFleet(f) {
+	for _, u := range ld.units {
 		s := ld.Model.Received(u.Cluster, u.Layer)
 		if s == nil || s.Objects == nil {
 			continue
@@ -500,8 +500,11 @@ func (ld *Loaded) chartPatches() (map[[2]string][]generate.HelmRelease, problem.
 			}
 			followed = append(followed, k)
 			if _, done := nested[k]; !done {
-				list, key := pins(u.Cluster, u.Layer, c.Objects)
-				nested[k] = nestedReleases{list, key}
+				// Only sets with HelmReleases are kept: one entry per
+				// cluster and set would be 20,000 at 10,000 clusters.
+				if list, key := pins(u.Cluster, u.Layer, c.Objects); list != nil {
+					nested[k] = nestedReleases{list, key}
+				}
 			}
 		}
 		// A HelmRelease's source may be applied by another Kustomization of
@@ -527,8 +530,9 @@ func (ld *Loaded) chartPatches() (map[[2]string][]generate.HelmRelease, problem.
 			top, topKey = withSources(top, topKey, srcs)
 			for _, k := range followed {
 				n := nested[k]
-				n.list, n.key = withSources(n.list, n.key, srcs)
-				nested[k] = n
+				if n.list, n.key = withSources(n.list, n.key, srcs); n.list != nil {
+					nested[k] = n
+				}
 			}
 		}
 		if top != nil {

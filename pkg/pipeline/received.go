@@ -144,7 +144,7 @@ func receivedChanges(cfg RenderOptions, ld *Loaded, had map[string][]byte) (map[
 	for _, u := range units {
 		compare(u.Cluster, u.Layer)
 	}
-	for _, u := range layers.FromFleet(f) {
+	for _, u := range ld.units {
 		compare(u.Cluster, u.Layer)
 	}
 	return out, tags, &oldModel{model: old, units: units}, nil

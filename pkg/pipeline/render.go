@@ -137,15 +137,35 @@ func Render(ctx context.Context, cfg Config, o RenderOptions) error {
 	if err := ld.check(allRules); err != nil {
 		return err
 	}
-	return renderLoaded(ctx, cfg, ld, o.OutDir)
+	r, err := render(ctx, cfg, ld, o.OutDir, false)
+	if err != nil {
+		return err
+	}
+	// The write needs only r: from here the model (at 10,000 clusters a
+	// third of the heap) is the collector's, not held beside the tree.
+	_, err = r.write(cfg, o.OutDir)
+	return err
 }
 
-// renderLoaded renders ld into dir.
+// renderLoaded renders ld into dir, and gives ld the lock it wrote.
 func renderLoaded(ctx context.Context, cfg Config, ld *Loaded, dir string) error {
 	r, err := render(ctx, cfg, ld, dir, false)
 	if err != nil {
 		return err
 	}
+	newLock, err := r.write(cfg, dir)
+	if err != nil {
+		return err
+	}
+	if newLock != nil {
+		ld.Lock, ld.LockBytes = r.lock, newLock
+	}
+	return nil
+}
+
+// write writes r into dir with its lock, and returns the lock's new bytes
+// when it changed (nil when not).
+func (r *rendered) write(cfg Config, dir string) ([]byte, error) {
 	// The lock is committed with the tree, never before it: a failed render
 	// leaves both as they were.
 	start := time.Now()
@@ -156,10 +176,11 @@ func renderLoaded(ctx context.Context, cfg Config, ld *Loaded, dir string) error
 	opt := tree.Options{Lock: lk, Waiting: cfg.waiting(dir)}
 	st, err := tree.WriteWith(dir, r.files, opt)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var newLock []byte
 	if r.lockChanged {
-		ld.Lock, ld.LockBytes = r.lock, lk.New
+		newLock = lk.New
 		cfg.logger().Info("lock updated", "file", r.lockPath, "newClientIDs", r.newClientIDs, "newShards", r.newShards, "movedShards", len(r.shardMoves))
 	}
 	if len(r.forged) > 0 {
@@ -167,7 +188,7 @@ func renderLoaded(ctx context.Context, cfg Config, ld *Loaded, dir string) error
 	}
 	cfg.logger().Info("wrote", "dir", dir, "written", st.Written,
 		"unchanged", st.Unchanged, "removed", st.Removed, "duration", time.Since(start).Round(time.Millisecond))
-	return nil
+	return newLock, nil
 }
 
 // loadFor is Load for command cmd, which writes or reads the output folder
