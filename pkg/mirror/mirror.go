@@ -396,10 +396,20 @@ func (r *runner) copyPair(ctx context.Context, p Pair, pushed *atomic.Int64) (pa
 		return res, srcErr
 	}
 	res.digest = want.String()
-	if res.verified, err = r.verify(ctx, p, src, want); err != nil {
-		return res, err
-	}
 	srcRepo, dstRepo := src.Context(), dst.Context()
+	// What refers to the image is listed once: verification picks the
+	// signatures from it, the walk copies it.
+	var listed map[v1.Hash][]artifact
+	if pol := r.policy(p); pol != nil {
+		as, err := r.referrersOf(ctx, srcRepo, want)
+		if err != nil {
+			return res, fmt.Errorf("verify signature of %s%s: %w", want, r.via(src), err)
+		}
+		if res.verified, err = r.verify(ctx, pol, src, want, as); err != nil {
+			return res, err
+		}
+		listed = map[v1.Hash][]artifact{want: as}
+	}
 	var desc *remote.Descriptor
 	switch {
 	case dstErr == nil && have.Digest == want:
@@ -423,7 +433,7 @@ func (r *runner) copyPair(ctx context.Context, p Pair, pushed *atomic.Int64) (pa
 			if err != nil {
 				return err
 			}
-			res.referrers, err = r.supplyChain(gctx, srcRepo, dstRepo, subjects, pushed)
+			res.referrers, err = r.supplyChain(gctx, srcRepo, dstRepo, subjects, listed, pushed)
 			return err
 		})
 	}
