@@ -5,7 +5,8 @@
 //
 // "Verify" means signature verification only: Run verifies at the source
 // (WithVerify), VerifySource in place, Verify and VerifyMirror at the mirror.
-// All call pkg/verify's Policy.Image and Policy.Signature, nothing else
+// All call pkg/verify's Policy.Image (Run: ImageAmong, among the referrers
+// its supply-chain walk lists) and Policy.Signature, nothing else
 // (verify.go), and pkg/verify has sigstore-go and notation-go verify.
 //
 // The air gap (airgap.go) runs the same copier: an OCI image layout is a
