@@ -262,6 +262,9 @@ func New(root string, units []Unit, opts Options) (*Model, error) {
 	m.memo, m.decoded, m.sets = nil, nil, nil
 	for _, s := range m.Sets {
 		s.kusts, s.found = nil, false
+		if len(s.Missing) == 0 {
+			s.vars = nil // Check reads them only to name what is missing
+		}
 	}
 	return m, nil
 }
@@ -481,12 +484,16 @@ func (m *Model) substituteNew(o *Object, vars map[string]string) substituted {
 	if o.tp.t != nil && o.tp.size(vars) > MaxObjectSize {
 		return substituted{err: fmt.Errorf("%s (%s): post-build substitution makes it larger than %d MiB", o.Origin, o.Describe(), MaxObjectSize>>20)}
 	}
-	res, err := substituteChecked(o.tp, vars)
-	if err != nil {
-		return substituted{err: fmt.Errorf("%s (%s): post-build substitution fails: %w", o.Origin, o.Describe(), err)}
-	}
+	res := o.tp.fastSubstitute(o.Map, vars)
 	if res == nil {
-		return substituted{obj: o}
+		var err error
+		res, err = substituteChecked(o.tp, vars)
+		if err != nil {
+			return substituted{err: fmt.Errorf("%s (%s): post-build substitution fails: %w", o.Origin, o.Describe(), err)}
+		}
+		if res == nil {
+			return substituted{obj: o}
+		}
 	}
 	// Keep what substitution left as it was the build object's own: clusters
 	// then share all of an object but the fields their values changed.

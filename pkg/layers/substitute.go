@@ -60,6 +60,10 @@ type template struct {
 	refs, required []string
 	// uses counts the references to each variable.
 	uses map[string]int
+	// plain is true when every reference is a plain ${var}, without an
+	// operator: the fast way (slots) may take it.
+	plain bool
+	fast  slotState
 }
 
 // newTemplate parses an object's YAML text for substitution.
@@ -82,7 +86,7 @@ func newTemplate(text string) *template {
 	tp.t = t
 	tp.uses = map[string]int{}
 	required := map[string]bool{}
-	walkVars(tree.Root, tp.uses, required)
+	tp.plain = walkVars(tree.Root, tp.uses, required)
 	for v := range tp.uses {
 		tp.refs = append(tp.refs, v)
 	}
@@ -96,22 +100,25 @@ func newTemplate(text string) *template {
 // (${var}, ${#var}, ${var^^}, …), not those that supply a value for an unset
 // variable (-, :-, =, :=, +, :+, ?, :?). A function's arguments are evaluated
 // before the variable is looked up, so their references count whatever the
-// operator.
-func walkVars(n parse.Node, uses map[string]int, required map[string]bool) {
+// operator. It reports whether every reference is a plain ${var}.
+func walkVars(n parse.Node, uses map[string]int, required map[string]bool) bool {
+	plain := true
 	switch n := n.(type) {
 	case *parse.ListNode:
 		for _, c := range n.Nodes {
-			walkVars(c, uses, required)
+			plain = walkVars(c, uses, required) && plain
 		}
 	case *parse.FuncNode:
 		uses[n.Param]++
 		if !defaultOp(n.Name) {
 			required[n.Param] = true
 		}
+		plain = n.Name == "" && len(n.Args) == 0
 		for _, a := range n.Args {
 			walkVars(a, uses, required)
 		}
 	}
+	return plain
 }
 
 // defaultOp is envsubst's isDefaultOp.

@@ -42,7 +42,7 @@ type Loaded struct {
 	Images *images.Result
 
 	// units are the units Model holds (loadAll's, without skipLayers'),
-	// layerOpts the options it was built with (the deliveries that are
+	// without their Vars; layerOpts the options it was built with (the deliveries that are
 	// sound), but the chart renderer.
 	units     []layers.Unit
 	layerOpts layers.Options
@@ -162,17 +162,13 @@ func loadAll(ctx context.Context, cfg Config, pending bool) (*Loaded, problem.Er
 		return nil, nil, err
 	}
 	skip := brokenLayers(f, errs)
-	units := layers.FromFleet(f)
-	if len(skip) > 0 {
-		units = slices.DeleteFunc(units, func(u layers.Unit) bool { return skip[u.Layer] })
-	}
 	opts := layers.DefaultOptions()
 	opts.Deliveries, opts.Clusters = layers.DeliveriesOf(f)
 	if bad := brokenDeliveries(f, errs); len(bad) > 0 {
 		opts.Deliveries = slices.DeleteFunc(opts.Deliveries, func(d layers.Delivery) bool { return bad[d.Name] })
 	}
 	ld := &Loaded{Fleet: f, Lock: lr.l, LockPath: filepath.Join(f.Dir, lock.FileName), LockBytes: lr.data,
-		allowPlaintext: cfg.AllowPlaintextSecrets, skipLayers: skip, units: units, layerOpts: opts, rebalance: cfg.Rebalance}
+		allowPlaintext: cfg.AllowPlaintextSecrets, skipLayers: skip, layerOpts: opts, rebalance: cfg.Rebalance}
 	if lr.err != nil {
 		ld.Lock, ld.LockBytes, ld.lockBad = lock.New(), nil, true
 	}
@@ -212,7 +208,18 @@ func (ld *Loaded) model(ctx context.Context, cfg Config, pending bool) (lerr, de
 	}
 	opts := ld.layerOpts
 	opts.Charts = r.render
-	m, lerr := layers.LoadUnits(f, ld.units, opts)
+	units := layers.FromFleet(f)
+	if len(ld.skipLayers) > 0 {
+		units = slices.DeleteFunc(units, func(u layers.Unit) bool { return ld.skipLayers[u.Layer] })
+	}
+	m, lerr := layers.LoadUnits(f, units, opts)
+	// The model took what it needs of each unit's variables (a map per
+	// cluster and layer); the rest of the command reads only who receives
+	// what.
+	for i := range units {
+		units[i].Vars = nil
+	}
+	ld.units = units
 	if m == nil {
 		return nil, nil, lerr
 	}

@@ -250,7 +250,7 @@ func checkLoaded(ctx context.Context, cfg Config, ld *Loaded, dir string) (*rend
 	if err != nil {
 		return nil, "", err
 	}
-	if r.had, err = tree.Read(dir, tree.Options{Lock: &tree.Lock{Path: r.lockPath}, Waiting: cfg.waiting(dir)}); err != nil {
+	if r.had, err = tree.Read(dir, tree.Options{Lock: &tree.Lock{Path: r.lockPath}, Waiting: cfg.waiting(dir), Files: r.files}); err != nil {
 		return nil, "", err
 	}
 	d, err := r.fileDiff(dir, nil)

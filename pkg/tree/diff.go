@@ -99,7 +99,7 @@ func Read(dir string, opt Options) (map[string][]byte, error) {
 		}
 	}
 	b := newBudget(dir, opt)
-	l, err := t.scanWithin(b)
+	l, err := t.scanWithin(b, byPath(opt.Files))
 	if err != nil {
 		return nil, err
 	}

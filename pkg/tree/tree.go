@@ -44,6 +44,10 @@ type Options struct {
 	// MaxFile and MaxTotal bound what Read reads (0: MaxReadFile and
 	// MaxReadTotal).
 	MaxFile, MaxTotal int64
+	// Files, for Read, are what the caller compares the tree with: a file
+	// whose content is its entry there is returned with that entry's bytes,
+	// so that what did not change is held once, not twice.
+	Files []layout.File
 }
 
 // writeHook, when set by a test, can fail the creation of each file.
@@ -105,7 +109,7 @@ func WriteWith(dir string, files []layout.File, opt Options) (st Stats, err erro
 	if err := t.recover(lockPath); err != nil {
 		return st, err
 	}
-	existing, err := t.scan()
+	existing, err := t.scanWithin(nil, byPath(files))
 	if err != nil {
 		return st, err
 	}
@@ -167,21 +171,31 @@ func (t *tree) update(lockPath string, files []layout.File, existing listing, op
 	return st, nil
 }
 
-// listing is what scan found (MetaDir, .git folders and leftovers aside).
+// byPath maps each file's path to its content.
+func byPath(files []layout.File) map[string][]byte {
+	m := make(map[string][]byte, len(files))
+	for _, f := range files {
+		m[f.Path] = f.Data
+	}
+	return m
+}
+
+// listing is what scanWithin found (MetaDir, .git folders and leftovers aside).
 type listing struct {
 	files     map[string][]byte // slash path → content; nil: not a regular file fleetgen can read
 	dirs      map[string]bool
 	leftovers []string // temporary files of earlier versions
 }
 
-// scan reads the tree without following symlinks: each folder opened from
-// its parent's descriptor (openDirAt), from the root down, and each file read
-// relative to its folder's (readAt), as cp -r does.
-func (t *tree) scan() (listing, error) { return t.scanWithin(nil) }
-
-// scanWithin is scan within b's budget (nil: none beyond maxFile per file).
-func (t *tree) scanWithin(b *budget) (listing, error) {
+// scanWithin reads the tree without following symlinks: each folder opened
+// from its parent's descriptor (openDirAt), from the root down, and each
+// file read relative to its folder's (readAt), as cp -r does, within b's
+// budget (nil: none beyond maxFile per file). A file whose content is its
+// entry in want is listed with want's bytes: a render holds one copy of
+// what did not change, not two.
+func (t *tree) scanWithin(b *budget, want map[string][]byte) (listing, error) {
 	l := listing{files: map[string][]byte{}, dirs: map[string]bool{}}
+	var buf []byte // each file is read into it, and copied when it differs from want
 	var visit func(f *os.File, rel string) error
 	visit = func(f *os.File, rel string) error {
 		defer f.Close()
@@ -210,13 +224,20 @@ func (t *tree) scanWithin(b *budget) (listing, error) {
 				l.leftovers = append(l.leftovers, p)
 				continue
 			case typ.IsRegular():
-				var err error
-				data, err = readAt(int(f.Fd()), e.Name(), b.limit())
+				read, err := readAt(int(f.Fd()), e.Name(), b.limit(), buf)
 				if err := b.refuse(p, err); err != nil {
 					return err
 				}
-				if err := b.spend(p, int64(len(data))); err != nil {
+				if err := b.spend(p, int64(len(read))); err != nil {
 					return err
+				}
+				if err == nil {
+					buf = read
+					if w, ok := want[p]; ok && bytes.Equal(w, read) {
+						data = w
+					} else {
+						data = append([]byte{}, read...)
+					}
 				}
 			}
 			if e.IsDir() {
@@ -258,7 +279,7 @@ func (t *tree) byFolder(paths []string, fn func(r *os.Root, group []string) erro
 	return nil
 }
 
-// plan decides every step of the update from what scan found, and the
+// plan decides every step of the update from what scanWithin found, and the
 // leftovers to remove.
 func (t *tree) plan(files []layout.File, existing listing) (*journal, []string, error) {
 	var j journal
@@ -333,10 +354,7 @@ func (t *tree) commit(files []layout.File, j *journal, lockPath string, newLock 
 	if newLock != nil {
 		j.LockSum, j.LockPath = sumHex(newLock), sumHex([]byte(lockPath))
 	}
-	data := make(map[string][]byte, len(files))
-	for _, f := range files {
-		data[f.Path] = f.Data
-	}
+	data := byPath(files)
 	prepared := MetaDir + "/" + preparedFile
 	if err := createFile(t.root, prepared, j.marshal(), true, ""); err != nil {
 		return fmt.Errorf("write %s: %w", filepath.Join(t.dir, prepared), err)

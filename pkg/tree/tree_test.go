@@ -319,3 +319,32 @@ func diffWith(dir string, files []layout.File, opt Options) (string, error) {
 	}
 	return Compare(dir, have, files)
 }
+
+// Read with the files a render compares holds what did not change once:
+// an unchanged file comes back as the render's own bytes, a changed one as
+// its own copy of what the disk holds (not the buffer the next file is read
+// into).
+func TestReadHoldsUnchangedOnce(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	put(t, dir, map[string]string{"a.yaml": h + "old a\n", "b.yaml": h + "same b\n", "c.yaml": h + "old c, longer than the rest\n"})
+	files := []layout.File{file("a.yaml", "new a\n"), file("b.yaml", "same b\n"), file("c.yaml", "new c\n")}
+	have, err := Read(dir, Options{Files: files})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for p, b := range have {
+		got[p] = string(b)
+	}
+	want := map[string]string{"a.yaml": h + "old a\n", "b.yaml": h + "same b\n", "c.yaml": h + "old c, longer than the rest\n"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("Read (-want +got):\n%s", d)
+	}
+	if &have["b.yaml"][0] != &files[1].Data[0] {
+		t.Error("the unchanged b.yaml is a second copy, not the render's bytes")
+	}
+	if &have["a.yaml"][0] == &have["c.yaml"][0] {
+		t.Error("two changed files share one buffer")
+	}
+}
