@@ -5,7 +5,8 @@
 //
 // "Verify" means signature verification only: Run verifies at the source
 // (WithVerify), VerifySource in place, Verify and VerifyMirror at the mirror.
-// All call pkg/verify's Policy.Image and Policy.Signature, nothing else
+// All call pkg/verify's Policy.Image (Run: ImageAmong, among the referrers
+// its supply-chain walk lists) and Policy.Signature, nothing else
 // (verify.go), and pkg/verify has sigstore-go and notation-go verify.
 //
 // The air gap (airgap.go) runs the same copier: an OCI image layout is a
@@ -396,10 +397,20 @@ func (r *runner) copyPair(ctx context.Context, p Pair, pushed *atomic.Int64) (pa
 		return res, srcErr
 	}
 	res.digest = want.String()
-	if res.verified, err = r.verify(ctx, p, src, want); err != nil {
-		return res, err
-	}
 	srcRepo, dstRepo := src.Context(), dst.Context()
+	// What refers to the image is listed once: verification picks the
+	// signatures from it, the walk copies it.
+	var listed map[v1.Hash][]artifact
+	if pol := r.policy(p); pol != nil {
+		as, err := r.referrersOf(ctx, srcRepo, want)
+		if err != nil {
+			return res, fmt.Errorf("verify signature of %s%s: %w", want, r.via(src), err)
+		}
+		if res.verified, err = r.verify(ctx, pol, src, want, as); err != nil {
+			return res, err
+		}
+		listed = map[v1.Hash][]artifact{want: as}
+	}
 	var desc *remote.Descriptor
 	switch {
 	case dstErr == nil && have.Digest == want:
@@ -423,7 +434,7 @@ func (r *runner) copyPair(ctx context.Context, p Pair, pushed *atomic.Int64) (pa
 			if err != nil {
 				return err
 			}
-			res.referrers, err = r.supplyChain(gctx, srcRepo, dstRepo, subjects, pushed)
+			res.referrers, err = r.supplyChain(gctx, srcRepo, dstRepo, subjects, listed, pushed)
 			return err
 		})
 	}

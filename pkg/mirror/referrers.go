@@ -50,10 +50,11 @@ type artifact struct {
 
 // supplyChain copies into dstRepo every artifact that refers to one of
 // subjects in srcRepo, recursively, by digest, and returns them as the lock
-// records them. Referrers of one subject are written one after the other, so
+// records them; listed holds what referrersOf already found of some
+// subjects. Referrers of one subject are written one after the other, so
 // that go-containerregistry's update of a target's referrers tag index (on a
 // registry without the referrers API) never races with itself.
-func (r *runner) supplyChain(ctx context.Context, srcRepo, dstRepo name.Repository, subjects []v1.Hash, pushed *atomic.Int64) ([]lock.Referrer, error) {
+func (r *runner) supplyChain(ctx context.Context, srcRepo, dstRepo name.Repository, subjects []v1.Hash, listed map[v1.Hash][]artifact, pushed *atomic.Int64) ([]lock.Referrer, error) {
 	var (
 		mu   sync.Mutex
 		seen = map[v1.Hash]bool{}
@@ -69,9 +70,12 @@ func (r *runner) supplyChain(ctx context.Context, srcRepo, dstRepo name.Reposito
 		g.SetLimit(r.o.jobs)
 		for _, s := range level {
 			g.Go(func() error {
-				as, err := r.referrersOf(gctx, srcRepo, s)
-				if err != nil {
-					return err
+				as, ok := listed[s]
+				if !ok {
+					var err error
+					if as, err = r.referrersOf(gctx, srcRepo, s); err != nil {
+						return err
+					}
 				}
 				var claimed []artifact
 				for _, a := range as {

@@ -29,16 +29,30 @@ func WithVerify(ps verify.Policies) Option {
 	return func(o *options) error { o.policies = ps; return nil }
 }
 
-// verify checks the signatures of the source image want (read from src's
-// repository, a source mirror's when one serves it) when a policy covers
-// the pair's source repository; nil, nil when none does.
-func (r *runner) verify(ctx context.Context, p Pair, src name.Reference, want v1.Hash) (*lock.Verified, error) {
+// policy returns the policy that covers the pair's source repository, nil
+// when none does.
+func (r *runner) policy(p Pair) *verify.Policy {
 	repo, _ := lock.SplitRef(p.Source)
-	pol := r.o.policies.For(repo)
-	if pol == nil {
-		return nil, nil
+	return r.o.policies.For(repo)
+}
+
+// verify checks the signatures of the source image want (read from src's
+// repository, a source mirror's when one serves it) under pol, among as:
+// what refers to want there, as the supply-chain walk lists it (referrersOf),
+// which then copies it without listing it again.
+func (r *runner) verify(ctx context.Context, pol *verify.Policy, src name.Reference, want v1.Hash, as []artifact) (*lock.Verified, error) {
+	var (
+		referrers []v1.Descriptor
+		legacy    *v1.Descriptor
+	)
+	for _, a := range as {
+		if a.tag == "sha256-"+want.Hex+".sig" {
+			legacy = &a.desc
+			continue
+		}
+		referrers = append(referrers, a.desc)
 	}
-	v, err := pol.Image(ctx, src.Context(), want, remote.Reuse(r.puller))
+	v, err := pol.ImageAmong(ctx, src.Context(), want, referrers, legacy, remote.Reuse(r.puller))
 	if err != nil {
 		return nil, fmt.Errorf("verify signature of %s%s: %w", want, r.via(src), err)
 	}

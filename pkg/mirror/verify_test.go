@@ -204,3 +204,102 @@ func TestVerifyAtMirror(t *testing.T) {
 		t.Errorf("the good signature: %v", err)
 	}
 }
+
+// sourceLog passes requests on and records those to one host: method and
+// path.
+type sourceLog struct {
+	host string
+	mu   sync.Mutex
+	asks []string
+}
+
+func (s *sourceLog) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Host == s.host {
+		s.mu.Lock()
+		s.asks = append(s.asks, req.Method+" "+req.URL.Path)
+		s.mu.Unlock()
+	}
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+// TestRunVerifyListsOnce: with spec.verify, what refers to an image is
+// listed once, for verification and the supply chain together: a warm run
+// (everything present) asks the source nothing twice, and still verifies
+// both a bundle referrer and a legacy .sig signature and records them; a
+// signature deleted from the mirror is copied again.
+func TestRunVerifyListsOnce(t *testing.T) {
+	t.Parallel()
+	src, dst := inProcess(t), inProcess(t)
+	key := testenv.NewKey(t)
+	rng := rand.New(rand.NewSource(5))
+	sigs := map[string]v1.Hash{}
+	var refs []string
+	for _, r := range []string{"contoso/bundled", "contoso/legacy"} {
+		img, err := testenv.Image(rng, nil, 1, 512)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref := src + "/" + r + ":1.0"
+		d, err := v1.NewHash(push(t, ref, img))
+		if err != nil {
+			t.Fatal(err)
+		}
+		repo, _ := name.NewRepository(src + "/" + r)
+		if r == "contoso/bundled" {
+			sz, _ := img.Size()
+			mt, _ := img.MediaType()
+			sigs[ref] = testenv.PushBundle(t, repo, v1.Descriptor{MediaType: mt, Digest: d, Size: sz}, key.Bundle(t, testenv.CosignStatement(d)))
+		} else {
+			payload := testenv.SimpleSigning(repo.String(), d)
+			sigs[ref] = testenv.PushLegacy(t, repo, d, []testenv.LegacyLayer{{Payload: payload, Annotations: key.Legacy(t, payload)}})
+		}
+		refs = append(refs, ref)
+	}
+	ps, err := verify.Compile(&schema.Fleet{Spec: schema.Spec{Verify: []schema.VerifyPolicy{{Cosign: &schema.CosignVerify{Keys: []schema.FileRef{{File: "cosign.pub", Data: key.PublicPEM}}}}}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pairs, err := mirror.Plan(schema.Registry{Host: dst}, refs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func() ([]lock.Image, mirror.Stats, []string) {
+		t.Helper()
+		log := &sourceLog{host: src}
+		entries, stats, err := mirror.Run(context.Background(), pairs, anon, mirror.WithBackoff(fastBackoff), mirror.WithTransport(log), mirror.WithVerify(ps))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if e.Verified == nil || e.Verified.Signature != sigs[e.Source].String() {
+				t.Errorf("%s: verified %+v, want signature %s", e.Source, e.Verified, sigs[e.Source])
+			}
+		}
+		return entries, stats, log.asks
+	}
+	run()
+	_, stats, asks := run()
+	if stats.Present != len(pairs) {
+		t.Errorf("warm run: %d of %d present", stats.Present, len(pairs))
+	}
+	seen := map[string]bool{}
+	for _, a := range asks {
+		if seen[a] && a != "GET /v2/" {
+			t.Errorf("warm run asked the source twice: %s", a)
+		}
+		seen[a] = true
+	}
+
+	// The legacy signature deleted from the mirror: the next run notices
+	// and copies it again.
+	legacy := mustRef(t, dst+"/contoso/legacy@"+sigs[src+"/contoso/legacy:1.0"].String())
+	if err := remote.Delete(legacy); err != nil {
+		t.Fatal(err)
+	}
+	if _, stats, _ = run(); stats.Present != len(pairs) {
+		t.Errorf("after the deletion: %d of %d present, want all (only a signature was gone)", stats.Present, len(pairs))
+	}
+	if _, err := remote.Head(legacy); err != nil {
+		t.Errorf("the deleted signature was not copied again: %v", err)
+	}
+}

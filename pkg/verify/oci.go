@@ -59,10 +59,27 @@ type Verified struct {
 // errors.
 func (p *Policy) Image(ctx context.Context, repo name.Repository, digest v1.Hash, opts ...remote.Option) (Verified, error) {
 	opts = append([]remote.Option{remote.WithContext(ctx)}, opts...)
-	cands, err := p.candidates(repo, digest, opts)
+	referrers, legacy, err := p.find(repo, digest, opts)
 	if err != nil {
 		return Verified{}, err
 	}
+	return p.among(ctx, repo, digest, referrers, legacy, opts)
+}
+
+// ImageAmong is Image for a caller that has already listed what refers to
+// the image digest in repo (referrers, by the referrers API or its tag
+// schema, in any order) and read cosign's sha256-<hex>.sig tag (legacy,
+// nil when there is none): the mirror's supply-chain walk lists them
+// anyway. Only the signatures p may accept are read.
+func (p *Policy) ImageAmong(ctx context.Context, repo name.Repository, digest v1.Hash, referrers []v1.Descriptor, legacy *v1.Descriptor, opts ...remote.Option) (Verified, error) {
+	opts = append([]remote.Option{remote.WithContext(ctx)}, opts...)
+	return p.among(ctx, repo, digest, referrers, legacy, opts)
+}
+
+// among tries the signatures of digest p may accept, of referrers and
+// legacy, in order, and returns the first that verifies.
+func (p *Policy) among(ctx context.Context, repo name.Repository, digest v1.Hash, referrers []v1.Descriptor, legacy *v1.Descriptor, opts []remote.Option) (Verified, error) {
+	cands := p.candidates(referrers, legacy)
 	if len(cands) == 0 {
 		return Verified{}, &Error{Policy: p.Name, Reason: NoSignature, Detail: p.none(digest)}
 	}
@@ -136,37 +153,48 @@ func combine(policy string, rs []*Error) *Error {
 
 func legacyTag(d v1.Hash) string { return d.Algorithm + "-" + d.Hex + ".sig" }
 
-// candidates lists the signature manifests of digest p may accept: bundle
-// and Notary Project referrers first (at most maxCandidates), then the
-// legacy tag's manifest.
-func (p *Policy) candidates(repo name.Repository, digest v1.Hash, opts []remote.Option) ([]v1.Descriptor, error) {
-	var out []v1.Descriptor
+// find lists what refers to digest in repo and, when p accepts cosign's
+// signatures, HEADs its legacy tag (nil when absent).
+func (p *Policy) find(repo name.Repository, digest v1.Hash, opts []remote.Option) ([]v1.Descriptor, *v1.Descriptor, error) {
+	var referrers []v1.Descriptor
 	idx, err := remote.Referrers(repo.Digest(digest.String()), opts...)
 	if err != nil && !isNotFound(err) {
-		return nil, fmt.Errorf("list referrers of %s: %w", digest, err)
+		return nil, nil, fmt.Errorf("list referrers of %s: %w", digest, err)
 	}
 	if err == nil {
 		m, err := idx.IndexManifest()
 		if err != nil {
-			return nil, fmt.Errorf("list referrers of %s: %w", digest, err)
+			return nil, nil, fmt.Errorf("list referrers of %s: %w", digest, err)
 		}
-		for _, d := range m.Manifests {
-			if len(out) < maxCandidates && (p.cosign != nil && isBundleType(d.ArtifactType) || p.notation != nil && d.ArtifactType == NotationArtifactType) {
-				out = append(out, d)
-			}
-		}
+		referrers = m.Manifests
 	}
 	if p.cosign == nil {
-		return out, nil
+		return referrers, nil, nil
 	}
 	desc, err := remote.Head(repo.Tag(legacyTag(digest)), opts...)
 	switch {
 	case err == nil:
-		out = append(out, *desc)
+		return referrers, desc, nil
 	case !isNotFound(err):
-		return nil, fmt.Errorf("head %s: %w", legacyTag(digest), err)
+		return nil, nil, fmt.Errorf("head %s: %w", legacyTag(digest), err)
 	}
-	return out, nil
+	return referrers, nil, nil
+}
+
+// candidates picks the signature manifests p may accept: bundle and Notary
+// Project referrers first (at most maxCandidates), then the legacy tag's
+// manifest.
+func (p *Policy) candidates(referrers []v1.Descriptor, legacy *v1.Descriptor) []v1.Descriptor {
+	var out []v1.Descriptor
+	for _, d := range referrers {
+		if len(out) < maxCandidates && (p.cosign != nil && isBundleType(d.ArtifactType) || p.notation != nil && d.ArtifactType == NotationArtifactType) {
+			out = append(out, d)
+		}
+	}
+	if p.cosign != nil && legacy != nil {
+		out = append(out, *legacy)
+	}
+	return out
 }
 
 func isBundleType(t string) bool {
