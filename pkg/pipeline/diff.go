@@ -55,10 +55,10 @@ func Diff(ctx context.Context, cfg Config, o RenderOptions) (review.Report, stri
 			tg[ref] = tag // an image the change replaced, gone from the lock
 		}
 	}
-	rep := review.Compare(had, filesMap(r.files), review.Options{GeneratedClientIDs: r.generated, Tags: tg})
+	now := filesMap(r.files)
+	rep := review.Compare(had, now, review.Options{GeneratedClientIDs: r.generated, Tags: tg})
 	rep.AddObjects(objs)
 	rep.AddImageVerification(ld.verificationChanges())
-	now := filesMap(r.files)
 	nv := argoCDSees(ld.Fleet, ld.Model, now)
 	if ov, ok := oldArgoCD(ld.Fleet, had, old, nv); ok {
 		rep.AddApplications(applicationNames(ov), applicationNames(nv))
