@@ -43,7 +43,7 @@ type Proxy struct {
 // Span is one request the proxy forwarded: what it was and when (with
 // ProxyOptions.Timeline).
 type Span struct {
-	Kind       string // upload, mount, blob-head, manifest, other
+	Kind       string // upload, mount, blob-head, manifest-GET (-HEAD, -PUT…), other
 	Start, End time.Time
 }
 
@@ -174,7 +174,7 @@ func kind(r *http.Request) string {
 	case strings.Contains(path, "/blobs/") && r.Method == http.MethodHead:
 		return "blob-head"
 	case strings.Contains(path, "/manifests/"):
-		return "manifest"
+		return "manifest-" + r.Method
 	}
 	return "other"
 }
