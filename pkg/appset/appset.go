@@ -49,7 +49,7 @@ type Cluster struct {
 }
 
 // ClusterFromSecret reads a Secret (an object as plain values, as
-// layers.Object.Map holds it) as the cluster generator does: ok only when it
+// layers.Object.Map returns it) as the cluster generator does: ok only when it
 // is a Secret labelled argocd.argoproj.io/secret-type: cluster whose name
 // and server can be read (data base64, or stringData); sealed is true when
 // they are SOPS-encrypted, which a preview cannot read.

@@ -145,7 +145,7 @@ func fluxBuild(t testing.TB, f *schema.Fleet, files []layout.File, cluster strin
 		t.Fatalf("flux build of %s: %v", dir, b.Err)
 	}
 	for _, o := range b.Objects {
-		built = append(built, o.Map)
+		built = append(built, o.Map())
 	}
 	return built, rendered
 }

@@ -278,18 +278,24 @@ type found struct {
 // template that rendered them, and the HelmReleases a chart renders are not
 // followed.
 func collect(s *layers.Set) (out []found, bad []string) {
-	index := make(map[[3]string]map[string]any, len(s.Objects))
+	index := make(map[[3]string]*layers.Object, len(s.Objects))
 	for _, o := range s.Objects {
-		index[[3]string{o.Kind, o.Namespace, o.Name}] = o.Map
+		index[[3]string{o.Kind, o.Namespace, o.Name}] = o
 	}
-	find := func(kind, ns, name string) map[string]any { return index[[3]string{kind, ns, name}] }
+	find := func(kind, ns, name string) map[string]any {
+		if o := index[[3]string{kind, ns, name}]; o != nil {
+			return o.Map()
+		}
+		return nil
+	}
 	for _, o := range s.Objects {
+		v := o.Map()
 		tmpl, file := "", o.Origin
 		if s.Release != "" {
 			// The template is the chart's, not a file of the fleet's folder.
 			tmpl, file = fmt.Sprintf("HelmRelease %s chart %s template %s", s.Release, chartName(o.Origin), o.Origin), ""
 		}
-		for _, c := range workload.Containers(o.Map) {
+		for _, c := range workload.Containers(v) {
 			who := fmt.Sprintf("%s %s %s", o.Describe(), c.Field, c.Name)
 			if tmpl != "" {
 				who = tmpl + ": " + who
@@ -299,7 +305,7 @@ func collect(s *layers.Set) (out []found, bad []string) {
 		if !o.IsHelmRelease() || s.Release != "" {
 			continue
 		}
-		rel, err := charts.ParseRelease(o.Map)
+		rel, err := charts.ParseRelease(v)
 		if err != nil {
 			bad = append(bad, o.Describe()+": spec does not decode as a HelmRelease's")
 			continue

@@ -42,10 +42,10 @@ func renderBundle(b *builder, bn *bundle, opts deployOptions) (objs []*Object, w
 	}
 	if opts.TargetNamespace != "" {
 		for i, o := range objs {
-			m := cloneMeta(o.Map)
+			m := cloneMeta(o.Map())
 			m["metadata"].(map[string]any)["namespace"] = opts.TargetNamespace
 			n := *o
-			n.Map, n.Namespace = m, opts.TargetNamespace
+			n.value, n.made, n.Namespace = m, made{}, opts.TargetNamespace
 			objs[i] = &n
 		}
 	}

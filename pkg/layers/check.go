@@ -319,13 +319,14 @@ func compactClusters(cs []string) []string {
 // strings.
 func objectProblems(o *Object) []string {
 	var out []string
-	if p := secrets.ObjectProblem(o.Map); p != "" && !publicArgoCD(o) {
+	v := o.Map()
+	if p := secrets.ObjectProblem(v); p != "" && !publicArgoCD(o) {
 		out = append(out, "plaintext\x00"+p)
 	}
-	for _, p := range secrets.EmbeddedProblems(o.Map) {
+	for _, p := range secrets.EmbeddedProblems(v) {
 		out = append(out, "plaintext\x00"+p)
 	}
-	for _, field := range notStrings(o) {
+	for _, field := range notStrings(o, v) {
 		out = append(out, "type\x00"+field)
 	}
 	return out
@@ -342,12 +343,12 @@ func publicArgoCD(o *Object) bool {
 	return err == nil && secrets.PublicArgoCDCluster(y)
 }
 
-// notStrings returns the fields of o, a received object, that Kubernetes
+// notStrings returns the fields of o, a received object whose values are v, that Kubernetes
 // takes only as strings and that hold something else: every label and
 // annotation, and the values of a ConfigMap's data and binaryData and a
 // Secret's data and stringData. kustomize-controller's apply fails on them;
 // post-build substitution makes them (`port: ${port}` with port=80).
-func notStrings(o *Object) []string {
+func notStrings(o *Object, v map[string]any) []string {
 	var out []string
 	check := func(prefix string, v any) {
 		m, ok := v.(map[string]any)
@@ -360,18 +361,18 @@ func notStrings(o *Object) []string {
 			}
 		}
 	}
-	if md, ok := o.Map["metadata"].(map[string]any); ok {
+	if md, ok := v["metadata"].(map[string]any); ok {
 		check("metadata.labels", md["labels"])
 		check("metadata.annotations", md["annotations"])
 	}
 	if o.APIVersion == "v1" {
 		switch o.Kind {
 		case "ConfigMap":
-			check("data", o.Map["data"])
-			check("binaryData", o.Map["binaryData"])
+			check("data", v["data"])
+			check("binaryData", v["binaryData"])
 		case "Secret":
-			check("data", o.Map["data"])
-			check("stringData", o.Map["stringData"])
+			check("data", v["data"])
+			check("stringData", v["stringData"])
 		}
 	}
 	return out
@@ -392,7 +393,7 @@ func (m *Model) Decrypts(cluster, layer string) bool {
 		objs = s.build.Objects
 	}
 	for _, o := range objs {
-		if secrets.Encrypted(o.Map) {
+		if secrets.Encrypted(o.Map()) {
 			return true
 		}
 	}

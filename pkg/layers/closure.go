@@ -129,7 +129,7 @@ func (c *commonMetadata) set(o *Object) *Object {
 	if len(c.Labels) == 0 && len(c.Annotations) == 0 {
 		return o
 	}
-	m := maps.Clone(o.Map)
+	m := maps.Clone(o.Map())
 	md, _ := m["metadata"].(map[string]any)
 	md = maps.Clone(md)
 	if md == nil {
@@ -151,7 +151,7 @@ func (c *commonMetadata) set(o *Object) *Object {
 	}
 	m["metadata"] = md
 	n := *o
-	n.Map, n.tp = m, nil
+	n.value, n.made, n.tp = m, made{}, nil
 	return &n
 }
 
@@ -188,7 +188,7 @@ func (m *Model) founds(s *Set) []*found {
 		switch {
 		case o.Kind == kustomizationKind && group(o.APIVersion) == kustomizeFluxGroup:
 			f = &found{obj: o, k: &fluxKustomization{}}
-			b, err := json.Marshal(o.Map)
+			b, err := json.Marshal(o.Map())
 			if err == nil {
 				err = json.Unmarshal(b, f.k)
 			}
@@ -466,19 +466,20 @@ func (w *walk) inputs(f *found, final bool) (in inputs, wait bool) {
 		case o == nil:
 			return inputs{warn: fmt.Sprintf("takes its variables from %s %s, which is not in what the cluster receives (made in the cluster by other means?): fleetgen cannot know their values", inert.Quote(r.Kind), inert.Quote(qualified(ns, r.Name)))}, false
 		}
+		om := o.Map()
 		switch r.Kind {
 		case "ConfigMap":
-			data, _ := o.Map["data"].(map[string]any)
+			data, _ := om["data"].(map[string]any)
 			for k, v := range data {
 				if s, ok := v.(string); ok {
 					in.vars[k] = strings.ReplaceAll(s, "\n", "")
 				}
 			}
 		case "Secret":
-			if secrets.Encrypted(o.Map) {
+			if secrets.Encrypted(om) {
 				return inputs{warn: fmt.Sprintf("takes its variables from Secret %s, which is SOPS-encrypted (fleetgen holds no key, so their values are unknown)", inert.Quote(qualified(ns, r.Name)))}, false
 			}
-			data, _ := o.Map["data"].(map[string]any)
+			data, _ := om["data"].(map[string]any)
 			for k, v := range data {
 				if s, ok := v.(string); ok {
 					if b, err := base64.StdEncoding.DecodeString(s); err == nil {
@@ -487,7 +488,7 @@ func (w *walk) inputs(f *found, final bool) (in inputs, wait bool) {
 				}
 			}
 			// The API server merges stringData into data.
-			sd, _ := o.Map["stringData"].(map[string]any)
+			sd, _ := om["stringData"].(map[string]any)
 			for k, v := range sd {
 				if s, ok := v.(string); ok {
 					in.vars[k] = strings.ReplaceAll(s, "\n", "")
@@ -523,7 +524,7 @@ func (w *walk) ours(src sourceRef, ns string, final bool) (why string, wait bool
 		}
 		return "reads " + desc + ", which is neither the source fleetgen publishes (" + s.Kind + " " + s.Namespace + "/" + s.Name + ") nor an object in what the cluster receives", false
 	}
-	spec, _ := o.Map["spec"].(map[string]any)
+	spec, _ := o.Map()["spec"].(map[string]any)
 	url, _ := spec["url"].(string)
 	ref, _ := spec["ref"].(map[string]any)
 	if group(o.APIVersion) == sourceFluxGroup && sameSource(s, url, ref) {

@@ -200,8 +200,8 @@ spec:
 		t.Error("clusters with the same variables do not share the followed set")
 	}
 	o := sets[1].Objects[0]
-	got := map[string]any{"name": o.Name, "namespace": o.Namespace, "metadata": o.Map["metadata"],
-		"image": o.Map["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)["image"]}
+	got := map[string]any{"name": o.Name, "namespace": o.Namespace, "metadata": o.Map()["metadata"],
+		"image": o.Map()["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)["image"]}
 	want := map[string]any{"name": "p-web-s", "namespace": "ns-prod", "image": "mirror.example/nginx:2",
 		"metadata": map[string]any{"name": "p-web-s", "namespace": "ns-prod", "labels": map[string]any{"tier": "prod-tier", "team": "web"}}}
 	if d := cmp.Diff(want, got); d != "" {

@@ -23,6 +23,9 @@
 // spec, and the objects post-build substitution leaves as they are are shared
 // by every cluster; clusters whose variables agree on every variable a build
 // refers to share one Set. What substitution makes is bounded (Options).
+// Once every check has read the objects, Compact lets each object the fast
+// way of substitution made hold only its cluster's strings: it is made again
+// when read.
 //
 // The model leaves out the image rewrite of fleetgen's own layer
 // Kustomizations (spec.images, the mirror references): diff reports image
@@ -484,25 +487,50 @@ func (m *Model) substituteNew(o *Object, vars map[string]string) substituted {
 	if o.tp.t != nil && o.tp.size(vars) > MaxObjectSize {
 		return substituted{err: fmt.Errorf("%s (%s): post-build substitution makes it larger than %d MiB", o.Origin, o.Describe(), MaxObjectSize>>20)}
 	}
-	res := o.tp.fastSubstitute(o.Map, vars)
-	if res == nil {
-		var err error
-		res, err = substituteChecked(o.tp, vars)
+	refused := func(err error) substituted {
+		return substituted{err: fmt.Errorf("%s (%s): %v after post-build substitution, which kustomize-controller refuses", o.Origin, o.Describe(), err)}
+	}
+	if d, ok := o.tp.fastSubstitute(o.Map(), vars); ok {
+		// The fast way shares all of the object but the paths to the
+		// cluster's strings, which it can make again (Compact).
+		n, err := NewObject(d.value(), o.Origin)
 		if err != nil {
-			return substituted{err: fmt.Errorf("%s (%s): post-build substitution fails: %w", o.Origin, o.Describe(), err)}
+			return refused(err)
 		}
-		if res == nil {
-			return substituted{obj: o}
-		}
+		n.made = d
+		return substituted{obj: n}
+	}
+	res, err := substituteChecked(o.tp, vars)
+	if err != nil {
+		return substituted{err: fmt.Errorf("%s (%s): post-build substitution fails: %w", o.Origin, o.Describe(), err)}
+	}
+	if res == nil {
+		return substituted{obj: o}
 	}
 	// Keep what substitution left as it was the build object's own: clusters
 	// then share all of an object but the fields their values changed.
-	shared, _ := share(res, o.Map)
+	shared, _ := share(res, o.Map())
 	n, err := NewObject(shared.(map[string]any), o.Origin)
 	if err != nil {
-		return substituted{err: fmt.Errorf("%s (%s): %v after post-build substitution, which kustomize-controller refuses", o.Origin, o.Describe(), err)}
+		return refused(err)
 	}
 	return substituted{obj: n}
+}
+
+// Compact lets go of the values of every object that post-build
+// substitution made the fast way: Object.Map makes them again on each call,
+// from the build object and the cluster's strings. At 10,000 clusters that
+// is a fifth of the model, and a render holds the model beside the tree it
+// makes (docs/performance.md). Call it once the readers of every object are
+// done and a few remain (a render's, diff's), never beside a reader.
+func (m *Model) Compact() {
+	for _, s := range m.Sets {
+		for _, o := range s.Objects {
+			if o.made.s != nil {
+				o.value = nil
+			}
+		}
+	}
 }
 
 // Received returns the set cluster receives from layer's own Kustomization,

@@ -22,10 +22,14 @@ type Object struct {
 	// object (configMapGenerator, secretGenerator) the kustomization that
 	// generated it; a chart renderer sets its template.
 	Origin string
-	// Map is the object as plain values (as yaml.v3 decodes it: strings,
-	// bools, int or float64 numbers, maps, slices), for checks that read it. Do not change
-	// it: objects are shared between clusters.
-	Map map[string]any
+	// value is the object as plain values (Map); nil after Model.Compact
+	// when made is set.
+	value map[string]any
+	// made makes the values of an object post-build substitution made the
+	// fast way (slots.go) again: the build object's tree with the cluster's
+	// strings in it. After Model.Compact the model holds per cluster only
+	// those strings, not a copy of every map on their paths.
+	made made
 
 	// tp is the object's YAML parsed for substitution (build objects only;
 	// nil for an object of a bundle or a chart).
@@ -33,12 +37,25 @@ type Object struct {
 	optOut bool
 }
 
+// Map returns the object as plain values (as yaml.v3 decodes it: strings,
+// bools, int or float64 numbers, maps, slices), for checks that read it. Do
+// not change it: objects share their parts between clusters. After
+// Model.Compact, an object of a cluster's post-build substitution is made on
+// each call (its maps on the way to the substituted strings are new, the
+// rest is the build object's): a reader of several fields calls it once.
+func (o *Object) Map() map[string]any {
+	if o.value == nil && o.made.s != nil {
+		return o.made.value()
+	}
+	return o.value
+}
+
 // NewObject makes an Object of m, the object as plain JSON values (a chart
 // renderer's output), from origin. m is kept, not copied: the caller must not
 // change it afterwards. It fails when m lacks apiVersion, kind or
 // metadata.name, which no applier takes.
 func NewObject(m map[string]any, origin string) (*Object, error) {
-	o := &Object{Origin: origin, Map: m}
+	o := &Object{Origin: origin, value: m}
 	o.APIVersion, _ = m["apiVersion"].(string)
 	o.Kind, _ = m["kind"].(string)
 	if md, ok := m["metadata"].(map[string]any); ok {
@@ -64,7 +81,7 @@ func buildObject(res *resource.Resource, origin string) (*Object, error) {
 	}
 	o := &Object{
 		APIVersion: res.GetApiVersion(), Kind: res.GetKind(), Namespace: res.GetNamespace(), Name: res.GetName(),
-		Origin: origin, Map: m, optOut: optsOut(res),
+		Origin: origin, value: m, optOut: optsOut(res),
 	}
 	o.tp = newTemplate(string(text))
 	return o, nil
@@ -94,7 +111,7 @@ func (o *Object) Key() string {
 // Digest is a hash of the object's content (its JSON encoding, keys sorted):
 // equal for equal objects, whatever their YAML spelling.
 func (o *Object) Digest() string {
-	b, err := json.Marshal(o.Map)
+	b, err := json.Marshal(o.Map())
 	if err != nil {
 		return ""
 	}
@@ -102,7 +119,7 @@ func (o *Object) Digest() string {
 }
 
 // YAML returns the object as YAML (keys sorted): what the cluster applies.
-func (o *Object) YAML() ([]byte, error) { return yaml.Marshal(o.Map) }
+func (o *Object) YAML() ([]byte, error) { return yaml.Marshal(o.Map()) }
 
 // decodeJSON decodes one JSON object into plain values as kustomize's
 // resource (yaml.v3 under kyaml) reads JSON: an integral number is an int64

@@ -158,7 +158,7 @@ func TestReceivedShares(t *testing.T) {
 	if eu.Objects[1] != dev.Objects[1] || eu.Objects[1] != m.Builds["apps"].Objects[1] {
 		t.Error("an object without variables is not shared with the build")
 	}
-	got := []any{eu.Objects[0].Map["data"], dev.Objects[0].Map["data"]}
+	got := []any{eu.Objects[0].Map()["data"], dev.Objects[0].Map()["data"]}
 	want := []any{map[string]any{"env": "prod"}, map[string]any{"env": "dev"}}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("substituted data (-want +got):\n%s", d)

@@ -233,27 +233,38 @@ func (tp *template) total() int {
 	return n
 }
 
+// made is an object the fast way made: the slots' base with strs, the
+// strings of a cluster's values, in them.
+type made struct {
+	s    *slots
+	strs []string
+}
+
+// value returns the object: a copy of every map and slice on the paths to
+// the strings, the rest shared with the build object.
+func (d made) value() map[string]any { return d.s.root.build(d.s.base, d.strs).(map[string]any) }
+
 // apply returns the object substituted with vals (the value of each of the
 // template's refs, newlines removed), or false when a value could change how
 // the YAML parses: the slow way decides then.
-func (s *slots) apply(vals []string) (map[string]any, bool) {
+func (s *slots) apply(vals []string) (made, bool) {
 	strs := make([]string, len(s.strs))
 	for i, str := range s.strs {
 		var b strings.Builder
 		b.WriteString(str.parts[0])
 		for j, r := range str.refs {
 			if !keepsScalar(vals[r], str.style) {
-				return nil, false
+				return made{}, false
 			}
 			b.WriteString(vals[r])
 			b.WriteString(str.parts[j+1])
 		}
 		strs[i] = b.String()
 		if str.style == 0 && !plainString(strs[i]) {
-			return nil, false
+			return made{}, false
 		}
 	}
-	return s.root.build(s.base, strs).(map[string]any), true
+	return made{s, strs}, true
 }
 
 // build returns v with the strings below p replaced, copying every map and
@@ -337,17 +348,16 @@ func plainString(s string) bool {
 }
 
 // fastSubstitute returns what substituteChecked returns for tp with vars
-// (the object substituted; never an error), or nil when the fast way does
-// not take them. orig is the build object's map.
-func (tp *template) fastSubstitute(orig map[string]any, vars map[string]string) map[string]any {
+// (the object substituted; never an error), as made, or false when the fast
+// way does not take them. orig is the build object's map.
+func (tp *template) fastSubstitute(orig map[string]any, vars map[string]string) (made, bool) {
 	s := tp.fastSlots(orig)
 	if s == nil {
-		return nil
+		return made{}, false
 	}
 	vals := make([]string, len(tp.refs))
 	for i, r := range tp.refs {
 		vals[i] = strings.ReplaceAll(vars[r], "\n", "")
 	}
-	res, _ := s.apply(vals)
-	return res
+	return s.apply(vals)
 }

@@ -50,10 +50,11 @@ func checkSlots(t *testing.T, text string, s *slots, tp *template, vars map[stri
 	for i, r := range tp.refs {
 		vals[i] = strings.ReplaceAll(vars[r], "\n", "")
 	}
-	fast, ok := s.apply(vals)
+	d, ok := s.apply(vals)
 	if !ok {
 		return false
 	}
+	fast := d.value()
 	slow, err := substituteChecked(tp, vars)
 	if err != nil {
 		t.Errorf("%q with %q: the fast way takes what the slow way refuses: %v", text, vars, err)

@@ -117,7 +117,7 @@ func (v *argoCDView) addReceived(s *layers.Set, layer string, layerIndex int) {
 		case o.Kind == "ApplicationSet" && strings.HasPrefix(o.APIVersion, "argoproj.io/"):
 			v.sets = append(v.sets, receivedSet{obj: o, layer: layer, layerIndex: layerIndex})
 		case o.Kind == "Secret" && o.Namespace == v.namespace:
-			c, ok, sealed := appset.ClusterFromSecret(o.Map)
+			c, ok, sealed := appset.ClusterFromSecret(o.Map())
 			if ok {
 				v.clusters = append(v.clusters, c)
 			} else if sealed {
@@ -134,7 +134,7 @@ func (v argoCDView) preview() []ApplicationSetPreview {
 	for _, s := range v.sets {
 		o := s.obj
 		out = append(out, ApplicationSetPreview{Namespace: o.Namespace, Name: o.Name, Cluster: v.host, Layer: s.layer, Origin: o.Origin,
-			Preview: appset.Evaluate(o.Map, v.clusters), layerIndex: s.layerIndex})
+			Preview: appset.Evaluate(o.Map(), v.clusters), layerIndex: s.layerIndex})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Ref() < out[j].Ref() })
 	return out

@@ -32,7 +32,7 @@ func (ld *Loaded) bundleImageWarnings() problem.Errors {
 			continue
 		}
 		for _, o := range s.Objects {
-			for _, c := range workload.Containers(o.Map) {
+			for _, c := range workload.Containers(o.Map()) {
 				if byDigestOn(host, c.Image) {
 					continue
 				}

@@ -187,15 +187,20 @@ func (r *chartRenderer) use(src *charts.Source, obj *layers.Object, cluster stri
 }
 
 func (r *chartRenderer) renderOnce(cluster string, obj *layers.Object, received []*layers.Object, d *done) ([]*layers.Object, error) {
-	rel, err := charts.ParseRelease(obj.Map)
+	rel, err := charts.ParseRelease(obj.Map())
 	if err != nil {
 		return nil, err
 	}
-	index := make(map[[3]string]map[string]any, len(received))
+	index := make(map[[3]string]*layers.Object, len(received))
 	for _, o := range received {
-		index[[3]string{o.Kind, o.Namespace, o.Name}] = o.Map
+		index[[3]string{o.Kind, o.Namespace, o.Name}] = o
 	}
-	find := func(kind, ns, name string) map[string]any { return index[[3]string{kind, ns, name}] }
+	find := func(kind, ns, name string) map[string]any {
+		if o := index[[3]string{kind, ns, name}]; o != nil {
+			return o.Map()
+		}
+		return nil
+	}
 	src, err := charts.ResolveSource(rel, find)
 	if errors.Is(err, charts.ErrUnsupported) {
 		return nil, nil
@@ -339,7 +344,7 @@ func customAPIs(objs []*layers.Object) ([]string, map[string]bool) {
 		if o.Kind != "CustomResourceDefinition" || o.APIVersion != "apiextensions.k8s.io/v1" {
 			continue
 		}
-		spec, _ := o.Map["spec"].(map[string]any)
+		spec, _ := o.Map()["spec"].(map[string]any)
 		group, _ := spec["group"].(string)
 		names, _ := spec["names"].(map[string]any)
 		kind, _ := names["kind"].(string)

@@ -74,7 +74,7 @@ func (t *nestedTrees) tree(cluster string, s *layers.Set, path map[*layers.Set]b
 		path[c] = true
 		sub, subKey := t.tree(cluster, c, path)
 		delete(path, c)
-		spec, _ := o.Map["spec"].(map[string]any)
+		spec, _ := o.Map()["spec"].(map[string]any)
 		_, imgs := spec["images"]
 		_, patches := spec["patches"]
 		refs, refsKey := t.refsOf(c)

@@ -91,11 +91,11 @@ func TestNestedKustomizationsPinned(t *testing.T) {
 		}
 		for _, o := range s.Objects {
 			if o.Kind == "Deployment" && o.Name == "extras" {
-				if l, _ := o.Map["metadata"].(map[string]any)["labels"].(map[string]any); l["patched"] != "yes" {
+				if l, _ := o.Map()["metadata"].(map[string]any)["labels"].(map[string]any); l["patched"] != "yes" {
 					t.Errorf("the child's own patch is lost: labels %v", l)
 				}
 			}
-			for _, c := range workload.Containers(o.Map) {
+			for _, c := range workload.Containers(o.Map()) {
 				containers++
 				if !strings.HasPrefix(c.Image, "quickstart.azurecr.io/") || !strings.Contains(c.Image, "@sha256:") {
 					t.Errorf("%s: %s %s runs %s, want the mirror by digest", s.Kustomization, o.Describe(), c.Name, c.Image)

@@ -227,7 +227,7 @@ func compareSets(old, new []*layers.Set) []review.Object {
 			out = append(out, objectChange(n, review.Added))
 		case o != n && o.Digest() != n.Digest():
 			c := objectChange(n, review.Update)
-			c.Changes, c.MoreChanges = review.FieldChanges(n.Kind, o.Map, n.Map)
+			c.Changes, c.MoreChanges = review.FieldChanges(n.Kind, o.Map(), n.Map())
 			out = append(out, c)
 		}
 	}

@@ -418,6 +418,9 @@ func render(ctx context.Context, cfg Config, ld *Loaded, dir string, placeholder
 	if err := ld.check(allRules); err != nil {
 		return nil, err
 	}
+	// The checks have read every object; what the render and diff still
+	// read of the model is made again when asked, beside the tree.
+	ld.Model.Compact()
 	f, l := ld.Fleet, ld.Lock.Clone()
 	r := &rendered{fleet: f, lock: l, lockPath: ld.LockPath, lockBytes: ld.LockBytes}
 

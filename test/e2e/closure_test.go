@@ -158,12 +158,12 @@ func pinnedAsLock(ex *example, objs []*layers.Object) ([]*layers.Object, int, er
 	var out []*layers.Object
 	n := 0
 	for _, o := range objs {
-		cs := workload.Containers(o.Map)
+		cs := workload.Containers(o.Map())
 		if len(cs) == 0 {
 			out = append(out, o)
 			continue
 		}
-		b, _ := json.Marshal(o.Map)
+		b, _ := json.Marshal(o.Map())
 		m := map[string]any{}
 		if err := json.Unmarshal(b, &m); err != nil {
 			return nil, 0, err
@@ -205,8 +205,8 @@ func podsPinned(ctx context.Context, c *cluster, objs []*layers.Object) error {
 		if o.Kind != "Deployment" {
 			continue
 		}
-		labels, _, _ := unstructured.NestedStringMap(o.Map, "spec", "template", "metadata", "labels")
-		want := workload.Containers(o.Map)
+		labels, _, _ := unstructured.NestedStringMap(o.Map(), "spec", "template", "metadata", "labels")
+		want := workload.Containers(o.Map())
 		found := false
 		for _, p := range pods {
 			if p.GetNamespace() != o.Namespace || !matches(labels, p.GetLabels()) {
@@ -263,12 +263,12 @@ func liveAsModel(ctx context.Context, c *cluster, objs []*layers.Object) error {
 			return fmt.Errorf("%s is in the model, not on %s", o.Describe(), c.name)
 		}
 		want := map[string]any{}
-		for k, v := range o.Map {
+		for k, v := range o.Map() {
 			if k != "metadata" {
 				want[k] = v
 			}
 		}
-		md, _ := o.Map["metadata"].(map[string]any)
+		md, _ := o.Map()["metadata"].(map[string]any)
 		for _, k := range []string{"name", "namespace", "labels", "annotations"} {
 			if v, ok := md[k]; ok {
 				want["metadata"] = mergeField(want["metadata"], k, v)
