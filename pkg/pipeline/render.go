@@ -464,6 +464,9 @@ func render(ctx context.Context, cfg Config, ld *Loaded, dir string, placeholder
 		return nil, err
 	}
 
+	// Every check that places its problems in fleet.yaml has run: the
+	// positions are found again should a later step need one.
+	f.DropPositions()
 	patches, _ := ld.chartPatches()
 	files, err := generate.Render(f, l, generate.Options{LayerImages: ld.Images.LayerImages, LayerDecryption: ld.Model.Decrypts,
 		HelmReleases: func(cluster, layer string) []generate.HelmRelease { return patches[[2]string{cluster, layer}] },

@@ -152,15 +152,19 @@ func Parse(file string, data []byte) (*Fleet, error) {
 // there is no Fleet at all (syntax error, empty file, top-level list…).
 func parse(file string, data []byte) (*Fleet, problem.Errors, bool) {
 	var f Fleet
-	pos, errs, ok := strictyaml.Decode(data, &f, strictyaml.Doc{File: file, MaxSize: MaxFleetSize, MaxItems: MaxItems,
-		Name: "fleet.yaml", Kind: Kind, APIVersion: APIVersion})
+	doc := fleetDoc(file)
+	pos, errs, ok := strictyaml.Decode(data, &f, doc)
 	if !ok {
 		return nil, errs, false
 	}
-	f.pos = pos
+	f.pos, f.src = pos, &posSource{data: data, doc: doc}
 	f.File = file
 	f.Dir = filepath.Dir(file)
 	return &f, errs, true
+}
+
+func fleetDoc(file string) strictyaml.Doc {
+	return strictyaml.Doc{File: file, MaxSize: MaxFleetSize, MaxItems: MaxItems, Name: "fleet.yaml", Kind: Kind, APIVersion: APIVersion}
 }
 
 // dropUnder removes the errors at or below a path that already has a decode

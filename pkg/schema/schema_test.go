@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -183,30 +184,48 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	for path, want := range map[string]Pos{
-		"":                                   {Line: 1, Column: 1},
-		"kind":                               {Line: 2, Column: 7},
-		"spec":                               {Line: 3, Column: 1},
-		"spec.clusters":                      {Line: 4, Column: 3},
-		"spec.clusters[0]":                   {Line: 5, Column: 7},
-		"spec.clusters[0].name":              {Line: 5, Column: 13},
-		"spec.clusters[0].labels[env]":       {Line: 6, Column: 16},
-		"spec.clusters[0].labels[nope]":      {Line: 6, Column: 7},
-		"spec.clusters[0].registration":      {Line: 7, Column: 7},
-		"spec.clusters[0].registration.mode": {Line: 8, Column: 15},
-		"spec.clusters[0].registration.kubeconfig.file": {Line: 7, Column: 7},
-		"spec.manager.apiServerURL":                     {Line: 3, Column: 1},
-	} {
-		if got := f.Pos(path); got != want {
-			t.Errorf("Pos(%q) = %v, want %v", path, got, want)
+	check := func(t *testing.T) {
+		for path, want := range map[string]Pos{
+			"":                                   {Line: 1, Column: 1},
+			"kind":                               {Line: 2, Column: 7},
+			"spec":                               {Line: 3, Column: 1},
+			"spec.clusters":                      {Line: 4, Column: 3},
+			"spec.clusters[0]":                   {Line: 5, Column: 7},
+			"spec.clusters[0].name":              {Line: 5, Column: 13},
+			"spec.clusters[0].labels[env]":       {Line: 6, Column: 16},
+			"spec.clusters[0].labels[nope]":      {Line: 6, Column: 7},
+			"spec.clusters[0].registration":      {Line: 7, Column: 7},
+			"spec.clusters[0].registration.mode": {Line: 8, Column: 15},
+			"spec.clusters[0].registration.kubeconfig.file": {Line: 7, Column: 7},
+			"spec.manager.apiServerURL":                     {Line: 3, Column: 1},
+		} {
+			if got := f.Pos(path); got != want {
+				t.Errorf("Pos(%q) = %v, want %v", path, got, want)
+			}
+		}
+		if !f.Has("spec.clusters[0].name") || f.Has("spec.manager") {
+			t.Error("Has: wrong answer")
+		}
+		e := f.At(problem.Other("spec.clusters[0].registration.mode", "bad %s", "x"))
+		if got, want := e.Error(), "fleet.yaml:8:15: spec.clusters[0].registration.mode: bad x"; got != want {
+			t.Errorf("At: got %q, want %q", got, want)
 		}
 	}
-	if !f.Has("spec.clusters[0].name") || f.Has("spec.manager") {
-		t.Error("Has: wrong answer")
+	t.Run("loaded", check)
+	kept := f.pos
+	f.DropPositions()
+	if f.pos != nil {
+		t.Fatal("DropPositions kept the positions")
 	}
-	e := f.At(problem.Other("spec.clusters[0].registration.mode", "bad %s", "x"))
-	if got, want := e.Error(), "fleet.yaml:8:15: spec.clusters[0].registration.mode: bad x"; got != want {
-		t.Errorf("At: got %q, want %q", got, want)
+	// Found again once, by whichever caller asks first (go test -race).
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() { f.Pos("spec.clusters[0].name") })
+	}
+	wg.Wait()
+	t.Run("dropped", check)
+	if d := cmp.Diff(kept, f.src.pos); d != "" {
+		t.Errorf("positions found again differ (-loaded +again):\n%s", d)
 	}
 }
 

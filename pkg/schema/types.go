@@ -66,8 +66,10 @@ type Fleet struct {
 	Dir  string `json:"-"`
 
 	// pos maps a field path (spec.clusters[3].registration.mode) to where it
-	// stands in File; filled by Load, used by Validate for line and column.
+	// stands in File; filled by Load, used by Validate for line and column,
+	// nil after DropPositions (src then finds them again).
 	pos map[string]Pos
+	src *posSource
 }
 
 // Pos is a line and column (both 1-based) in fleet.yaml.
