@@ -11,9 +11,10 @@ import (
 	"fleetgen.dev/fleetgen/pkg/layers"
 )
 
-// TestCompact: after Model.Compact every object reads as before, the
-// objects post-build substitution made are made again on each read (the
-// model no longer holds them), and reads from many goroutines agree.
+// TestCompact: New lets go of the units' variables; after Model.Compact
+// every object reads as before, the objects post-build substitution made are
+// made again on each read (the model no longer holds them), and reads from
+// many goroutines agree.
 func TestCompact(t *testing.T) {
 	t.Parallel()
 	dir := writeTree(t, map[string]string{
@@ -40,6 +41,11 @@ spec:
 	m, err := layers.New(dir, units, layers.DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, u := range units {
+		if u.Vars != nil {
+			t.Fatalf("unit %s/%s: New kept its Vars", u.Cluster, u.Layer)
+		}
 	}
 	read := func() map[string]any {
 		got := map[string]any{}

@@ -210,6 +210,7 @@ func (e *LimitError) Error() string { return e.msg }
 // of the model (Check, Warnings); New fails on an I/O failure of the file
 // system or a panic in kustomize (*Failure), and on a bound (*LimitError).
 // Paths that still hold "${" are skipped (schema.Validate reports them).
+// New sets each unit's Vars to nil once it has substituted them.
 func New(root string, units []Unit, opts Options) (*Model, error) {
 	if opts.MaxRead == 0 {
 		opts.MaxRead = DefaultMaxRead
@@ -239,7 +240,10 @@ func New(root string, units []Unit, opts Options) (*Model, error) {
 		}
 		m.Builds[p] = bd
 	}
-	for _, u := range units {
+	for i, u := range units {
+		// A unit's variables count only here: a large fleet does not hold a
+		// map per cluster and layer while it follows.
+		units[i].Vars = nil
 		bd := m.Builds[u.Path]
 		if bd == nil || bd.Err != nil {
 			continue
@@ -265,9 +269,6 @@ func New(root string, units []Unit, opts Options) (*Model, error) {
 	m.memo, m.decoded, m.sets = nil, nil, nil
 	for _, s := range m.Sets {
 		s.kusts, s.found = nil, false
-		if len(s.Missing) == 0 {
-			s.vars = nil // Check reads them only to name what is missing
-		}
 	}
 	return m, nil
 }
@@ -319,6 +320,9 @@ func (m *Model) set(bd *Build, vars map[string]string, subst bool, meta *commonM
 	s := &Set{Path: bd.Path, build: bd, vars: vars, subst: subst}
 	if err := m.receive(s, meta); err != nil {
 		return nil, err
+	}
+	if len(s.Missing) == 0 {
+		s.vars = nil // Check reads them only to name what is missing
 	}
 	m.sets[k] = s
 	m.Sets = append(m.Sets, s)

@@ -212,13 +212,10 @@ func (ld *Loaded) model(ctx context.Context, cfg Config, pending bool) (lerr, de
 	if len(ld.skipLayers) > 0 {
 		units = slices.DeleteFunc(units, func(u layers.Unit) bool { return ld.skipLayers[u.Layer] })
 	}
+	// The model takes each unit's variables (a map per cluster and layer)
+	// as it substitutes them; the rest of the command reads only who
+	// receives what.
 	m, lerr := layers.LoadUnits(f, units, opts)
-	// The model took what it needs of each unit's variables (a map per
-	// cluster and layer); the rest of the command reads only who receives
-	// what.
-	for i := range units {
-		units[i].Vars = nil
-	}
 	ld.units = units
 	if m == nil {
 		return nil, nil, lerr
