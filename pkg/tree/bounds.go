@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"fleetgen.dev/fleetgen/pkg/problem"
 )
@@ -58,24 +59,34 @@ func quotePath(p string) string {
 }
 
 // budget is what Read may still read; a nil budget bounds nothing but each
-// file at maxFile.
+// file at maxFile. Folders read at once share it: each file is read within
+// what was left when it was opened, so together they pass it by at most a
+// file each before one of them stops.
 type budget struct {
-	dir                    string
-	file, totalBytes, left int64
+	dir              string
+	file, totalBytes int64
+	left             atomic.Int64
 }
 
 func (b *budget) total() int64 { return b.totalBytes }
 
 func newBudget(dir string, opt Options) *budget {
-	b := &budget{dir: dir, file: opt.MaxFile, left: opt.MaxTotal}
+	b := &budget{dir: dir, file: opt.MaxFile, totalBytes: opt.MaxTotal}
 	if b.file <= 0 {
 		b.file = MaxReadFile
 	}
-	if b.left <= 0 {
-		b.left = MaxReadTotal
+	if b.totalBytes <= 0 {
+		b.totalBytes = MaxReadTotal
 	}
-	b.totalBytes = b.left
+	b.reset()
 	return b
+}
+
+// reset gives b back all it had, for a read of the tree again.
+func (b *budget) reset() {
+	if b != nil {
+		b.left.Store(b.totalBytes)
+	}
 }
 
 // limit is how much the next file may hold.
@@ -83,7 +94,7 @@ func (b *budget) limit() int64 {
 	if b == nil {
 		return maxFile
 	}
-	return min(b.file, maxFile, b.left+1)
+	return min(b.file, maxFile, b.left.Load()+1)
 }
 
 // refuse turns readAt's refusal of the file p, larger than limit, into a
@@ -104,7 +115,7 @@ func (b *budget) spend(p string, n int64) error {
 	if b == nil {
 		return nil
 	}
-	if b.left -= n; b.left < 0 {
+	if b.left.Add(-n) < 0 {
 		return problem.Invalid(&BoundError{Dir: b.dir, Path: p, Bound: "in total", Limit: b.total()})
 	}
 	return nil

@@ -114,3 +114,30 @@ func TestReadBounds(t *testing.T) {
 		t.Fatalf("Read = %q, %v", have, err)
 	}
 }
+
+// TestReadBoundSameEveryTime: folders are read several at a time, yet a
+// folder with a file past the bound in each of many subfolders stops at the
+// same file in every run: the first in name order.
+func TestReadBoundSameEveryTime(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Write(dir, []layout.File{file("manager/a.yaml", "a\n")}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 64 {
+		sub := filepath.Join(dir, "clusters", fmt.Sprintf("c%02d", i))
+		must(t, os.MkdirAll(sub, 0o755))
+		for j := range 8 {
+			must(t, os.WriteFile(filepath.Join(sub, fmt.Sprintf("f%d.yaml", j)), []byte(layout.Header), 0o644))
+		}
+		p := filepath.Join(sub, "stale.yaml")
+		must(t, os.WriteFile(p, []byte(layout.Header), 0o644))
+		must(t, os.Truncate(p, 2<<20))
+	}
+	for range 20 {
+		_, err := Read(dir, Options{MaxFile: 1 << 20})
+		var be *BoundError
+		if !errors.As(err, &be) || be.Path != "clusters/c00/stale.yaml" {
+			t.Fatalf("Read = %v, want the per-file bound at clusters/c00/stale.yaml", err)
+		}
+	}
+}
