@@ -61,6 +61,11 @@ type Result struct {
 	// Container images only: chart references are mirrored, but Flux's
 	// spec.images cannot rewrite them.
 	LayerImages map[string][]string
+	// Written is Written of the objects of each set a followed
+	// Kustomization applies (Set.Followed; nil: none), as Discover found
+	// them, one slice per list: the render reads it to pin their images,
+	// once the model made their objects compact.
+	Written map[*layers.Set][]string
 }
 
 // Refs returns the normalised references of r.Images, sorted.
@@ -110,8 +115,9 @@ func Discover(f *schema.Fleet, m *layers.Model) (*Result, error) {
 	for i, l := range f.Spec.Layers {
 		layerIdx[l.Name] = i
 	}
-	res := &Result{LayerImages: map[string][]string{}}
+	res := &Result{LayerImages: map[string][]string{}, Written: map[*layers.Set][]string{}}
 	written := map[string][]string{}
+	byList := map[string][]string{} // one slice per list of Written
 	reported := map[string]bool{}
 	for _, s := range m.Sets {
 		if s.Objects == nil {
@@ -138,6 +144,16 @@ func Discover(f *schema.Fleet, m *layers.Model) (*Result, error) {
 			expanded = " (through Kustomization " + inert.Quote(s.Kustomization) + ")"
 		}
 		found, bad := collect(s)
+		if s.Followed() {
+			refs := writtenOf(found)
+			k := strings.Join(refs, "\x00")
+			if same, ok := byList[k]; ok {
+				refs = same
+			} else {
+				byList[k] = refs
+			}
+			res.Written[s] = refs
+		}
 		for _, o := range bad {
 			if msg := what + ": " + o; !reported[msg] {
 				reported[msg] = true
@@ -247,6 +263,11 @@ func ownersOf(f *schema.Fleet, s *layers.Set, layerIdx map[string]int) []owner {
 // Flux Kustomization matches by name.
 func Written(objs []*layers.Object) []string {
 	found, _ := collect(&layers.Set{Objects: objs})
+	return writtenOf(found)
+}
+
+// writtenOf is Written of what collect found.
+func writtenOf(found []found) []string {
 	var out []string
 	for _, f := range found {
 		if !f.chart {

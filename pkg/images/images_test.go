@@ -206,7 +206,7 @@ func TestDiscover(t *testing.T) {
 			},
 		},
 	}
-	if d := cmp.Diff(want, got, cmpopts.IgnoreUnexported(images.Result{}), cmpopts.IgnoreFields(images.Use{}, "Fields", "Sources")); d != "" {
+	if d := cmp.Diff(want, got, cmpopts.IgnoreUnexported(images.Result{}), cmpopts.IgnoreFields(images.Result{}, "Written"), cmpopts.IgnoreFields(images.Use{}, "Fields", "Sources")); d != "" {
 		t.Errorf("Discover (-want +got):\n%s", d)
 	}
 	for _, u := range got.Images {
@@ -298,4 +298,57 @@ func discover(f *schema.Fleet) (*images.Result, error) {
 		return nil, err
 	}
 	return images.Discover(f, m)
+}
+
+// TestDiscoverWritten: the result holds, for every set a followed
+// Kustomization applies, what Written of its objects says (the render pins
+// those images without making the objects again), one slice per list.
+func TestDiscoverWritten(t *testing.T) {
+	t.Parallel()
+	ks := func(name, path string) string {
+		return "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: " + name + ", namespace: flux-system}\n" +
+			"spec: {interval: 10m, prune: true, path: " + path + ", sourceRef: {kind: GitRepository, name: flux-system}}\n"
+	}
+	dir := writeTree(t, map[string]string{
+		"apps/kustomization.yaml": "resources: [a.yaml, b.yaml, c.yaml]\n",
+		"apps/a.yaml":             ks("a", "./sub/a"),
+		"apps/b.yaml":             ks("b", "./sub/b"),
+		"apps/c.yaml":             ks("c", "./sub/none"),
+		"sub/a/deploy.yaml":       "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: a}\nspec: {template: {spec: {containers: [{name: x, image: 'nginx:1.27'}, {name: y, image: busybox}]}}}\n",
+		"sub/b/deploy.yaml":       "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: b}\nspec: {template: {spec: {containers: [{name: y, image: busybox}, {name: x, image: 'nginx:1.27'}]}}}\n",
+		"sub/none/cm.yaml":        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n",
+	})
+	f := fleet(dir, []schema.Layer{{Name: "apps", Path: "apps"}})
+	opts := layers.DefaultOptions()
+	opts.Source = &layers.Source{Kind: "GitRepository", Namespace: "flux-system", Name: "flux-system"}
+	m, err := layers.Load(f, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := images.Discover(f, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var followed []*layers.Set
+	for _, s := range m.Sets {
+		if s.Followed() && s.Objects != nil {
+			followed = append(followed, s)
+		}
+	}
+	if len(followed) != 3 || len(got.Written) != 3 {
+		t.Fatalf("%d followed sets, %d in Written: want 3 and 3", len(followed), len(got.Written))
+	}
+	var lists [][]string
+	for _, s := range followed {
+		w, ok := got.Written[s]
+		if d := cmp.Diff(images.Written(s.Objects), w); !ok || d != "" {
+			t.Errorf("Written of %s: in the result %v (-Written +result):\n%s", s.Kustomization, ok, d)
+		}
+		if len(w) > 0 {
+			lists = append(lists, w)
+		}
+	}
+	if len(lists) != 2 || &lists[0][0] != &lists[1][0] {
+		t.Errorf("the two equal lists are not one slice: %v", lists)
+	}
 }

@@ -77,6 +77,19 @@ spec:
 			t.Errorf("%s after Compact: made on each read %v, want %v (substituted objects only)", o.Describe(), !same(o), want)
 		}
 	}
+	// Has answers as the object made again does, for fields there and not,
+	// below a substituted string and beside it.
+	paths := [][]string{{"data"}, {"data", "name"}, {"data", "zone"}, {"metadata", "labels", "cluster"},
+		{"metadata", "labels", "cluster", "x"}, {"spec", "template", "spec", "containers"}, {"spec", "replicas"}, {"nope"}}
+	for _, u := range units {
+		for _, o := range m.Received(u.Cluster, u.Layer).Objects {
+			for _, p := range paths {
+				if got, want := o.Has(p...), has(o.Map(), p); got != want {
+					t.Errorf("%s %s: Has(%v) = %v, want %v", u.Cluster, o.Describe(), p, got, want)
+				}
+			}
+		}
+	}
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Go(func() {
@@ -86,4 +99,19 @@ spec:
 		})
 	}
 	wg.Wait()
+}
+
+// has reports whether v holds a field at path, as Object.Has should.
+func has(v map[string]any, path []string) bool {
+	var x any = v
+	for _, k := range path {
+		m, ok := x.(map[string]any)
+		if !ok {
+			return false
+		}
+		if x, ok = m[k]; !ok {
+			return false
+		}
+	}
+	return true
 }

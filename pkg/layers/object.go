@@ -50,6 +50,31 @@ func (o *Object) Map() map[string]any {
 	return o.value
 }
 
+// Has reports whether the object holds a field at path (map keys from its
+// root). Substitution changes strings, never which fields there are (slots
+// go the slow way when a value could change how the YAML parses): after
+// Model.Compact, an object of a cluster's substitution answers from the
+// tree its strings are put into, without being made again.
+func (o *Object) Has(path ...string) bool {
+	v := o.value
+	if v == nil && o.made.s != nil {
+		v = o.made.s.base
+	}
+	for i, k := range path {
+		x, ok := v[k]
+		if !ok {
+			return false
+		}
+		if i == len(path)-1 {
+			return true
+		}
+		if v, ok = x.(map[string]any); !ok {
+			return false
+		}
+	}
+	return false
+}
+
 // NewObject makes an Object of m, the object as plain JSON values (a chart
 // renderer's output), from origin. m is kept, not copied: the caller must not
 // change it afterwards. It fails when m lacks apiVersion, kind or

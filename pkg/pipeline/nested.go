@@ -18,7 +18,7 @@ import (
 // are equal (names, whether spec.images and spec.patches are set, images, all
 // the way down) get the same slice, so that Render makes their patches once. nil when the
 // model follows no Kustomization.
-func nestedOf(f *schema.Fleet, m *layers.Model, releases map[nestedKey]nestedReleases) func(cluster, layer string) []generate.Nested {
+func nestedOf(f *schema.Fleet, m *layers.Model, found *images.Result, releases map[nestedKey]nestedReleases) func(cluster, layer string) []generate.Nested {
 	followed := false
 	for _, s := range m.Sets {
 		if s.Followed() {
@@ -29,7 +29,7 @@ func nestedOf(f *schema.Fleet, m *layers.Model, releases map[nestedKey]nestedRel
 	if !followed {
 		return nil
 	}
-	t := &nestedTrees{m: m, releases: releases, kusts: map[*layers.Set][]*layers.Object{}, refs: map[*layers.Set]setRefs{},
+	t := &nestedTrees{m: m, written: found.Written, releases: releases, kusts: map[*layers.Set][]*layers.Object{}, refs: map[*layers.Set]setRefs{},
 		byRefs: map[string][]string{}, memo: map[string][]generate.Nested{}}
 	out := map[[2]string][]generate.Nested{}
 	for i := range f.Spec.Clusters {
@@ -50,6 +50,10 @@ func nestedOf(f *schema.Fleet, m *layers.Model, releases map[nestedKey]nestedRel
 // nestedTrees makes the trees of nestedOf, each distinct one once.
 type nestedTrees struct {
 	m *layers.Model
+	// written is images.Result.Written: the images of each followed set,
+	// found before the model was made compact (Model.Compact), so that they
+	// are not made again to be read.
+	written map[*layers.Set][]string
 	// releases are the pinned HelmReleases of each followed set
 	// (Loaded.chartPatches).
 	releases map[nestedKey]nestedReleases
@@ -74,9 +78,7 @@ func (t *nestedTrees) tree(cluster string, s *layers.Set, path map[*layers.Set]b
 		path[c] = true
 		sub, subKey := t.tree(cluster, c, path)
 		delete(path, c)
-		spec, _ := o.Map()["spec"].(map[string]any)
-		_, imgs := spec["images"]
-		_, patches := spec["patches"]
+		imgs, patches := o.Has("spec", "images"), o.Has("spec", "patches")
 		refs, refsKey := t.refsOf(c)
 		rels := t.releases[nestedKey{cluster, c}]
 		// The key is what the patches are made of, not which objects: sets
@@ -123,7 +125,12 @@ func (t *nestedTrees) refsOf(s *layers.Set) ([]string, string) {
 	if r, ok := t.refs[s]; ok {
 		return r.refs, r.key
 	}
-	r := images.Written(s.Objects)
+	r, ok := t.written[s]
+	if !ok && s.Objects != nil {
+		// Every followed set of the model with objects is in written:
+		// this one is not the model's.
+		r = images.Written(s.Objects)
+	}
 	k := strings.Join(r, "\x00")
 	if same, ok := t.byRefs[k]; ok {
 		r = same

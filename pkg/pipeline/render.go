@@ -470,7 +470,7 @@ func render(ctx context.Context, cfg Config, ld *Loaded, dir string, placeholder
 	patches, _ := ld.chartPatches()
 	files, err := generate.Render(f, l, generate.Options{LayerImages: ld.Images.LayerImages, LayerDecryption: ld.Model.Decrypts,
 		HelmReleases: func(cluster, layer string) []generate.HelmRelease { return patches[[2]string{cluster, layer}] },
-		Nested:       nestedOf(f, ld.Model, ld.nestedReleases)})
+		Nested:       nestedOf(f, ld.Model, ld.Images, ld.nestedReleases)})
 	if err != nil {
 		return nil, err
 	}
