@@ -104,9 +104,12 @@ var systemNamespaces = []string{"default", "flux-system", "kube-node-lease", "ku
 // placedObject is an Object on the cluster host, for the cluster at path.
 type placedObject struct {
 	Object
-	host, cluster, path string
-	index               int // of the cluster in spec.clusters
+	host, cluster string
+	index         int // of the cluster in spec.clusters
 }
+
+// path is the field of fleet.yaml a problem of o is placed at.
+func (o *placedObject) path() string { return fmt.Sprintf("spec.clusters[%d].name", o.index) }
 
 // collisions reports two objects of the fleet's managers that would be one
 // object on one cluster (the same kind, namespace and name: one would
@@ -122,7 +125,7 @@ func (v *validator) collisions() {
 		c := &f.Spec.Clusters[i]
 		if m := c.ModeOf(); m != nil && m.Objects != nil {
 			for _, o := range m.Objects(f, c) {
-				objs = append(objs, placedObject{o, f.Spec.Manager.Name, c.Name, fmt.Sprintf("spec.clusters[%d].name", i), i})
+				objs = append(objs, placedObject{o, f.Spec.Manager.Name, c.Name, i})
 			}
 		}
 	}
@@ -132,36 +135,41 @@ func (v *validator) collisions() {
 		for _, i := range r.Clusters(f) {
 			c := &f.Spec.Clusters[i]
 			for _, o := range r.objects(f, c) {
-				objs = append(objs, placedObject{o, host, c.Name, fmt.Sprintf("spec.clusters[%d].name", i), i})
+				objs = append(objs, placedObject{o, host, c.Name, i})
 			}
 		}
 	}
-	seen := map[[4]string]placedObject{}
-	used := map[[2]string]string{} // host, namespace → what uses it
-	for _, o := range objs {
+	seen := make(map[[4]string]int, len(objs)) // → index in objs
+	used := map[[2]string]string{}             // host, namespace → what uses it
+	hosts := map[string]bool{}
+	for i := range objs {
+		o := &objs[i]
+		hosts[o.host] = true
 		if o.Namespace != "" {
 			if _, ok := used[[2]string{o.host, o.Namespace}]; !ok {
-				used[[2]string{o.host, o.Namespace}] = fmt.Sprintf("%s of cluster %s is in it", o.What, o.cluster)
+				used[[2]string{o.host, o.Namespace}] = o.What + " of cluster " + o.cluster + " is in it"
 			}
 		}
 	}
 	for _, ns := range systemNamespaces {
-		for _, o := range objs {
-			used[[2]string{o.host, ns}] = "Kubernetes or Flux keep it"
+		for h := range hosts {
+			used[[2]string{h, ns}] = "Kubernetes or Flux keep it"
 		}
 	}
 	sort.SliceStable(objs, func(i, j int) bool { return objs[i].index < objs[j].index })
-	for _, o := range objs {
+	for i := range objs {
+		o := &objs[i]
 		k := [4]string{o.host, o.Kind, o.Namespace, o.Name}
-		if prev, dup := seen[k]; dup && prev.cluster != o.cluster {
-			v.add(problem.Duplicate(o.path, "%s %s of cluster %q would be %s of cluster %q (%s), on cluster %s: one would replace the other; want another cluster name, or the managers' objects in different namespaces",
+		if j, dup := seen[k]; dup && objs[j].cluster != o.cluster {
+			prev := &objs[j]
+			v.add(problem.Duplicate(o.path(), "%s %s of cluster %q would be %s of cluster %q (%s), on cluster %s: one would replace the other; want another cluster name, or the managers' objects in different namespaces",
 				o.What, o.ref(), o.cluster, prev.What, prev.cluster, fmt.Sprintf("spec.clusters[%d]", prev.index), o.host))
 			continue
 		}
-		seen[k] = o
+		seen[k] = i
 		if o.Kind == "Namespace" && o.Made {
 			if what, ok := used[[2]string{o.host, o.Name}]; ok {
-				v.add(problem.Duplicate(o.path, "%s for cluster %q is namespace %s on cluster %s, where %s: the hub would take it over and delete it with the registration; want another cluster name", o.What, o.cluster, o.Name, o.host, what))
+				v.add(problem.Duplicate(o.path(), "%s for cluster %q is namespace %s on cluster %s, where %s: the hub would take it over and delete it with the registration; want another cluster name", o.What, o.cluster, o.Name, o.host, what))
 			}
 		}
 	}
