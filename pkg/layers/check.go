@@ -218,6 +218,7 @@ func (m *Model) issues(f *schema.Fleet) ([]issue, map[issue][]string) {
 	found := map[issue][]string{}
 	var order []issue
 	problems := map[*Object][]string{} // what is wrong with an object, found once
+	output := map[*Build][]string{}    // a build's files in the rendered tree, found once
 	li := layerIndex(f)
 	for _, s := range m.Sets {
 		via := strings.Join(s.Chain, " → ")
@@ -261,7 +262,13 @@ func (m *Model) issues(f *schema.Fleet) ([]issue, map[issue][]string) {
 				add(k)
 			}
 			if s.build != nil {
-				if in := slices.DeleteFunc(slices.Clone(s.build.files), func(p string) bool { return f.InRendered(p) == "" }); len(in) > 0 {
+				in, ok := output[s.build]
+				if !ok {
+					// Sets share builds: each build's files are looked at once.
+					in = slices.DeleteFunc(slices.Clone(s.build.files), func(p string) bool { return f.InRendered(p) == "" })
+					output[s.build] = in
+				}
+				if len(in) > 0 {
 					add(issue{layer: ow.layer, delivery: ow.delivery, via: via, what: "output", file: in[0], ok: s.Path, name: strconv.Itoa(len(in) - 1)})
 				}
 			}

@@ -82,10 +82,25 @@ func (l *Layer) Variables(c *Cluster) map[string]string {
 		subst[k] = v
 	}
 	for k, v := range c.Labels {
-		if substVarRE.MatchString(k) {
+		if isVarName(k) {
 			subst[k] = v
 		}
 	}
 	subst["cluster"] = c.Name
 	return subst
+}
+
+// isVarName is substVarRE.MatchString(k) ([_a-zA-Z][_a-zA-Z0-9]*) without a
+// regular expression: Variables asks it for every label of every cluster and
+// layer (TestIsVarName holds the two equal).
+func isVarName(k string) bool {
+	for i := 0; i < len(k); i++ {
+		switch c := k[i]; {
+		case c == '_', 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
+		case i > 0 && '0' <= c && c <= '9':
+		default:
+			return false
+		}
+	}
+	return k != ""
 }
