@@ -93,8 +93,23 @@ func Discover(f *schema.Fleet, m *layers.Model) (*Result, error) {
 	fields := map[string]map[int]string{} // ref → document order → field
 	sources := map[string]map[Source]bool{}
 	var errs problem.Errors
+	// Clusters' sets name the same references over and over: each is
+	// normalised once.
+	type normal struct {
+		n   string
+		err error
+	}
+	normals := map[string]normal{}
+	normalize := func(ref string) (string, error) {
+		r, ok := normals[ref]
+		if !ok {
+			r.n, r.err = lock.Normalize(ref)
+			normals[ref] = r
+		}
+		return r.n, r.err
+	}
 	add := func(ref, who string, order int, field string) bool {
-		n, err := lock.Normalize(ref)
+		n, err := normalize(ref)
 		if err != nil {
 			return false
 		}
@@ -176,7 +191,7 @@ func Discover(f *schema.Fleet, m *layers.Model) (*Result, error) {
 				}
 				continue
 			}
-			if n, err := lock.Normalize(img.ref); err == nil {
+			if n, err := normalize(img.ref); err == nil {
 				if sources[n] == nil {
 					sources[n] = map[Source]bool{}
 				}

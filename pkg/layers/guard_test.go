@@ -8,6 +8,8 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
 // TestRemote: kustomize's rule, name by name (api v0.21 internal/git
@@ -83,4 +85,15 @@ func TestRemoteCoversKustomize(t *testing.T) {
 		t.Errorf("kustomize tried git for %d of %d names: the oracle is broken", tried, len(names))
 	}
 	t.Logf("kustomize tried git for %d of %d names", tried, len(names))
+}
+
+// TestVarNameSameAsFlux: the variable-name test the model uses
+// (schema.IsVarName) says what Flux's varsubRegex (varNameRE) says.
+func TestVarNameSameAsFlux(t *testing.T) {
+	t.Parallel()
+	for _, k := range []string{"", "a", "_", "A9", "_x_1", "9a", "a-b", "a.b", "kubernetes.io/os", "é", "a b", "a\n", "Z", "z0", "0", "ab\x00", "ÄÖ"} {
+		if got, want := schema.IsVarName(k), varNameRE.MatchString(k); got != want {
+			t.Errorf("schema.IsVarName(%q) = %v, varNameRE says %v", k, got, want)
+		}
+	}
 }

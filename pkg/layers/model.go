@@ -374,7 +374,7 @@ func (b *Build) key(vars map[string]string, subst bool, meta *commonMetadata) st
 	}
 	// Flux refuses every variable name it cannot substitute, used or not.
 	for n := range vars {
-		if !varNameRE.MatchString(n) {
+		if !schema.IsVarName(n) {
 			k.WriteString("\x00!")
 			break
 		}

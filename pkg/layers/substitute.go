@@ -15,6 +15,8 @@ import (
 	"github.com/fluxcd/pkg/envsubst/parse"
 	"sigs.k8s.io/kustomize/api/resource"
 	"sigs.k8s.io/yaml"
+
+	"fleetgen.dev/fleetgen/pkg/schema"
 )
 
 // Flux's post-build substitution, as kustomize-controller v1.9 (Flux 2.9)
@@ -282,7 +284,7 @@ func jsonable(v any) (any, bool) {
 func checkVarNames(vars map[string]string) error {
 	var bad []string
 	for k := range vars {
-		if !varNameRE.MatchString(k) {
+		if !schema.IsVarName(k) {
 			bad = append(bad, k)
 		}
 	}

@@ -82,7 +82,7 @@ func (l *Layer) Variables(c *Cluster) map[string]string {
 		subst[k] = v
 	}
 	for k, v := range c.Labels {
-		if isVarName(k) {
+		if IsVarName(k) {
 			subst[k] = v
 		}
 	}
@@ -90,10 +90,11 @@ func (l *Layer) Variables(c *Cluster) map[string]string {
 	return subst
 }
 
-// isVarName is substVarRE.MatchString(k) ([_a-zA-Z][_a-zA-Z0-9]*) without a
-// regular expression: Variables asks it for every label of every cluster and
-// layer (TestIsVarName holds the two equal).
-func isVarName(k string) bool {
+// IsVarName reports whether k can be a post-build substitution variable
+// name: substVarRE.MatchString(k) ([_a-zA-Z][_a-zA-Z0-9]*, Flux's
+// varsubRegex) without a regular expression, as it is asked for every label
+// of every cluster and layer (TestIsVarName holds the two equal).
+func IsVarName(k string) bool {
 	for i := 0; i < len(k); i++ {
 		switch c := k[i]; {
 		case c == '_', 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':

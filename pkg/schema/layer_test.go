@@ -57,8 +57,8 @@ func TestSelects(t *testing.T) {
 func TestIsVarName(t *testing.T) {
 	t.Parallel()
 	for _, k := range []string{"", "a", "_", "A9", "_x_1", "9a", "a-b", "a.b", "kubernetes.io/os", "é", "a b", "a\n", "Z", "z0", "0", "ab\x00"} {
-		if got, want := isVarName(k), substVarRE.MatchString(k); got != want {
-			t.Errorf("isVarName(%q) = %v, substVarRE says %v", k, got, want)
+		if got, want := IsVarName(k), substVarRE.MatchString(k); got != want {
+			t.Errorf("IsVarName(%q) = %v, substVarRE says %v", k, got, want)
 		}
 	}
 }
