@@ -140,8 +140,18 @@ type Path struct {
 // Kind and the names its placeholders hold, or Kind Foreign when p is not a
 // path fleetgen writes. It reads the path only, never a file.
 func Parse(p string) Path {
-	segs := strings.Split(p, "/")
-	for _, k := range kinds {
+	n := strings.Count(p, "/") + 1
+	if n > len(bySegments) {
+		return Path{}
+	}
+	var buf [maxSegments]string
+	segs := buf[:0]
+	for range n - 1 {
+		i := strings.IndexByte(p, '/')
+		segs, p = append(segs, p[:i]), p[i+1:]
+	}
+	segs = append(segs, p)
+	for _, k := range bySegments[n-1] {
 		if out, ok := k.match(segs); ok {
 			return out
 		}
@@ -149,26 +159,57 @@ func Parse(p string) Path {
 	return Path{}
 }
 
-func (k Kind) match(segs []string) (Path, bool) {
-	pat, out := string(k), Path{Kind: k}
-	if strings.Count(pat, "/") != len(segs)-1 {
-		return Path{}, false
+// maxSegments is the most segments a Kind has.
+const maxSegments = 5
+
+// pattern is a Kind split at its slashes: a literal segment, or a
+// placeholder with what stands before and after it in the segment.
+type pattern struct {
+	kind Kind
+	segs []segment
+}
+
+type segment struct {
+	literal        string // when not a placeholder
+	placeholder    bool
+	cluster        bool // the placeholder is <cluster>
+	prefix, suffix string
+}
+
+// bySegments holds kinds' patterns by their number of segments, less one,
+// each list in kinds's order.
+var bySegments = func() [maxSegments][]pattern {
+	var out [maxSegments][]pattern
+	for _, k := range kinds {
+		var pat pattern
+		pat.kind = k
+		for s := range strings.SplitSeq(string(k), "/") {
+			lt, gt := strings.IndexByte(s, '<'), strings.IndexByte(s, '>')
+			if lt < 0 {
+				pat.segs = append(pat.segs, segment{literal: s})
+				continue
+			}
+			pat.segs = append(pat.segs, segment{placeholder: true, cluster: s[lt+1:gt] == "cluster", prefix: s[:lt], suffix: s[gt+1:]})
+		}
+		out[len(pat.segs)-1] = append(out[len(pat.segs)-1], pat)
 	}
-	for _, seg := range segs {
-		var s string
-		s, pat, _ = strings.Cut(pat, "/")
-		lt, gt := strings.IndexByte(s, '<'), strings.IndexByte(s, '>')
-		if lt < 0 {
-			if seg != s {
+	return out
+}()
+
+func (pat pattern) match(segs []string) (Path, bool) {
+	out := Path{Kind: pat.kind}
+	for i, seg := range segs {
+		s := pat.segs[i]
+		if !s.placeholder {
+			if seg != s.literal {
 				return Path{}, false
 			}
 			continue
 		}
-		v, ok := strings.CutPrefix(seg, s[:lt])
-		if v, ok = strings.CutSuffix(v, s[gt+1:]); !ok || v == "" || v == "." || v == ".." {
+		v, pre := strings.CutPrefix(seg, s.prefix)
+		if v, suf := strings.CutSuffix(v, s.suffix); !pre || !suf || v == "" || v == "." || v == ".." {
 			return Path{}, false
-		}
-		if s[lt+1:gt] == "cluster" {
+		} else if s.cluster {
 			out.Cluster = v
 		} else {
 			out.Name = v

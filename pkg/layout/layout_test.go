@@ -48,19 +48,24 @@ func TestParse(t *testing.T) {
 		"manager/verrazzano/admin-cluster.yaml": {Kind: VerrazzanoAdmin},
 		".sops.yaml":                            {Kind: SOPSConfig},
 		// Not fleetgen's: said so, never read as the nearest kind.
-		"":                                     {},
-		"manager":                              {},
-		"manager/fleet/prod/other.yaml":        {},
-		"manager/fleet/prod":                   {},
-		"manager/argocd/prod.yml":              {},
-		"clusters/prod/apps.json":              {},
-		"clusters/prod/.yaml":                  {},
-		"clusters/../apps.yaml":                {},
-		"clusters/prod/flux-system/gotk.yaml":  {},
-		"agents/prod/values.yaml/x":            {},
-		"/agents/prod/values.yaml":             {},
-		"out/clusters/prod/apps.yaml":          {},
-		"manager/verrazzano/prod/vmc.yaml.bak": {},
+		"":                                            {},
+		"manager":                                     {},
+		"manager/fleet/prod/other.yaml":               {},
+		"manager/fleet/prod":                          {},
+		"manager/argocd/prod.yml":                     {},
+		"clusters/prod/apps.json":                     {},
+		"clusters/prod/.yaml":                         {},
+		"clusters/../apps.yaml":                       {},
+		"clusters/prod/flux-system/gotk.yaml":         {},
+		"agents/prod/values.yaml/x":                   {},
+		"/agents/prod/values.yaml":                    {},
+		"out/clusters/prod/apps.yaml":                 {},
+		"manager/verrazzano/prod/vmc.yaml.bak":        {},
+		"clusters/prod/":                              {},
+		"clusters//apps.yaml":                         {},
+		"clusters/hub/sveltos/m/kubeconfig.yaml":      {Kind: HostSveltosKubeconfig, Cluster: "hub", Name: "m"},
+		"clusters/hub/sveltos/m/kubeconfig.yaml/x":    {},
+		"clusters/hub/sveltos/m/x/kubeconfig.yaml/x/": {},
 	} {
 		if got := Parse(p); got != want {
 			t.Errorf("Parse(%q) = %+v, want %+v", p, got, want)
@@ -202,6 +207,17 @@ func TestClusterOf(t *testing.T) {
 	} {
 		if got := ClusterOf(p); got != want {
 			t.Errorf("ClusterOf(%q) = %q, want %q", p, got, want)
+		}
+	}
+}
+
+// BenchmarkParse: review and diff parse every path of the tree, 353,343
+// at 100,000 clusters.
+func BenchmarkParse(b *testing.B) {
+	paths := []string{"clusters/c00042/apps.yaml", "manager/fleet/c00042/cluster.yaml", "agents/c00042/values.yaml", "clusters/c00042/flux-system/gotk-sync.yaml"}
+	for b.Loop() {
+		for _, p := range paths {
+			Parse(p)
 		}
 	}
 }

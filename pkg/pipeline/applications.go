@@ -2,6 +2,8 @@ package pipeline
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -87,12 +89,16 @@ func argoCDSees(f *schema.Fleet, m *layers.Model, registrations map[string][]byt
 }
 
 // addSecrets adds the Argo CD cluster Secrets among files (a tree, by
-// path).
-func (v *argoCDView) addSecrets(files map[string][]byte) {
-	for _, p := range sortedPaths(files) {
-		if k := layout.Parse(p).Kind; k != layout.ArgoCDCluster && k != layout.HostArgoCDCluster {
-			continue
+// path), in path order, and returns where each was.
+func (v *argoCDView) addSecrets(files map[string][]byte) []layout.Path {
+	found := map[string]layout.Path{}
+	for p := range files {
+		if lp := layout.Parse(p); lp.Kind == layout.ArgoCDCluster || lp.Kind == layout.HostArgoCDCluster {
+			found[p] = lp
 		}
+	}
+	paths := slices.Sorted(maps.Keys(found))
+	for _, p := range paths {
 		var obj map[string]any
 		c, ok := appset.Cluster{}, false
 		if yaml.Unmarshal(files[p], &obj) == nil {
@@ -104,6 +110,11 @@ func (v *argoCDView) addSecrets(files map[string][]byte) {
 		}
 		v.clusters = append(v.clusters, c)
 	}
+	out := make([]layout.Path, len(paths))
+	for i, p := range paths {
+		out[i] = found[p]
+	}
+	return out
 }
 
 // addReceived adds what s, received from layer, holds: ApplicationSets and
@@ -200,15 +211,6 @@ func registrationFiles(f *schema.Fleet) (map[string][]byte, error) {
 	return filesMap(files), nil
 }
 
-func sortedPaths(m map[string][]byte) []string {
-	out := make([]string, 0, len(m))
-	for p := range m {
-		out = append(out, p)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // warnings are schema.Warnings, what the model of what each cluster
 // receives could not follow (layers.Model.Warnings), those of the
 // ApplicationSets the cluster that runs Argo CD receives
@@ -249,15 +251,11 @@ func (ld *Loaded) applicationWarnings() problem.Errors {
 // is nothing to compare.
 func oldArgoCD(f *schema.Fleet, had map[string][]byte, old *oldModel, now argoCDView) (argoCDView, bool) {
 	v := argoCDView{namespace: now.namespace}
-	for p := range had {
-		switch lp := layout.Parse(p); lp.Kind {
-		case layout.ArgoCDCluster:
-			v.host = f.Spec.Manager.Name
-		case layout.HostArgoCDCluster:
+	for _, lp := range v.addSecrets(had) {
+		if v.host = f.Spec.Manager.Name; lp.Kind == layout.HostArgoCDCluster {
 			v.host = lp.Cluster
 		}
 	}
-	v.addSecrets(had)
 	if v.unreadable || now.unreadable {
 		return v, false
 	}

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"bytes"
 	"context"
+	"maps"
 
 	"fleetgen.dev/fleetgen/pkg/layout"
 	"fleetgen.dev/fleetgen/pkg/lock"
@@ -97,14 +98,12 @@ func filesMap(files []layout.File) map[string][]byte {
 	return m
 }
 
-// owned keeps the files of a tree.Read that carry layout.Header, outside
-// the clusters' flux-system/ folders (Flux's, whatever they hold).
+// owned drops from had, a tree.Read, the files without layout.Header and
+// those in the clusters' flux-system/ folders (Flux's, whatever they hold),
+// and returns it.
 func owned(had map[string][]byte) map[string][]byte {
-	out := map[string][]byte{}
-	for p, b := range had {
-		if bytes.HasPrefix(b, []byte(layout.Header)) && !layout.FluxSystem(p) {
-			out[p] = b
-		}
-	}
-	return out
+	maps.DeleteFunc(had, func(p string, b []byte) bool {
+		return !bytes.HasPrefix(b, []byte(layout.Header)) || layout.FluxSystem(p)
+	})
+	return had
 }

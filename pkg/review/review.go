@@ -202,18 +202,22 @@ func Compare(old, new map[string][]byte, opts Options) Report {
 		Manager:  Manager{Changes: []Change{}, Warnings: []string{}},
 		Files:    Files{Added: []string{}, Removed: []string{}, Changed: []string{}},
 	}
-	for _, p := range sortedKeys(old, new) {
-		o, inOld := old[p]
-		n, inNew := new[p]
-		switch {
-		case !inOld:
-			r.Files.Added = append(r.Files.Added, p)
+	for p, o := range old {
+		switch n, inNew := new[p]; {
 		case !inNew:
 			r.Files.Removed = append(r.Files.Removed, p)
 		case !bytes.Equal(o, n):
 			r.Files.Changed = append(r.Files.Changed, p)
 		}
 	}
+	for p := range new {
+		if _, inOld := old[p]; !inOld {
+			r.Files.Added = append(r.Files.Added, p)
+		}
+	}
+	slices.Sort(r.Files.Added)
+	slices.Sort(r.Files.Removed)
+	slices.Sort(r.Files.Changed)
 	if r.Empty() {
 		return r
 	}
