@@ -130,11 +130,12 @@ func TestDepcheck(t *testing.T) {
 // (the lock, the mirror, schema, generate) is reached through pipeline, so
 // that cmd builds no output from library internals.
 var allowedImports = map[string]string{
-	"fleetgen.dev/fleetgen/pkg/pipeline":   "the commands",
-	"fleetgen.dev/fleetgen/internal/inert": "untrusted text written to a terminal or a CI log",
-	"fleetgen.dev/fleetgen/pkg/problem":    "input problems, printed as text, json or github by report",
-	"fleetgen.dev/fleetgen/pkg/review":     "diff's report and its writers (text, markdown, json, github)",
-	"fleetgen.dev/fleetgen/pkg/layout":     "the output tree's paths, which render's help names",
+	"fleetgen.dev/fleetgen/pkg/pipeline":      "the commands",
+	"fleetgen.dev/fleetgen/internal/inert":    "untrusted text written to a terminal or a CI log",
+	"fleetgen.dev/fleetgen/internal/memlimit": "the process's soft memory limit, which main sets before any command",
+	"fleetgen.dev/fleetgen/pkg/problem":       "input problems, printed as text, json or github by report",
+	"fleetgen.dev/fleetgen/pkg/review":        "diff's report and its writers (text, markdown, json, github)",
+	"fleetgen.dev/fleetgen/pkg/layout":        "the output tree's paths, which render's help names",
 }
 
 // TestCmdImports fails when cmd/fleetgen imports a fleetgen package other
