@@ -187,28 +187,6 @@ type listing struct {
 	leftovers []string // temporary files of earlier versions
 }
 
-// byFolder calls fn, with a root of the folder, for each run of sorted slash
-// paths that share one: one walk to the folder for all its files.
-func (t *tree) byFolder(paths []string, fn func(r *os.Root, group []string) error) error {
-	for i := 0; i < len(paths); {
-		k := i + 1
-		for k < len(paths) && path.Dir(paths[k]) == path.Dir(paths[i]) {
-			k++
-		}
-		r, err := t.root.OpenRoot(path.Dir(paths[i]))
-		if err != nil {
-			return err
-		}
-		err = fn(r, paths[i:k])
-		r.Close()
-		if err != nil {
-			return err
-		}
-		i = k
-	}
-	return nil
-}
-
 // plan decides every step of the update from what scanWithin found, and the
 // leftovers to remove.
 func (t *tree) plan(files []layout.File, existing listing) (*journal, []string, error) {
@@ -298,23 +276,10 @@ func (t *tree) commit(files []layout.File, j *journal, lockPath string, newLock 
 	if err := t.syncPath(MetaDir); err != nil {
 		return err
 	}
-	for _, d := range j.Mkdirs {
-		if err := t.root.Mkdir(d, 0o755); err != nil {
-			return fmt.Errorf("create %s: %w", d, err)
-		}
-	}
-	// New files folder by folder, as cp -r writes them, and not flushed: no
-	// old content is at stake, and after a power loss the next render takes
-	// a file left empty, or cut inside the header, for its own (plan).
-	err = t.byFolder(j.News, func(r *os.Root, group []string) error {
-		for _, q := range group {
-			if err := createFile(r, path.Base(q), data[q], false, q); err != nil {
-				return fmt.Errorf("write %s: %w", q, err)
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	// New files, and not flushed (as cp -r): no old content is at stake,
+	// and after a power loss the next render takes a file left empty, or cut
+	// inside the header, for its own (plan).
+	if err := t.createNew(j.Mkdirs, j.News, data); err != nil {
 		return err
 	}
 	// What replaces a file (staged files, the lock) is flushed before the
