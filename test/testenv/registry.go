@@ -59,6 +59,18 @@ func StartRegistry(dir string) (host string, stop func(), err error) {
 	return startRegistry(dir, "")
 }
 
+// registryPIDs maps the host of each registry running to its process ID.
+var registryPIDs sync.Map
+
+// RegistryPID returns the process ID of the registry serving host, 0 when
+// none of this process's registries does (benchmirror -cpu reads its CPU
+// time from /proc).
+func RegistryPID(host string) int {
+	pid, _ := registryPIDs.Load(host)
+	n, _ := pid.(int)
+	return n
+}
+
 // RegistryAt starts a real distribution registry on host (127.0.0.1:PORT),
 // with new storage, and returns a function that stops it (also when the test
 // ends): the air gap's tests run two registries at one address, one after
@@ -108,14 +120,17 @@ http:
 		logs.Reset()
 		cmd = exec.Command(RegistryBinary, "serve", cfgPath)
 		cmd.Stdout, cmd.Stderr = &logs, &logs
+		dieWithParent(cmd)
 		if err := cmd.Start(); err != nil {
 			return "", nil, fmt.Errorf("start registry: %w", err)
 		}
 		if waitHTTP("http://"+host+"/v2/", 10*time.Second) {
 			p := cmd.Process
+			registryPIDs.Store(host, p.Pid)
 			var once sync.Once
 			return host, func() {
 				once.Do(func() {
+					registryPIDs.CompareAndDelete(host, p.Pid)
 					_ = p.Kill()
 					_, _ = p.Wait()
 				})

@@ -13,6 +13,7 @@
 //
 //	go run ./test/cmd/benchmirror            # full size, about a minute
 //	go run ./test/cmd/benchmirror -scale 0.05
+//	go run ./test/cmd/benchmirror -no-crane -no-peers -cpu  # and the CPU time each process spent
 //
 // It needs /usr/bin/docker-registry (Debian package docker-registry), skopeo
 // (Debian package skopeo) and regsync (FLEETGEN_REGSYNC, which
@@ -28,10 +29,13 @@ import (
 	"math/rand"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
 	"sort"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/logs"
@@ -61,6 +65,9 @@ var showTimeline bool
 // airGapOnly skips every row but the air gap's.
 var airGapOnly bool
 
+// workDir is the run's folder, removed on an interrupt too.
+var workDir atomic.Pointer[string]
+
 func main() {
 	scale := flag.Float64("scale", 1, "blob size factor: 1 is about 700 MiB of unique blobs")
 	seed := flag.Int64("seed", 1, "random seed of the data set")
@@ -72,10 +79,22 @@ func main() {
 	flag.StringVar(&warmProfile, "warm-cpuprofile", "", "write a CPU profile of the warm re-runs to this file")
 	flag.BoolVar(&showTimeline, "timeline", false, "print the requests the target saw during the floor and fleetgen's cold run: uploads over time, and the rest")
 	flag.BoolVar(&airGapOnly, "airgap-only", false, "measure only the air gap: direct mirror, mirror --to, mirror --from")
+	flag.BoolVar(&showCPU, "cpu", false, "print the CPU time the bench process and the two registries spent in the floor and each cold run")
 	flag.Parse()
 	if *verbose {
 		logs.Warn.SetOutput(os.Stderr)
 	}
+	// Interrupted, the run's folder goes too (its registries die with this
+	// process: testenv).
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sigs
+		if d := workDir.Load(); d != nil {
+			os.RemoveAll(*d)
+		}
+		os.Exit(130)
+	}()
 	if err := run(context.Background(), *scale, *seed, *jobs, !*noCrane, !*noPeers); err != nil {
 		fmt.Fprintln(os.Stderr, "benchmirror:", err)
 		os.Exit(1)
@@ -83,7 +102,9 @@ func main() {
 }
 
 // registry starts a fresh distribution registry under tmp with a counting
-// proxy in front of it.
+// proxy in front of it; stopping it removes its storage (a full run would
+// otherwise hold every registry's copy of the data set, about 10 GiB, until
+// it ends).
 func registry(tmp, label string) (*testenv.Proxy, func(), error) {
 	dir, err := os.MkdirTemp(tmp, label+"-")
 	if err != nil {
@@ -91,14 +112,17 @@ func registry(tmp, label string) (*testenv.Proxy, func(), error) {
 	}
 	host, stop, err := testenv.StartRegistry(dir)
 	if err != nil {
+		os.RemoveAll(dir)
 		return nil, nil, err
 	}
 	p, err := testenv.NewProxy(host, testenv.ProxyOptions{Timeline: showTimeline})
 	if err != nil {
 		stop()
+		os.RemoveAll(dir)
 		return nil, nil, err
 	}
-	return p, func() { p.Close(); stop() }, nil
+	registryHost[p.Host] = host
+	return p, func() { p.Close(); stop(); os.RemoveAll(dir) }, nil
 }
 
 type result struct {
@@ -115,6 +139,7 @@ func run(ctx context.Context, scale float64, seed int64, jobs int, withCrane, wi
 	if err != nil {
 		return err
 	}
+	workDir.Store(&tmp)
 	defer os.RemoveAll(tmp)
 	logf := func(format string, args ...any) { fmt.Fprintf(os.Stderr, "# "+format+"\n", args...) }
 
@@ -322,6 +347,7 @@ func run(ctx context.Context, scale float64, seed int64, jobs int, withCrane, wi
 				return result{}, err
 			}
 			settle()
+			cpu := cpuNow(src, p.Host)
 			start := time.Now()
 			err = parallel(jobs, len(digests), func(i int) error {
 				d := digests[i]
@@ -339,6 +365,9 @@ func run(ctx context.Context, scale float64, seed int64, jobs int, withCrane, wi
 				return floorPusher.Upload(ctx, dst, sized{Layer: l, size: sizes[d]})
 			})
 			r := result{"floor (unique blobs once)", time.Since(start), p.BlobBytes()}
+			if showCPU {
+				logf("floor: %s", cpu.since(src, p.Host))
+			}
 			if showTimeline {
 				logf("%s", timeline("floor", p.Spans()))
 			}
@@ -359,7 +388,11 @@ func run(ctx context.Context, scale float64, seed int64, jobs int, withCrane, wi
 				return result{}, nil, nil, nil, err
 			}
 			settle()
+			cpu := cpuNow(src, p.Host)
 			_, stats, err := mirror.Run(ctx, pairs, mirror.WithJobs(jobs), mirror.WithReferrers(!noReferrers))
+			if showCPU {
+				logf("fleetgen cold: %s", cpu.since(src, p.Host))
+			}
 			if err != nil {
 				stop()
 				return result{}, nil, nil, nil, fmt.Errorf("fleetgen cold: %w", err)
