@@ -19,7 +19,8 @@
 // (Debian package skopeo) and regsync (FLEETGEN_REGSYNC, which
 // test/e2e/tools/build.sh builds; `make bench-mirror` sets it), and builds
 // crane from the module cache with `go build`. A peer that is missing is
-// skipped with a note.
+// skipped with a note. It needs about 2.5 GiB free in $TMPDIR (2.1 GiB at
+// most in a full run): the source registry and the one being measured.
 package main
 
 import (
