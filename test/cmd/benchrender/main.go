@@ -11,7 +11,8 @@
 // fastest of -runs pairs is kept, so that both sides of the ratio see the same
 // disk and the same load. Every tree goes to a new folder and nothing is
 // removed until the pass is done, so that no run pays for an earlier one's
-// removal.
+// removal. An interrupt (SIGINT, SIGTERM) kills the running child and
+// removes what the run's end would.
 //
 //	go run ./test/cmd/benchrender -bin bin/fleetgen
 package main
@@ -89,7 +90,9 @@ func main() {
 		}
 		return
 	}
+	stopOnInterrupt()
 	if err := run(o); err != nil {
+		waitIfStopping()
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
 	}
@@ -112,6 +115,7 @@ func run(o options) error {
 		}
 		defer os.RemoveAll(d)
 		work = d
+		removeOnInterrupt(d)
 	}
 	var results []result
 	var trash []string // removed when every size is measured
@@ -121,6 +125,10 @@ func run(o options) error {
 		trash = append(trash, spare)
 		if !o.keep {
 			trash = append(trash, dir)
+		}
+		removeOnInterrupt(spare)
+		if !o.keep {
+			removeOnInterrupt(dir)
 		}
 		r, err := measure(o, dir, spare, n)
 		if err != nil {
@@ -164,7 +172,8 @@ func measureCharts(o options, work string, n int) (rendered, unrendered time.Dur
 	dirs := map[string]string{}
 	for _, mode := range []string{"render", "off"} {
 		dir := filepath.Join(work, fmt.Sprintf("charts-%s-%d", mode, n))
-		if out, err := exec.Command(self, "-generate", dir, "-sizes", strconv.Itoa(n), "-charts", mode).CombinedOutput(); err != nil {
+		removeOnInterrupt(dir)
+		if out, err := outputOf(exec.Command(self, "-generate", dir, "-sizes", strconv.Itoa(n), "-charts", mode)); err != nil {
 			return 0, 0, fmt.Errorf("generate %d clusters with charts: %v: %s", n, err, out)
 		}
 		dirs[mode] = dir
@@ -179,7 +188,7 @@ func measureCharts(o options, work string, n int) (rendered, unrendered time.Dur
 			cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 			syscall.Sync()
 			start := time.Now()
-			if err := cmd.Run(); err != nil {
+			if err := runChild(cmd); err != nil {
 				return 0, 0, fmt.Errorf("render %d clusters with charts (%s): %w", n, mode, err)
 			}
 			d := time.Since(start)
@@ -278,7 +287,7 @@ func measure(o options, dir, spare string, n int) (result, error) {
 	if err != nil {
 		return r, err
 	}
-	if out, err := exec.Command(self, "-generate", dir, "-sizes", strconv.Itoa(n)).CombinedOutput(); err != nil {
+	if out, err := outputOf(exec.Command(self, "-generate", dir, "-sizes", strconv.Itoa(n))); err != nil {
 		return r, fmt.Errorf("generate %d clusters: %v: %s", n, err, out)
 	}
 	out := filepath.Join(dir, "out")
@@ -286,7 +295,7 @@ func measure(o options, dir, spare string, n int) (result, error) {
 		cmd := exec.Command(o.bin, "render", "-q", "-f", filepath.Join(dir, "fleet.yaml"), "-o", out, "--allow-plaintext-secrets")
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 		start := time.Now()
-		err := cmd.Run()
+		err := runChild(cmd)
 		wall := time.Since(start)
 		if err != nil {
 			return 0, 0, fmt.Errorf("render %d clusters: %w", n, err)
@@ -371,7 +380,7 @@ func timed(bin string, args []string, exit int) (time.Duration, int64, error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Stderr = os.Stderr
 	start := time.Now()
-	err := cmd.Run()
+	err := runChild(cmd)
 	wall := time.Since(start)
 	var ee *exec.ExitError
 	switch {
@@ -400,7 +409,7 @@ func removeAll(paths ...string) error {
 
 func cpR(src, dst string) (time.Duration, error) {
 	start := time.Now()
-	if out, err := exec.Command("cp", "-r", src, dst).CombinedOutput(); err != nil {
+	if out, err := outputOf(exec.Command("cp", "-r", src, dst)); err != nil {
 		return 0, fmt.Errorf("cp -r: %v: %s", err, out)
 	}
 	return time.Since(start), nil
