@@ -138,6 +138,37 @@ func Load(label string, tgz []byte, lim Limits) (*Chart, error) {
 	return out, nil
 }
 
+// LoadFiles is Load of a chart given as its files (paths relative to the
+// chart's folder, "/"-separated): a folder of a bundle Fleet installs with
+// Helm. The files are packed as `helm package` would (one folder, name
+// order, a fixed time) and loaded through Load's bounds.
+func LoadFiles(label string, files map[string][]byte, lim Limits) (*Chart, error) {
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	for _, n := range names {
+		hd := &tar.Header{Name: "chart/" + n, Mode: 0o644, Size: int64(len(files[n])), Typeflag: tar.TypeReg, ModTime: time.Unix(0, 0).UTC(), Format: tar.FormatPAX}
+		if err := tw.WriteHeader(hd); err != nil {
+			return nil, &Error{Chart: label, Err: err}
+		}
+		if _, err := tw.Write(files[n]); err != nil {
+			return nil, &Error{Chart: label, Err: err}
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, &Error{Chart: label, Err: err}
+	}
+	if err := zw.Close(); err != nil {
+		return nil, &Error{Chart: label, Err: err}
+	}
+	return Load(label, buf.Bytes(), lim)
+}
+
 // load returns a fresh copy of the chart for one render, its subcharts
 // sorted by name (Helm's loader adds them in map order).
 func (c *Chart) load() (*chart.Chart, error) {
@@ -281,4 +312,27 @@ func subchartArchive(name string) (string, bool) {
 		return "", false
 	}
 	return name, true
+}
+
+// MissingDependencies names the dependencies of the chart's Chart.yaml that
+// its charts/ folder does not hold (Helm's action.CheckDependencies, by name
+// or alias), sorted.
+func (c *Chart) MissingDependencies() []string {
+	ch, err := c.load()
+	if err != nil {
+		return nil
+	}
+	have := map[string]bool{}
+	for _, d := range ch.Dependencies() {
+		have[d.Name()] = true
+	}
+	var out []string
+	for _, d := range ch.Metadata.Dependencies {
+		if d == nil || have[d.Name] || (d.Alias != "" && have[d.Alias]) {
+			continue
+		}
+		out = append(out, inert.Quote(d.Name))
+	}
+	sort.Strings(out)
+	return out
 }

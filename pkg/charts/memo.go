@@ -33,9 +33,11 @@ func Key(c *Chart, in Input) (string, error) {
 		CommonMetadata                                               *CommonMetadata
 		PostRenderers                                                []PostRenderer
 		Strategy                                                     string
+		Fleet                                                        bool
 	}{
 		c.Digest, rel.Name, rel.Namespace, rel.HelmName(), rel.HelmNamespace(), kv,
 		api, in.Values, nil, rel.Spec.Install, rel.Spec.CommonMetadata, rel.Spec.PostRenderers, rel.Spec.PostRenderStrategy,
+		rel.Fleet,
 	}
 	if t := rel.Spec.Chart; t != nil && len(t.Spec.ValuesFiles) > 0 {
 		// Only the valuesFiles change what renders, not the source's name.

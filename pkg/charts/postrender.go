@@ -167,9 +167,13 @@ func runPostRenderers(files map[string]string, rel *Release, group string) (map[
 		labels, annotations = cm.Labels, cm.Annotations
 	}
 	// The origin labels come last, so they win over commonMetadata's.
+	// Fleet's agent sets none (its own bookkeeping labels are not modelled).
 	origin := map[string]string{
 		"helm.toolkit.fluxcd.io/name":      rel.Name,
 		"helm.toolkit.fluxcd.io/namespace": rel.Namespace,
+	}
+	if rel.Fleet {
+		origin = nil
 	}
 	if stream, err = transform(stream, labels, annotations); err != nil {
 		return nil, fmt.Errorf("spec.commonMetadata: %s", inert.Prose(err.Error()))

@@ -21,6 +21,11 @@ type Release struct {
 	// Name and Namespace are the HelmRelease's own.
 	Name, Namespace string
 	Spec            ReleaseSpec
+	// Fleet is set for a release Fleet's agent installs (a bundle that is a
+	// Helm chart) rather than helm-controller: Name is the Helm release's
+	// name, Namespace its namespace, and no helm.toolkit.fluxcd.io origin
+	// labels are added.
+	Fleet bool `json:"-"`
 }
 
 // ReleaseSpec is the part of HelmReleaseSpec that rendering reads.
