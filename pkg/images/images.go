@@ -330,6 +330,9 @@ func collect(s *layers.Set) (out []found, bad []string) {
 		if s.Release != "" {
 			// The template is the chart's, not a file of the fleet's folder.
 			tmpl, file = fmt.Sprintf("HelmRelease %s chart %s template %s", s.Release, chartName(o.Origin), o.Origin), ""
+			if s.Delivery != "" { // a bundle Fleet's agent installs with Helm
+				tmpl = fmt.Sprintf("bundle %s Helm release %s chart %s template %s", s.Path, s.Release, chartName(o.Origin), o.Origin)
+			}
 		}
 		for _, c := range workload.Containers(v) {
 			who := fmt.Sprintf("%s %s %s", o.Describe(), c.Field, c.Name)

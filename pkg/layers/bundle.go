@@ -40,8 +40,10 @@ import (
 //     its options, and one with doNotDeploy skips the cluster
 //     (internal/cmd/controller/target Builder, options.Merge);
 //   - what the agent makes of it (internal/helmdeployer/render and
-//     postrender): a Helm chart (a Chart.yaml, or helm.chart or helm.repo
-//     set) is rendered with Helm, which this model does not do yet (a
+//     postrender): a Helm chart of the bundle's own files (a Chart.yaml, or
+//     helm.chart naming a folder of the bundle) is installed with Helm
+//     (bundlehelm.go: Options.BundleCharts renders it per cluster), one from
+//     helm.repo or a URL is downloaded by `fleet apply` and not rendered (a
 //     warning names it); a kustomization.yaml at kustomize.dir is built with
 //     kustomize over the bundle's files only (load restrictions root-only,
 //     plugins off); otherwise every .yaml, .yml and .json file outside
@@ -111,6 +113,8 @@ func DeliveriesOf(f *schema.Fleet) ([]Delivery, []FleetCluster) {
 // targets).
 type bundleOptions struct {
 	deployOptions
+	// Name is the bundle's name (fleet.yaml name).
+	Name                    string         `json:"name,omitempty"`
 	TargetCustomizations    []bundleTarget `json:"targetCustomizations,omitempty"`
 	OverrideTargets         []bundleTarget `json:"overrideTargets,omitempty"`
 	TargetCustomizationMode string         `json:"targetCustomizationMode,omitempty"`
@@ -124,10 +128,7 @@ type deployOptions struct {
 	Kustomize        *struct {
 		Dir string `json:"dir,omitempty"`
 	} `json:"kustomize,omitempty"`
-	Helm *struct {
-		Chart string `json:"chart,omitempty"`
-		Repo  string `json:"repo,omitempty"`
-	} `json:"helm,omitempty"`
+	Helm *helmOptions `json:"helm,omitempty"`
 	YAML *struct {
 		Overlays []string `json:"overlays,omitempty"`
 	} `json:"yaml,omitempty"`
@@ -180,9 +181,7 @@ func (o deployOptions) merge(c deployOptions) deployOptions {
 	if c.Kustomize != nil && c.Kustomize.Dir != "" {
 		o.Kustomize = c.Kustomize
 	}
-	if c.Helm != nil && (c.Helm.Chart != "" || c.Helm.Repo != "") {
-		o.Helm = c.Helm
-	}
+	o.Helm = mergeHelm(o.Helm, c.Helm)
 	if c.YAML != nil {
 		var ov []string
 		if o.YAML != nil {
@@ -198,11 +197,13 @@ func (o deployOptions) merge(c deployOptions) deployOptions {
 // bundle is one bundle folder's content: its files (path relative to the
 // bundle's folder) and options.
 type bundle struct {
-	dir   string // relative to the root
-	files map[string][]byte
-	opts  bundleOptions
-	err   error    // the options file does not decode, or a file cannot be read
-	read  []string // every file read, relative to the root
+	dir string // relative to the root
+	// optionsFile is a driven scan's options file, "" for fleet.yaml.
+	optionsFile string
+	files       map[string][]byte
+	opts        bundleOptions
+	err         error    // the options file does not decode, or a file cannot be read
+	read        []string // every file read, relative to the root
 }
 
 // bundles renders every delivery's bundles for each cluster it reaches.
@@ -314,7 +315,7 @@ func resourcesWithoutFleetYAML(fs filesys.FileSystem, dir string) bool {
 
 // readBundle reads the bundle in folder dir with options file options.
 func (m *Model) readBundle(b *builder, dir, options string) (bn *bundle, err error) {
-	bn = &bundle{dir: dir, files: map[string][]byte{}}
+	bn = &bundle{dir: dir, optionsFile: options, files: map[string][]byte{}}
 	b.guard.take()
 	defer func() {
 		if bn != nil {
@@ -384,6 +385,48 @@ func (m *Model) readBundle(b *builder, dir, options string) (bn *bundle, err err
 	})
 	var fail *Failure
 	var lim *LimitError
+	switch {
+	case errors.As(err, &fail), errors.As(err, &lim):
+		return nil, err
+	case err != nil:
+		bn.err = err
+		return bn, nil
+	}
+	// The values files `fleet apply` merges into the options' values: the
+	// options' own only with helm.chart or helm.repo set, a
+	// targetCustomization's always (bundlereader readResources).
+	read := func(f string) ([]byte, error) {
+		p := filepath.Join(abs, filepath.FromSlash(f))
+		if rel := relTo(b.root, p); rel == ".." || strings.HasPrefix(rel, "../") {
+			return nil, errors.New("outside the fleet's folder")
+		}
+		data, err := b.fs.ReadFile(p)
+		if err != nil {
+			if refused, failed := b.guard.reset(); refused != nil || failed != nil {
+				if failed != nil {
+					return nil, &Failure{failed}
+				}
+				return nil, refused
+			}
+			return nil, errors.New("cannot be read")
+		}
+		return data, nil
+	}
+	if h := bn.opts.Helm; h != nil && (h.Chart != "" || h.Repo != "") {
+		h2 := *h
+		err = valuesFiles(&h2, read)
+		bn.opts.Helm = &h2
+	}
+	for i := range bn.opts.TargetCustomizations {
+		if err != nil {
+			break
+		}
+		if h := bn.opts.TargetCustomizations[i].Helm; h != nil {
+			h2 := *h
+			err = valuesFiles(&h2, read)
+			bn.opts.TargetCustomizations[i].Helm = &h2
+		}
+	}
 	switch {
 	case errors.As(err, &fail), errors.As(err, &lim):
 		return nil, err
@@ -485,7 +528,7 @@ func (m *Model) deliver(b *builder, d Delivery, bn *bundle) error {
 		if d.TargetNamespace != "" {
 			opts.TargetNamespace = d.TargetNamespace
 		}
-		s, err := m.bundleSet(b, d, bn, opts, c.Name)
+		s, err := m.bundleSet(b, d, bn, opts, c)
 		if err != nil {
 			return err
 		}
@@ -500,7 +543,17 @@ func (m *Model) deliver(b *builder, d Delivery, bn *bundle) error {
 
 // bundleSet returns the set bn renders with opts, made once per bundle and
 // options; nil (with a note for cluster) when it cannot be rendered.
-func (m *Model) bundleSet(b *builder, d Delivery, bn *bundle, opts deployOptions, cluster string) (*Set, error) {
+func (m *Model) bundleSet(b *builder, d Delivery, bn *bundle, opts deployOptions, c FleetCluster) (*Set, error) {
+	cluster := c.Name
+	if dir, why, ok := chartFolder(bn, opts); ok && why == "" {
+		if m.opts.BundleCharts == nil {
+			at := note{delivery: d.Name, chain: "bundle " + inert.Quote(bn.dir), file: bn.dir, warn: true}
+			at.msg = fmt.Sprintf("delivery %s: bundle %s is a Helm chart, which this model does not render without a chart renderer: what it deploys is not checked", d.Name, inert.Quote(bn.dir))
+			m.note(at, cluster)
+			return nil, nil
+		}
+		return m.helmBundleSet(d, bn, opts, dir, c)
+	}
 	ok, _ := json.Marshal(opts)
 	key := "bundle\x00" + d.Name + "\x00" + bn.dir + "\x00" + string(ok)
 	if s, done := m.sets[key]; done {

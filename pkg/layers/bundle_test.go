@@ -165,10 +165,14 @@ func TestBundlesNotModelled(t *testing.T) {
 		delivery  schema.Delivery
 		warn, err string
 	}{
-		"a Helm chart": {files: map[string]string{"b/Chart.yaml": "name: c\nversion: 1.0.0\n", "b/templates/x.yaml": ""},
-			delivery: schema.Delivery{Paths: []string{"b"}}, warn: "delivery apps: bundle b is a Helm chart (Chart.yaml), which this model does not render"},
+		"a Helm chart, no chart renderer": {files: map[string]string{"b/Chart.yaml": "name: c\nversion: 1.0.0\n", "b/templates/x.yaml": ""},
+			delivery: schema.Delivery{Paths: []string{"b"}}, warn: "delivery apps: bundle b is a Helm chart, which this model does not render without a chart renderer"},
 		"a chart of helm.repo": {files: map[string]string{"b/fleet.yaml": "helm: {repo: https://charts.example, chart: web}\n"},
-			delivery: schema.Delivery{Bundles: []schema.DeliveryBundle{{Base: "b"}}}, warn: "deploys the Helm chart of its options' helm.chart or helm.repo"},
+			delivery: schema.Delivery{Bundles: []schema.DeliveryBundle{{Base: "b"}}}, warn: "deploys the Helm chart of its options' helm.repo (downloaded by `fleet apply`)"},
+		"a chart at a URL": {files: map[string]string{"b/fleet.yaml": "helm: {chart: oci://charts.example/web}\n"},
+			delivery: schema.Delivery{Bundles: []schema.DeliveryBundle{{Base: "b"}}}, warn: "deploys the Helm chart of its options' helm.chart oci://charts.example/web (downloaded by `fleet apply`)"},
+		"helm.chart not a chart folder": {files: map[string]string{"b/fleet.yaml": "helm: {chart: ./chart}\n", "b/chart/values.yaml": ""},
+			delivery: schema.Delivery{Bundles: []schema.DeliveryBundle{{Base: "b"}}}, warn: "which is not a folder of the bundle holding a Chart.yaml"},
 		"a path matching nothing": {delivery: schema.Delivery{Paths: []string{"bundles/missing"}},
 			err: "delivery apps: path bundles/missing matches no folder in the fleet's source"},
 		"a bundle base that does not exist": {delivery: schema.Delivery{Bundles: []schema.DeliveryBundle{{Base: "nope"}}},
@@ -195,5 +199,22 @@ func TestBundlesNotModelled(t *testing.T) {
 				t.Errorf("errors = %v, want %q", errs, tc.err)
 			}
 		})
+	}
+}
+
+// TestHelmReleaseName: the names Fleet v0.16's names.HelmReleaseName gives
+// (its internal/names/name.go run on these inputs): a bundle's name, and the
+// release of a Helm bundle without helm.releaseName.
+func TestHelmReleaseName(t *testing.T) {
+	for in, want := range map[string]string{
+		"apps/bundles/podinfo":  "apps-bundles-podinfo",
+		"own/bundles/own-chart": "own-bundles-own-chart",
+		"Apps/Bundles/Pod_Info": "apps-bundles-pod-info-6b5f8314",
+		"a-very-long-delivery-name-for-testing/bundles/some/deeply/nested/chart-folder": "a-very-long-delivery-name-for-testing-bundles-s-4f6c4",
+		"x/bundles/podinfo/fleet-eu": "x-bundles-podinfo-fleet-eu",
+	} {
+		if got := layers.HelmReleaseName(in); got != want {
+			t.Errorf("HelmReleaseName(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

@@ -21,12 +21,8 @@ import (
 // renderBundle renders bn with opts as Fleet's agent does; why says what
 // the model does not render (a Helm chart).
 func renderBundle(b *builder, bn *bundle, opts deployOptions) (objs []*Object, why string, err error) {
-	chartYAML := "Chart.yaml"
-	if opts.Helm != nil && (opts.Helm.Chart != "" || opts.Helm.Repo != "") {
-		return nil, "deploys the Helm chart of its options' helm.chart or helm.repo", nil
-	}
-	if _, ok := bn.files[chartYAML]; ok {
-		return nil, "is a Helm chart (Chart.yaml)", nil
+	if _, why, ok := chartFolder(bn, opts); ok {
+		return nil, why, nil // helmBundleSet renders the others
 	}
 	kdir := "."
 	if opts.Kustomize != nil && opts.Kustomize.Dir != "" {

@@ -225,7 +225,10 @@ func (m *Model) issues(f *schema.Fleet) ([]issue, map[issue][]string) {
 		if s.Delivery != "" {
 			via = "bundle " + s.Path
 		}
-		if s.Release != "" { // a chart's objects: File is its template
+		switch {
+		case s.Release != "" && s.Delivery != "": // a bundle Fleet installs with Helm
+			via += " → Helm release " + s.Release
+		case s.Release != "": // a chart's objects: File is its template
 			via = strings.TrimPrefix(via+" → HelmRelease "+s.Release, " → ")
 		}
 		// A cluster receives a set once per layer or delivery.

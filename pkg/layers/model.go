@@ -142,6 +142,9 @@ type Model struct {
 	notes     []note
 	noted     map[note][]string // the clusters of each note
 	files     map[string]bool
+	// chartTemplates are the template files of the bundles' Helm charts the
+	// model rendered (ChartTemplate).
+	chartTemplates map[string]bool
 
 	substituted int64
 	memo        map[memoKey]substituted
@@ -187,6 +190,9 @@ type Options struct {
 	// Charts renders the chart of each HelmRelease a unit receives; nil
 	// renders none, and Warnings names each HelmRelease not rendered.
 	Charts ChartRenderer
+	// BundleCharts renders the bundles of Deliveries that are Helm charts
+	// (BundleChart); nil renders none, and Warnings names each.
+	BundleCharts BundleChartRenderer
 }
 
 // DefaultOptions returns the options New uses when given none.
@@ -566,6 +572,12 @@ func (m *Model) Delivered(cluster string) []*Set {
 func (m *Model) Files() []string {
 	return keys(m.files)
 }
+
+// ChartTemplate reports whether p (slash-separated, relative to the root)
+// is a template of a bundle's Helm chart that the model rendered for a
+// cluster: Go templates, not YAML, whose renders the model checks (a
+// Secret's plaintext included) for every cluster that receives them.
+func (m *Model) ChartTemplate(p string) bool { return m.chartTemplates[p] }
 
 // FromFleet returns the units of f: every cluster with every layer it
 // selects, in spec order, each with its expanded path and variables

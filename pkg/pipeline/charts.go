@@ -572,3 +572,32 @@ type nestedReleases struct {
 	list []generate.HelmRelease
 	key  string
 }
+
+// renderBundle is the layers.BundleChartRenderer: a bundle of a delivery
+// from the fleet's own source that is a Helm chart, rendered as Fleet's
+// agent installs it (charts.Release.Fleet) with the cluster's Kubernetes
+// version. The chart is the bundle's files: no lock, no cache. Clusters of
+// one Kubernetes version with the same chart, release and values share one
+// render (charts.Memo) and one slice of objects.
+func (r *chartRenderer) renderBundle(cluster string, c layers.BundleChart) ([]*layers.Object, error) {
+	ch, err := charts.LoadFiles(c.Label, c.Files, r.lim)
+	if err != nil {
+		return nil, err
+	}
+	if missing := ch.MissingDependencies(); len(missing) > 0 && c.DependencyUpdate {
+		return nil, &layers.NotModelledError{Why: fmt.Sprintf("is a Helm chart whose dependencies %s `fleet apply` fetches with `helm dependency update` (the network)", strings.Join(missing, ", "))}
+	} else if len(missing) > 0 {
+		return nil, fmt.Errorf("chart %s: its dependencies %s are not in its charts/ folder and helm.disableDependencyUpdate is set: Helm refuses to install it",
+			inert.Quote(c.Label), strings.Join(missing, ", "))
+	}
+	rel := &charts.Release{Name: c.Release, Namespace: c.Namespace, Fleet: true}
+	rel.Spec.ReleaseName = c.Release
+	r.mu.Lock()
+	kube := r.kube[cluster]
+	r.mu.Unlock()
+	res, err := r.memo.Render(context.Background(), ch, charts.Input{Release: rel, Values: c.Values, KubeVersion: kube}, r.lim)
+	if err != nil {
+		return nil, err
+	}
+	return r.layerObjects(res, c.Namespace, nil)
+}

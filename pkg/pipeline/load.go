@@ -13,6 +13,7 @@ import (
 	"fleetgen.dev/fleetgen/pkg/generate"
 	"fleetgen.dev/fleetgen/pkg/images"
 	"fleetgen.dev/fleetgen/pkg/layers"
+	"fleetgen.dev/fleetgen/pkg/layout"
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/mirror"
 	"fleetgen.dev/fleetgen/pkg/problem"
@@ -208,6 +209,7 @@ func (ld *Loaded) model(ctx context.Context, cfg Config, pending bool) (lerr, de
 	}
 	opts := ld.layerOpts
 	opts.Charts = r.render
+	opts.BundleCharts = r.renderBundle
 	units := layers.FromFleet(f)
 	if len(ld.skipLayers) > 0 {
 		units = slices.DeleteFunc(units, func(u layers.Unit) bool { return ld.skipLayers[u.Layer] })
@@ -401,6 +403,8 @@ func (ld *Loaded) layerFileProblems() (problem.Errors, error) {
 		if err != nil {
 			return nil, err
 		}
+		// A rendered chart's templates are checked through what they render.
+		files = slices.DeleteFunc(files, func(f layout.File) bool { return ld.Model.ChartTemplate(f.Path) })
 		found, err := secrets.Plaintext(files)
 		if err != nil {
 			return nil, err

@@ -115,7 +115,7 @@ func publishLoaded(ctx context.Context, cfg Config, ld *Loaded, o PublishOptions
 	if err := reportUnrendered(o.OutDir, r.files, log); err != nil {
 		return nil, err
 	}
-	opts := []publish.Option{publish.WithLogger(log), publish.WithOutDir(o.OutDir), publish.WithInput(ld.Model.Files())}
+	opts := []publish.Option{publish.WithLogger(log), publish.WithOutDir(o.OutDir), publish.WithInput(ld.Model.Files()), publish.WithTemplates(ld.Model.ChartTemplate)}
 	if src.InRepo {
 		opts = append(opts, publish.WithSourceCommit(src.Commit, len(src.Dirty) > 0))
 	}

@@ -86,7 +86,8 @@ func receivedChanges(cfg RenderOptions, ld *Loaded, had map[string][]byte) (map[
 	}
 	// DIR's HelmReleases render from the charts this lock pins (a chart it
 	// no longer pins is not rendered).
-	opts.Charts = ld.charts.previous().render
+	prev := ld.charts.previous()
+	opts.Charts, opts.BundleCharts = prev.render, prev.renderBundle
 	old, err := layers.New(cfg.OutDir, units, opts)
 	var lim *layers.LimitError
 	if errors.As(err, &lim) {

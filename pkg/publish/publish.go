@@ -90,6 +90,9 @@ type options struct {
 	published *Published
 	// input are the files the model read (WithInput).
 	input []string
+	// templates are input files checked through what they render
+	// (WithTemplates).
+	templates func(string) bool
 }
 
 // Option configures Git and OCI.
@@ -105,6 +108,14 @@ type Option func(*options) error
 // the layer folders are; one in the rendered tree is never copied.
 func WithInput(files []string) Option {
 	return func(o *options) error { o.input = files; return nil }
+}
+
+// WithTemplates names the input files that are checked through what they
+// render rather than read as YAML: the templates of a bundle's Helm chart,
+// whose renders the model checks for every cluster (layers.Model
+// ChartTemplate). The plaintext scan skips them; they are published.
+func WithTemplates(isTemplate func(path string) bool) Option {
+	return func(o *options) error { o.templates = isTemplate; return nil }
 }
 
 // WithLogger logs to l (default: discard).

@@ -126,7 +126,11 @@ func collect(f *schema.Fleet, rendered []layout.File, o *options) (*content, err
 	sort.Strings(c.layers)
 
 	files := c.generateFiles()
-	found, err := secrets.Plaintext(secrets.ExceptPublic(files)) // Argo CD cluster Secrets hold no credential
+	scan := secrets.ExceptPublic(files) // Argo CD cluster Secrets hold no credential
+	if o.templates != nil {
+		scan = slices.DeleteFunc(slices.Clone(scan), func(f layout.File) bool { return c.files[f.Path].layer && o.templates(f.Path) })
+	}
+	found, err := secrets.Plaintext(scan)
 	if err != nil {
 		return nil, fmt.Errorf("publish: nothing pushed: %w", err)
 	}

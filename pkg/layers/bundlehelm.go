@@ -1,0 +1,467 @@
+package layers
+
+import (
+	"crypto/md5" //nolint:gosec // Fleet's names, not a security use
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"fleetgen.dev/fleetgen/internal/inert"
+)
+
+// A bundle that is a Helm chart of its own folder is installed by Fleet's
+// agent with Helm (Fleet v0.16 internal/helmdeployer), and the model renders
+// it the same way for each cluster:
+//
+//   - the chart: the bundle's folder when it holds a Chart.yaml, or the
+//     folder helm.chart names inside it; every file of the bundle but its
+//     options file and the values files its options name (bundlereader
+//     ignoreApplyConfigs). A chart whose dependencies are not in its charts/
+//     folder needs `helm dependency update` (the network), and a chart from
+//     helm.repo or a URL is downloaded: neither is rendered (a warning);
+//   - the values: helm.values, merged with the helm.valuesFiles (those of the
+//     options only when helm.chart or helm.repo is set, as `fleet apply`
+//     reads them; a targetCustomization's always), then the matching
+//     targetCustomizations' helm.values (options.Merge, wrangler's
+//     MergeMaps), then fleet-controller's pre-processing for the cluster:
+//     a value "global.fleet.clusterLabels.<label>" becomes that label's
+//     value. Values templating (`${ }`, helm.templateValues) and
+//     helm.valuesFrom are not modelled: a warning;
+//   - the release: helm.releaseName, else the bundle's name as `fleet apply`
+//     makes it (names.HelmReleaseName of the GitRepo's name joined with the
+//     folder); its namespace the options' namespace, else defaultNamespace,
+//     else "default"; the cluster's Kubernetes version;
+//   - after Helm, the options' namespace is set on every object (a
+//     cluster-scoped one fails the deployment), as Fleet's post-renderer
+//     does. A kustomization.yaml in the bundle makes Fleet run kustomize over
+//     Helm's output: not modelled (a warning). Fleet's bookkeeping labels and
+//     annotations (objectset.rio.cattle.io) are not in the model.
+
+// BundleChart is a bundle Fleet's agent installs as a Helm chart, as one
+// cluster receives it: what Options.BundleCharts renders.
+type BundleChart struct {
+	// Label names the chart in messages: the bundle's folder and, with
+	// helm.chart, the chart's folder inside it.
+	Label string
+	// Files are the chart's files, by path relative to the chart's folder.
+	Files map[string][]byte
+	// Release and Namespace are the Helm release's name and namespace.
+	Release, Namespace string
+	// Values are the values the chart is installed with.
+	Values map[string]any
+	// DependencyUpdate says `fleet apply` runs `helm dependency update` on
+	// the chart (helm.disableDependencyUpdate unset): dependencies missing
+	// from its charts/ folder are fetched, from the network, then.
+	DependencyUpdate bool
+}
+
+// NotModelledError is a BundleChartRenderer's answer for a chart Fleet
+// installs in a way the model does not follow: a warning, not an input error.
+type NotModelledError struct{ Why string }
+
+func (e *NotModelledError) Error() string { return e.Why }
+
+// BundleChartRenderer renders c as Helm installs it on cluster (its
+// Kubernetes version): the objects, namespaced ones in c.Namespace unless
+// they name their own. The same c for clusters of one Kubernetes version
+// gives the same slice.
+type BundleChartRenderer func(cluster string, c BundleChart) ([]*Object, error)
+
+// helmOptions are the HelmOptions of a bundle's options that change what
+// the agent installs.
+type helmOptions struct {
+	Chart                   string            `json:"chart,omitempty"`
+	Repo                    string            `json:"repo,omitempty"`
+	Version                 string            `json:"version,omitempty"`
+	ReleaseName             string            `json:"releaseName,omitempty"`
+	Values                  map[string]any    `json:"values,omitempty"`
+	ValuesFiles             []string          `json:"valuesFiles,omitempty"`
+	ValuesFrom              []json.RawMessage `json:"valuesFrom,omitempty"`
+	TemplateValues          map[string]string `json:"templateValues,omitempty"`
+	DisablePreProcess       bool              `json:"disablePreProcess,omitempty"`
+	DisableDependencyUpdate bool              `json:"disableDependencyUpdate,omitempty"`
+}
+
+// mergeHelm is options.Merge for the Helm options the model reads.
+func mergeHelm(base, custom *helmOptions) *helmOptions {
+	if custom == nil {
+		return base
+	}
+	r := &helmOptions{}
+	if base != nil {
+		*r = *base
+	}
+	switch {
+	case r.Values == nil:
+		r.Values = custom.Values
+	case custom.Values != nil:
+		r.Values = mergeMaps(r.Values, custom.Values)
+	}
+	if len(custom.TemplateValues) > 0 {
+		tv := map[string]string{}
+		for k, v := range r.TemplateValues {
+			tv[k] = v
+		}
+		for k, v := range custom.TemplateValues {
+			tv[k] = v
+		}
+		r.TemplateValues = tv
+	}
+	if len(custom.ValuesFrom) > 0 {
+		r.ValuesFrom = append(append([]json.RawMessage(nil), r.ValuesFrom...), custom.ValuesFrom...)
+	}
+	if custom.Repo != "" {
+		r.Repo = custom.Repo
+	}
+	if custom.Chart != "" {
+		r.Chart = custom.Chart
+	}
+	if custom.Version != "" {
+		r.Version = custom.Version
+	}
+	if custom.ReleaseName != "" {
+		r.ReleaseName = custom.ReleaseName
+	}
+	r.DisablePreProcess = r.DisablePreProcess || custom.DisablePreProcess
+	r.DisableDependencyUpdate = r.DisableDependencyUpdate || custom.DisableDependencyUpdate
+	return r
+}
+
+// mergeMaps is wrangler's data.MergeMaps: overlay's keys over base's, maps
+// merged key by key, anything else replaced. Neither is changed.
+func mergeMaps(base, overlay map[string]any) map[string]any {
+	out := make(map[string]any, len(base)+len(overlay))
+	for k, v := range base {
+		out[k] = v
+	}
+	for k, v := range overlay {
+		if bm, ok := out[k].(map[string]any); ok {
+			if om, ok := v.(map[string]any); ok {
+				v = mergeMaps(bm, om)
+			}
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// valuesFiles merges the values files h names (relative to the bundle's
+// folder) into h.Values, as bundlereader's generateValues does; read reads
+// one.
+func valuesFiles(h *helmOptions, read func(string) ([]byte, error)) error {
+	if h == nil || len(h.ValuesFiles) == 0 {
+		return nil
+	}
+	vals := h.Values
+	for _, f := range h.ValuesFiles {
+		data, err := read(f)
+		if err != nil {
+			return fmt.Errorf("values file %s: %w", inert.Quote(f), err)
+		}
+		var m map[string]any
+		if err := sigsyaml.Unmarshal(data, &m); err != nil {
+			return fmt.Errorf("values file %s: not YAML of values", inert.Quote(f))
+		}
+		vals = mergeMaps(vals, m)
+	}
+	if len(vals) > 0 {
+		h.Values = vals
+	}
+	return nil
+}
+
+// ignoredApplyConfigs are the files of a bundle that `fleet apply` leaves
+// out of its resources, by path relative to the bundle's folder: the values
+// files its options name, as written and by base name.
+func ignoredApplyConfigs(opts bundleOptions) map[string]bool {
+	out := map[string]bool{}
+	add := func(h *helmOptions) {
+		if h == nil {
+			return
+		}
+		for _, f := range h.ValuesFiles {
+			out[f] = true
+			out[path.Base(f)] = true
+		}
+	}
+	add(opts.Helm)
+	for i := range opts.TargetCustomizations {
+		add(opts.TargetCustomizations[i].Helm)
+	}
+	return out
+}
+
+// chartFolder returns the folder of bn's chart, relative to the bundle's
+// folder, for opts: "." for a Chart.yaml at the top, the folder helm.chart
+// names when it holds one; ok is false when bn is not a Helm chart of its
+// own files. why says why a chart is not rendered.
+func chartFolder(bn *bundle, opts deployOptions) (dir, why string, ok bool) {
+	h := opts.Helm
+	if h != nil && h.Repo != "" {
+		return "", "deploys the Helm chart of its options' helm.repo (downloaded by `fleet apply`)", true
+	}
+	if h != nil && h.Chart != "" {
+		c := strings.TrimPrefix(h.Chart, "./")
+		if strings.Contains(c, "://") || strings.HasSuffix(c, ".tgz") || strings.HasPrefix(c, "/") {
+			return "", "deploys the Helm chart of its options' helm.chart " + inert.Quote(h.Chart) + " (downloaded by `fleet apply`)", true
+		}
+		c = path.Clean(c)
+		if _, found := bn.files[path.Join(c, "Chart.yaml")]; !found || c == ".." || strings.HasPrefix(c, "../") {
+			return "", "deploys the Helm chart of its options' helm.chart " + inert.Quote(h.Chart) + ", which is not a folder of the bundle holding a Chart.yaml", true
+		}
+		return c, "", true
+	}
+	if _, found := bn.files["Chart.yaml"]; found {
+		return ".", "", true
+	}
+	return "", "", false
+}
+
+// helmBundleSet returns the set Fleet's agent installs on cluster c from
+// bn, a Helm chart in folder dir of the bundle, with opts; nil, with a
+// note, when the model cannot render it.
+func (m *Model) helmBundleSet(d Delivery, bn *bundle, opts deployOptions, dir string, c FleetCluster) (*Set, error) {
+	at := note{delivery: d.Name, chain: "bundle " + inert.Quote(bn.dir), file: bn.dir}
+	warn := func(why string) (*Set, error) {
+		at.warn, at.msg = true, fmt.Sprintf("delivery %s: bundle %s %s, which this model does not render: what it deploys is not checked", d.Name, inert.Quote(bn.dir), why)
+		m.note(at, c.Name)
+		return nil, nil
+	}
+	h := opts.Helm
+	if h == nil {
+		h = &helmOptions{}
+	}
+	if len(h.ValuesFrom) > 0 {
+		return warn("takes Helm values from helm.valuesFrom (read in the cluster)")
+	}
+	if len(h.TemplateValues) > 0 && !h.DisablePreProcess && len(cleanLabels(c.Labels)) > 0 {
+		return warn("sets helm.templateValues (templated by fleet-controller)")
+	}
+	values := preprocessValues(h.Values, c.Labels)
+	if !h.DisablePreProcess && len(values) > 0 && len(cleanLabels(c.Labels)) > 0 {
+		b, err := sigsyaml.Marshal(values)
+		if err == nil && strings.Contains(string(b), "${") {
+			return warn("has Helm values with `${ }` templates (templated by fleet-controller)")
+		}
+	}
+	skip := ignoredApplyConfigs(bn.opts)
+	for p := range bn.files {
+		if !skip[p] && (strings.HasSuffix(p, "kustomization.yaml") || strings.HasSuffix(p, "kustomization.yml") || strings.HasSuffix(p, "Kustomization")) {
+			return warn("is a Helm chart with a kustomization file " + inert.Quote(p) + " (Fleet runs kustomize over what Helm renders)")
+		}
+	}
+	files := map[string][]byte{}
+	prefix := ""
+	if dir != "." {
+		prefix = dir + "/"
+	}
+	for p, data := range bn.files {
+		if skip[p] || !strings.HasPrefix(p, prefix) {
+			continue
+		}
+		files[strings.TrimPrefix(p, prefix)] = data
+	}
+	label := bn.dir
+	if dir != "." {
+		label = path.Join(bn.dir, dir)
+	}
+	ns := opts.TargetNamespace
+	if ns == "" {
+		ns = opts.DefaultNamespace
+	}
+	if ns == "" {
+		ns = "default"
+	}
+	release := h.ReleaseName
+	if release == "" {
+		release = helmReleaseName(bundleName(d.Name, bn))
+	}
+	objs, err := m.opts.BundleCharts(c.Name, BundleChart{Label: label, Files: files, Release: release, Namespace: ns, Values: values, DependencyUpdate: !h.DisableDependencyUpdate})
+	var nm *NotModelledError
+	if errors.As(err, &nm) {
+		return warn(nm.Why)
+	}
+	if err != nil {
+		at.msg = fmt.Sprintf("delivery %s: bundle %s does not install as Fleet's agent installs it: %v", d.Name, inert.Quote(bn.dir), err)
+		m.note(at, c.Name)
+		return nil, nil
+	}
+	if opts.TargetNamespace != "" {
+		for i, o := range objs {
+			if o.Namespace == "" && clusterScopedKind(o.APIVersion, o.Kind) {
+				at.msg = fmt.Sprintf("delivery %s: bundle %s: %s %s is cluster-scoped, and the options' namespace %s makes Fleet's agent refuse it: want defaultNamespace instead", d.Name, inert.Quote(bn.dir), o.Kind, inert.Quote(o.Name), inert.Quote(opts.TargetNamespace))
+				m.note(at, c.Name)
+				return nil, nil
+			}
+			if o.Namespace != opts.TargetNamespace {
+				mm := cloneMeta(o.Map())
+				mm["metadata"].(map[string]any)["namespace"] = opts.TargetNamespace
+				n := *o
+				n.value, n.made, n.Namespace = mm, made{}, opts.TargetNamespace
+				objs[i] = &n
+			}
+		}
+	}
+	if m.chartTemplates == nil {
+		m.chartTemplates = map[string]bool{}
+	}
+	for p := range files {
+		if strings.HasPrefix(p, "templates/") {
+			m.chartTemplates[path.Join(bn.dir, prefix+p)] = true
+		}
+	}
+	key := fmt.Sprintf("bundlechart\x00%s\x00%s\x00%d", d.Name, bn.dir, len(objs))
+	if len(objs) > 0 {
+		key = fmt.Sprintf("bundlechart\x00%s\x00%s\x00%p\x00%d", d.Name, bn.dir, objs[0], len(objs))
+	}
+	if opts.TargetNamespace != "" {
+		key += "\x00" + opts.TargetNamespace
+	}
+	if s, ok := m.sets[key]; ok {
+		return s, nil
+	}
+	s := &Set{Path: bn.dir, Origin: bn.dir, Delivery: d.Name, Release: release, Objects: objs, build: &Build{Path: bn.dir, files: bn.read}}
+	m.sets[key] = s
+	m.Sets = append(m.Sets, s)
+	return s, nil
+}
+
+// clusterScopedKind reports whether a built-in kind is cluster-scoped (the
+// namespaced ones the post-renderer moves; a custom kind is left as it is).
+func clusterScopedKind(apiVersion, kind string) bool {
+	switch kind {
+	case "Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "PersistentVolume",
+		"StorageClass", "PriorityClass", "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration",
+		"APIService", "IngressClass", "RuntimeClass", "CSIDriver", "VolumeAttachment":
+		return true
+	}
+	return false
+}
+
+// clusterLabelPrefix marks a value fleet-controller replaces with one of
+// the cluster's labels (internal/cmd/controller/target).
+const clusterLabelPrefix = "global.fleet.clusterLabels."
+
+// cleanLabels are the labels fleet-controller's pre-processing reads
+// (wrangler's CleanAnnotationsForExport, then the fleet.cattle.io/ and
+// management.cattle.io/ ones back): with none, it changes nothing.
+func cleanLabels(labels map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range labels {
+		if strings.HasPrefix(k, "kubectl.kubernetes.io/") {
+			continue
+		}
+		if strings.Contains(k, "cattle.io/") && !strings.HasPrefix(k, "fleet.cattle.io/") && !strings.HasPrefix(k, "management.cattle.io/") {
+			continue
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// preprocessValues is fleet-controller's processLabelValues: each string
+// value "global.fleet.clusterLabels.<label>" (in maps, and in maps in
+// lists) becomes the cluster's label, "" when it has none. values is not
+// changed.
+func preprocessValues(values map[string]any, labels map[string]string) map[string]any {
+	labels = cleanLabels(labels)
+	if len(values) == 0 || len(labels) == 0 {
+		return values
+	}
+	var walk func(m map[string]any) map[string]any
+	walk = func(m map[string]any) map[string]any {
+		out := make(map[string]any, len(m))
+		for k, v := range m {
+			switch x := v.(type) {
+			case string:
+				if l, ok := strings.CutPrefix(x, clusterLabelPrefix); ok {
+					v = labels[l]
+				}
+			case map[string]any:
+				v = walk(x)
+			case []any:
+				items := make([]any, len(x))
+				for i, it := range x {
+					if im, ok := it.(map[string]any); ok {
+						items[i] = walk(im)
+					} else {
+						items[i] = it
+					}
+				}
+				v = items
+			}
+			out[k] = v
+		}
+		return out
+	}
+	return walk(values)
+}
+
+// bundleName is the name `fleet apply` gives bn of the GitRepo delivery:
+// the options' name, else names.HelmReleaseName of the GitRepo's name
+// joined with the folder (and, for a driven scan's options file, its name
+// without extension).
+func bundleName(delivery string, bn *bundle) string {
+	if bn.opts.Name != "" {
+		return bn.opts.Name
+	}
+	id := filepath.ToSlash(filepath.Join(delivery, bn.dir))
+	if bn.optionsFile != "" {
+		id = filepath.ToSlash(filepath.Join(id, strings.TrimSuffix(bn.optionsFile, path.Ext(bn.optionsFile))))
+	}
+	return helmReleaseName(id)
+}
+
+var (
+	disallowedChars = regexp.MustCompile(`[^a-zA-Z0-9-]+`)
+	helmReleaseRE   = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+	dnsLabelSafe    = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	multiDash       = regexp.MustCompile("-+")
+)
+
+// helmReleaseName is Fleet's names.HelmReleaseName: a name valid as a Helm
+// release and a DNS label, at most 53 characters.
+func helmReleaseName(s string) string {
+	bak := s
+	s = strings.ReplaceAll(s, "/", "-")
+	if s != strings.ToLower(s) || disallowedChars.MatchString(s) {
+		s = s + "-" + md5Hex(s, 8)
+	}
+	s = strings.ToLower(s)
+	s = disallowedChars.ReplaceAllLiteralString(s, "-")
+	s = multiDash.ReplaceAllString(s, "-")
+	s = strings.Trim(s, "-")
+	if helmReleaseRE.MatchString(s) && dnsLabelSafe.MatchString(s) {
+		return limitName(s, 53)
+	}
+	return md5Hex(bak, 24)
+}
+
+// limitName is Fleet's names.Limit.
+func limitName(s string, count int) string {
+	if len(s) <= count {
+		return s
+	}
+	const hexLen = 5
+	sep := "-"
+	if count <= hexLen+len(sep) {
+		return s[:count]
+	}
+	n := count - hexLen - len(sep)
+	if s[n-1] == '-' {
+		sep = ""
+	}
+	return s[:n] + sep + md5Hex(s, hexLen)
+}
+
+func md5Hex(s string, n int) string {
+	h := md5.Sum([]byte(s)) //nolint:gosec // Fleet's names
+	return hex.EncodeToString(h[:])[:n]
+}

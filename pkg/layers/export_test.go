@@ -1,0 +1,4 @@
+package layers
+
+// HelmReleaseName is helmReleaseName, for the tests of package layers_test.
+var HelmReleaseName = helmReleaseName

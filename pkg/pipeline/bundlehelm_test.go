@@ -1,0 +1,226 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/yaml"
+
+	"fleetgen.dev/fleetgen/pkg/problem"
+	"fleetgen.dev/fleetgen/test/testenv"
+)
+
+// helmBundleFiles make examples/multi-manager's bundles/podinfo (delivery
+// apps: region eu, targetNamespace podinfo) a Helm chart of its own folder,
+// with values, a values file of a targetCustomization and a cluster label
+// value.
+var helmBundleFiles = map[string]string{
+	"bundles/podinfo/configmap.yaml": "",
+	"bundles/podinfo/Chart.yaml":     "apiVersion: v2\nname: podinfo\nversion: 1.2.3\nkubeVersion: '>=1.30.0-0'\n",
+	"bundles/podinfo/values.yaml":    "replicas: 1\nimage: ghcr.io/stefanprodan/podinfo:6.7.1\nregion: none\ntier: none\n",
+	"bundles/podinfo/edge.yaml":      "tier: edge\nimage: ghcr.io/stefanprodan/podinfo:6.7.2\n",
+	"bundles/podinfo/templates/deployment.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}-web
+  labels: {region: {{ .Values.region | quote }}, tier: {{ .Values.tier | quote }}, kube: {{ .Capabilities.KubeVersion.Minor | quote }}}
+spec:
+  replicas: {{ .Values.replicas }}
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+        - {name: web, image: {{ .Values.image | quote }}}
+`,
+	// A template that is not YAML until Helm renders it, and renders nothing.
+	"bundles/podinfo/templates/secret.yaml":  "{{- if .Values.token }}\napiVersion: v1\nkind: Secret\nmetadata: {name: db}\nstringData: {token: {{ .Values.token | quote }}}\n{{- end }}\n",
+	"bundles/podinfo/templates/service.yaml": "apiVersion: v1\nkind: Service\nmetadata: {name: {{ .Release.Name }}, namespace: {{ .Release.Namespace }}}\nspec: {ports: [{port: 80}]}\n",
+	"bundles/podinfo/fleet.yaml": `defaultNamespace: podinfo
+helm:
+  values:
+    replicas: 2
+    region: global.fleet.clusterLabels.region
+targetCustomizations:
+  - name: edge
+    clusterSelector: {matchLabels: {tier: edge}}
+    helm:
+      values: {replicas: 5}
+      valuesFiles: [edge.yaml]
+`,
+}
+
+// TestFleetHelmBundle: a bundle of an own-repo delivery that is a Helm chart
+// is rendered per cluster as Fleet's agent installs it: the release named
+// as `fleet apply` names the bundle, the delivery's targetNamespace, the
+// values merged as fleet-controller merges them (a targetCustomization's
+// values and values file, a cluster label), and the cluster's Kubernetes
+// version. Each cluster's objects are what `helm template` (the real Helm)
+// renders from the same chart and values; its images are found, and an
+// image not written as the mirror's warns.
+func TestFleetHelmBundle(t *testing.T) {
+	t.Parallel()
+	fleet := copyTree(t, filepath.Join("..", "..", "examples", "multi-manager"))
+	pubWrite(t, fleet, helmBundleFiles)
+	if err := os.Remove(filepath.Join(fleet, "bundles", "podinfo", "configmap.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	ld, err := Load(context.Background(), Config{File: filepath.Join(fleet, "fleet.yaml"), AgeKeyFile: filepath.Join(fleet, "age.agekey")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The values helm template gets, as fleet-controller merges them.
+	cases := map[string]string{
+		"prod-eu-1": "replicas: 2\nregion: eu\n",
+		"edge-7":    "replicas: 5\nregion: eu\ntier: edge\nimage: ghcr.io/stefanprodan/podinfo:6.7.2\n",
+	}
+	helm := testenv.Tool(t, "helm")
+	for cluster, w := range cases {
+		var got []map[string]any
+		for _, s := range ld.Model.Delivered(cluster) {
+			if s.Delivery != "apps" {
+				continue
+			}
+			if s.Release != "apps-bundles-podinfo" {
+				t.Errorf("%s: release %q, want apps-bundles-podinfo (Fleet's name of the bundle)", cluster, s.Release)
+			}
+			for _, o := range s.Objects {
+				got = append(got, o.Map())
+			}
+		}
+		vals := filepath.Join(t.TempDir(), "values.yaml")
+		if err := os.WriteFile(vals, []byte(w), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(helm, "template", "apps-bundles-podinfo", filepath.Join(fleet, "bundles", "podinfo"),
+			"--namespace", "podinfo", "--kube-version", "v1.36.0", "-f", vals).CombinedOutput()
+		if err != nil {
+			t.Fatalf("helm template: %v\n%s", err, out)
+		}
+		var wantObjs []map[string]any
+		for _, doc := range strings.Split(string(out), "\n---\n") {
+			var m map[string]any
+			if err := yaml.Unmarshal([]byte(doc), &m); err != nil {
+				t.Fatal(err)
+			}
+			if len(m) == 0 {
+				continue
+			}
+			// Applied in the release's namespace: the model says where.
+			m["metadata"].(map[string]any)["namespace"] = "podinfo"
+			wantObjs = append(wantObjs, m)
+		}
+		byName := func(a, b map[string]any) int {
+			return strings.Compare(a["kind"].(string), b["kind"].(string))
+		}
+		slices.SortFunc(got, byName)
+		slices.SortFunc(wantObjs, byName)
+		if d := cmp.Diff(wantObjs, got); d != "" {
+			t.Errorf("%s: the model's objects against helm template's (-helm +model):\n%s", cluster, d)
+		}
+	}
+	// Both clusters' images are the fleet's, found in the bundle.
+	var imgs []string
+	for _, u := range ld.Images.Images {
+		if strings.Contains(u.Ref, "podinfo") {
+			imgs = append(imgs, u.Ref+" "+strings.Join(u.Why, ","))
+		}
+	}
+	if d := cmp.Diff([]string{"ghcr.io/stefanprodan/podinfo:6.7.1 delivery apps: bundle bundles/podinfo Helm release apps-bundles-podinfo chart podinfo template podinfo/templates/deployment.yaml",
+		"ghcr.io/stefanprodan/podinfo:6.7.2 delivery apps: bundle bundles/podinfo Helm release apps-bundles-podinfo chart podinfo template podinfo/templates/deployment.yaml"}, imgs); d != "" {
+		t.Errorf("images found (-want +got):\n%s", d)
+	}
+	// The chart's templates are Go templates, checked through their renders:
+	// never read as YAML (templates/secret.yaml is not YAML), by validate or
+	// by publish (publish.WithTemplates).
+	ws, err := Validate(context.Background(), Config{File: filepath.Join(fleet, "fleet.yaml"), AgeKeyFile: filepath.Join(fleet, "age.agekey")})
+	var es problem.Errors
+	if err != nil && !errors.As(err, &es) {
+		t.Fatalf("validate: %v", err)
+	}
+	for _, e := range append(es, ws...) {
+		if strings.Contains(e.Msg, "templates/") && !strings.Contains(e.Msg, "is not in fleet.lock.yaml") && !strings.Contains(e.Msg, "is not the mirror's reference") {
+			t.Errorf("validate: %s", e.Msg)
+		}
+	}
+	if !ld.Model.ChartTemplate("bundles/podinfo/templates/secret.yaml") || ld.Model.ChartTemplate("bundles/podinfo/values.yaml") {
+		t.Error("ChartTemplate: want the rendered chart's templates, and only them")
+	}
+	// Not in region eu: the delivery does not reach it.
+	if s := ld.Model.Delivered("prod-us-1"); len(s) != 0 {
+		t.Errorf("prod-us-1 receives %d sets of bundles", len(s))
+	}
+}
+
+// TestFleetHelmBundleNotModelled: what the model cannot render as Fleet
+// does is a warning naming the bundle and why, never silence, and never
+// a guess.
+func TestFleetHelmBundleNotModelled(t *testing.T) {
+	t.Parallel()
+	cases := map[string]struct {
+		files map[string]string
+		want  string
+	}{
+		"values from the cluster": {map[string]string{"bundles/podinfo/fleet.yaml": "helm:\n  valuesFrom:\n    - configMapKeyRef: {name: vals, key: values.yaml}\n"},
+			"takes Helm values from helm.valuesFrom"},
+		"a remote chart": {map[string]string{"bundles/podinfo/fleet.yaml": "helm:\n  repo: https://charts.example\n  chart: podinfo\n"},
+			"deploys the Helm chart of its options' helm.repo"},
+		"templated values": {map[string]string{"bundles/podinfo/fleet.yaml": "helm:\n  values:\n    name: ${ .ClusterName }\n"},
+			"has Helm values with `${ }` templates"},
+		"kustomize over Helm": {map[string]string{"bundles/podinfo/kustomization.yaml": "resources: []\n"},
+			"with a kustomization file"},
+		"dependencies not vendored": {map[string]string{"bundles/podinfo/Chart.yaml": "apiVersion: v2\nname: podinfo\nversion: 1.2.3\ndependencies:\n  - {name: redis, version: 1.0.0, repository: https://charts.example}\n"},
+			"whose dependencies redis `fleet apply` fetches with `helm dependency update`"},
+		"a plaintext Secret": {map[string]string{"bundles/podinfo/templates/secret.yaml": "apiVersion: v1\nkind: Secret\nmetadata: {name: db}\nstringData: {password: {{ .Values.region | quote }}}\n"},
+			"Secret podinfo/db holds unencrypted data in what clusters dev-1, edge-7, gitops-1 and 2 more receive (as Fleet's agent renders it)"},
+		"dependencies not vendored, no update": {map[string]string{
+			"bundles/podinfo/Chart.yaml": "apiVersion: v2\nname: podinfo\nversion: 1.2.3\ndependencies:\n  - {name: redis, version: 1.0.0, repository: https://charts.example}\n",
+			"bundles/podinfo/fleet.yaml": "helm: {disableDependencyUpdate: true}\n"},
+			"its dependencies redis are not in its charts/ folder and helm.disableDependencyUpdate is set"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			fleet := copyTree(t, filepath.Join("..", "..", "examples", "multi-manager"))
+			files := map[string]string{}
+			for p, d := range helmBundleFiles {
+				files[p] = d
+			}
+			for p, d := range c.files {
+				files[p] = d
+			}
+			pubWrite(t, fleet, files)
+			ws, err := Validate(context.Background(), Config{File: filepath.Join(fleet, "fleet.yaml"), AgeKeyFile: filepath.Join(fleet, "age.agekey")})
+			var msgs []string
+			for _, w := range ws {
+				msgs = append(msgs, w.Msg)
+			}
+			var es problem.Errors
+			if err != nil && !errors.As(err, &es) {
+				t.Fatalf("validate: %v", err)
+			}
+			for _, e := range es {
+				msgs = append(msgs, e.Msg)
+			}
+			found := false
+			for _, m := range msgs {
+				if strings.Contains(m, "bundles/podinfo") && strings.Contains(m, c.want) {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("no problem says %q; got:\n%s", c.want, strings.Join(msgs, "\n"))
+			}
+			if testing.Verbose() {
+				t.Logf("%s", strings.Join(msgs, "\n"))
+			}
+		})
+	}
+}
