@@ -288,7 +288,39 @@ func liveAsModel(ctx context.Context, c *cluster, objs []*layers.Object) error {
 // target Fleet matched, as for the other deliveries.
 const ownDelivery = "own"
 
+// ownChart is the own delivery's bundle that is a Helm chart.
+const ownChart = "bundles/own-chart"
+
 var ownFiles = map[string]string{
+	// A Helm chart of the bundle's own folder, which Fleet's agent installs
+	// with Helm: its release named after the bundle, values merged from the
+	// options, the target's customization and a cluster label.
+	ownChart + "/Chart.yaml":  "apiVersion: v2\nname: own-chart\nversion: 0.1.0\n",
+	ownChart + "/values.yaml": "greeting: hello\nregion: none\ntarget: none\n",
+	ownChart + "/templates/configmap.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-settings
+  labels: {app.kubernetes.io/instance: {{ .Release.Name | quote }}}
+data:
+  greeting: {{ .Values.greeting | quote }}
+  region: {{ .Values.region | quote }}
+  target: {{ .Values.target | quote }}
+  namespace: {{ .Release.Namespace | quote }}
+  kube: {{ .Capabilities.KubeVersion.Major | quote }}
+`,
+	// Go templates, not YAML: checked through what they render, never read
+	// as YAML (this one renders nothing here).
+	ownChart + "/templates/secret.yaml": "{{- if .Values.token }}\napiVersion: v1\nkind: Secret\nmetadata: {name: {{ .Release.Name }}-token}\nstringData: {token: {{ .Values.token | quote }}}\n{{- end }}\n",
+	ownChart + "/fleet.yaml": `defaultNamespace: own
+helm:
+  values:
+    greeting: hi
+    region: global.fleet.clusterLabels.region
+targetCustomizations:
+- {name: prod, clusterGroup: production, defaultNamespace: own-prod, helm: {values: {target: prod}}}
+- {name: us, clusterSelector: {matchLabels: {region: us}}, defaultNamespace: own-us, helm: {values: {target: us}}}
+`,
 	"bundles/own/configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: own}\ndata: {delivery: own}\n",
 	"bundles/own/fleet.yaml": `defaultNamespace: own
 targetCustomizations:
@@ -314,7 +346,7 @@ func addOwnDelivery(t *testing.T, ex *example) {
     - name: `+ownDelivery+`
       repo: "`+repo+`"
       branch: main
-      paths: [bundles/own]
+      paths: [bundles/own, `+ownChart+`]
       targets:
         - {name: prod, clusterGroup: production}
         - {name: us, clusterSelector: {region: us}}
@@ -338,6 +370,25 @@ func modelDelivered(ctx context.Context, ex *example) (map[string]bool, error) {
 				out[c.Name] = true
 			}
 		}
+	}
+	return out, nil
+}
+
+// modelBundle returns the objects fleetgen's model has cluster receive from
+// the own delivery's bundle in folder dir.
+func modelBundle(ctx context.Context, ex *example, cluster, dir string) ([]*layers.Object, error) {
+	ld, err := pipeline.Load(ctx, ex.cfg)
+	if err != nil {
+		return nil, err
+	}
+	var out []*layers.Object
+	for _, s := range ld.Model.Delivered(cluster) {
+		if s.Delivery == ownDelivery && s.Path == dir {
+			out = append(out, s.Objects...)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("the model has no object of %s for %s", dir, cluster)
 	}
 	return out, nil
 }

@@ -87,7 +87,7 @@ func addDeliveries(t *testing.T, fleetFile string) {
 // exactly the clusters `fleetgen targets` lists, each with the target it
 // names. Then a Bundle with a service account the rendered Policy does not
 // admit gets none.
-func deliveries(t *testing.T, ctx context.Context, s *summary, tools, logs string, mgr *cluster, ex *example) {
+func deliveries(t *testing.T, ctx context.Context, s *summary, tools, logs string, mgr, edge *cluster, ex *example) {
 	t.Helper()
 	start := time.Now()
 	reach, err := pipeline.Targets(ctx, ex.cfg, pipeline.TargetsOptions{})
@@ -158,6 +158,22 @@ func deliveries(t *testing.T, ctx context.Context, s *summary, tools, logs strin
 			s.fail("6 own bundle", "Fleet deployed the published bundles/own to %v, fleetgen's model has it for %v", deployed, modelled)
 		} else {
 			s.pass("6 own bundle", "bundles/own, from the published source, deployed to exactly the clusters fleetgen's model renders it for: %s", strings.Join(deployed, " "))
+		}
+		// The own Helm bundle as edge-1's fleet-agent installs it: every
+		// object the model renders (Helm's engine, Fleet's release name,
+		// namespace and values) live with the model's fields.
+		objs, err := modelBundle(ctx, ex, edge.name, ownChart)
+		if err == nil {
+			err = eventually(2*time.Minute, func() error { return liveAsModel(ctx, edge, objs) })
+		}
+		if err != nil {
+			s.fail("6 own Helm bundle", "%s: %v", edge.name, err)
+		} else {
+			var names []string
+			for _, o := range objs {
+				names = append(names, o.Describe())
+			}
+			s.pass("6 own Helm bundle", "%s: fleet-agent installed %s (a Helm chart of the fleet's own repository) as fleetgen's model renders it: %s", edge.name, ownChart, strings.Join(names, ", "))
 		}
 	}
 

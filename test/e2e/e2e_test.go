@@ -192,7 +192,7 @@ func TestReconcile(t *testing.T) {
 		need(t, tools, fleetBinaries)
 		fleetStart := time.Now()
 		startFleetController(t, parent, ctx, tools, logs, mgr)
-		fleetRegistration(t, ctx, s, tools, logs, mgr, edge, imported, ex)
+		fleetRegistration(t, parent, ctx, s, tools, logs, mgr, edge, imported, ex)
 		s.time("fleet registration", time.Since(fleetStart))
 	})
 
@@ -200,7 +200,7 @@ func TestReconcile(t *testing.T) {
 	// exactly the clusters `fleetgen targets` lists (deliveries_test.go).
 	t.Run("Deliveries", func(t *testing.T) {
 		need(t, tools, append(fleetBinaries, "bin/fleet"))
-		deliveries(t, ctx, s, tools, logs, mgr, ex)
+		deliveries(t, ctx, s, tools, logs, mgr, edge, ex)
 	})
 
 	// 9. Shards: each sharded Cluster and GitRepo processed by its shard's

@@ -120,14 +120,15 @@ func startFleetController(t, life *testing.T, ctx context.Context, tools, logs s
 
 // startAgent runs fleet-agent as a local process on the downstream cluster c,
 // as the fleet-agent Deployment applied there would run it: with that
-// container's environment (the chart's leader-election settings among it).
-func startAgent(t *testing.T, tools, logs string, c *cluster, dep *unstructured.Unstructured) {
+// container's environment (the chart's leader-election settings among it),
+// until life ends.
+func startAgent(t, life *testing.T, tools, logs string, c *cluster, dep *unstructured.Unstructured) {
 	t.Helper()
 	env, err := containerEnv(dep, "fleet-agent")
 	if err != nil {
 		t.Fatalf("%s: %v", c.name, err)
 	}
-	start(t, logs, c.name+"-fleet-agent", filepath.Join(tools, "bin", "fleetagent"), append(env,
+	startFor(t, life, logs, c.name+"-fleet-agent", filepath.Join(tools, "bin", "fleetagent"), append(env,
 		"KUBECONFIG="+c.kubeconfig,
 		fmt.Sprintf("FLEET_AGENT_METRICS_BIND_ADDRESS=127.0.0.1:%d", freePort(t)),
 		fmt.Sprintf("FLEET_AGENT_PROBE_BIND_ADDRESS=127.0.0.1:%d", freePort(t)),
@@ -300,7 +301,7 @@ func registered(ctx context.Context, mgr *cluster, name string, timeout time.Dur
 // fleetRegistration is assertion 4: the token minted for every agent cluster,
 // an agent cluster registered from the real chart, a manager-mode cluster
 // imported from its decrypted kubeconfig Secret.
-func fleetRegistration(t *testing.T, ctx context.Context, s *summary, tools, logs string, mgr, edge, imported *cluster, ex *example) {
+func fleetRegistration(t, parent *testing.T, ctx context.Context, s *summary, tools, logs string, mgr, edge, imported *cluster, ex *example) {
 
 	agents, err := filepath.Glob(filepath.Join(ex.out, "agents", "*", "values.yaml"))
 	if err != nil || len(agents) == 0 {
@@ -350,7 +351,9 @@ func fleetRegistration(t *testing.T, ctx context.Context, s *summary, tools, log
 	} else {
 		s.pass("4 agent chart", "fleet-agent chart v0.16 rendered from minted values + agents/%s/values.yaml, applied on %s, image %s", edge.name, edge.name, image)
 	}
-	startAgent(t, tools, logs, edge, dep)
+	// edge-1's agent runs to the end: it installs the own delivery's Helm
+	// bundle (assertion 6).
+	startAgent(t, parent, tools, logs, edge, dep)
 	if got, err := registered(ctx, mgr, edge.name, 3*time.Minute); err != nil {
 		s.fail("4 agent registers", "%v", err)
 	} else {
@@ -381,7 +384,7 @@ func fleetRegistration(t *testing.T, ctx context.Context, s *summary, tools, log
 		return
 	}
 	s.pass("4 manager import", "fleet-controller reached %s through its decrypted kubeconfig Secret and deployed the agent bootstrap", imported.name)
-	startAgent(t, tools, logs, imported, importedDep)
+	startAgent(t, t, tools, logs, imported, importedDep)
 	if got, err := registered(ctx, mgr, imported.name, 3*time.Minute); err != nil {
 		s.fail("4 import registers", "%v", err)
 	} else {
