@@ -71,9 +71,11 @@ type Delivery struct {
 
 // FleetCluster is a cluster registered with Fleet, as bundles match it.
 type FleetCluster struct {
-	Name   string
-	Labels map[string]string
-	Groups []fleetmatch.Group
+	Name string
+	// Namespace is the Fleet workspace its Cluster object is in.
+	Namespace string
+	Labels    map[string]string
+	Groups    []fleetmatch.Group
 }
 
 // DeliveriesOf returns f's deliveries from its own source (spec.source.kind
@@ -103,7 +105,7 @@ func DeliveriesOf(f *schema.Fleet) ([]Delivery, []FleetCluster) {
 			continue
 		}
 		fc := fleetmatch.Cluster{Name: c.Name, Labels: c.Labels}
-		cs = append(cs, FleetCluster{Name: c.Name, Labels: c.Labels, Groups: fleetmatch.GroupsOf(fc, groups)})
+		cs = append(cs, FleetCluster{Name: c.Name, Namespace: f.Spec.Manager.Namespace, Labels: c.Labels, Groups: fleetmatch.GroupsOf(fc, groups)})
 	}
 	return ds, cs
 }

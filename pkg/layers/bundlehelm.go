@@ -6,14 +6,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
+	texttemplate "text/template"
 
+	"github.com/Masterminds/sprig/v3"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"fleetgen.dev/fleetgen/internal/inert"
+	"fleetgen.dev/fleetgen/internal/sprigbound"
 )
 
 // A bundle that is a Helm chart of its own folder is installed by Fleet's
@@ -32,8 +37,9 @@ import (
 //     targetCustomizations' helm.values (options.Merge, wrangler's
 //     MergeMaps), then fleet-controller's pre-processing for the cluster:
 //     a value "global.fleet.clusterLabels.<label>" becomes that label's
-//     value. Values templating (`${ }`, helm.templateValues) and
-//     helm.valuesFrom are not modelled: a warning;
+//     value, and the values and helm.templateValues are templated
+//     (preprocess). helm.valuesFrom is read in the cluster: not modelled,
+//     a warning;
 //   - the release: helm.releaseName, else the bundle's name as `fleet apply`
 //     makes it (names.HelmReleaseName of the GitRepo's name joined with the
 //     folder); its namespace the options' namespace, else defaultNamespace,
@@ -241,15 +247,15 @@ func (m *Model) helmBundleSet(d Delivery, bn *bundle, opts deployOptions, dir st
 	if len(h.ValuesFrom) > 0 {
 		return warn("takes Helm values from helm.valuesFrom (read in the cluster)")
 	}
-	if len(h.TemplateValues) > 0 && !h.DisablePreProcess && len(cleanLabels(c.Labels)) > 0 {
-		return warn("sets helm.templateValues (templated by fleet-controller)")
-	}
-	values := preprocessValues(h.Values, c.Labels)
-	if !h.DisablePreProcess && len(values) > 0 && len(cleanLabels(c.Labels)) > 0 {
-		b, err := sigsyaml.Marshal(values)
-		if err == nil && strings.Contains(string(b), "${") {
-			return warn("has Helm values with `${ }` templates (templated by fleet-controller)")
-		}
+	values, err := preprocess(h, c)
+	var nm *NotModelledError
+	switch {
+	case errors.As(err, &nm):
+		return warn(nm.Why)
+	case err != nil:
+		at.msg = fmt.Sprintf("delivery %s: bundle %s: fleet-controller cannot make its Helm values for the cluster, and deploys it nowhere there: %v", d.Name, inert.Quote(bn.dir), err)
+		m.note(at, c.Name)
+		return nil, nil
 	}
 	skip := ignoredApplyConfigs(bn.opts)
 	for p := range bn.files {
@@ -284,7 +290,6 @@ func (m *Model) helmBundleSet(d Delivery, bn *bundle, opts deployOptions, dir st
 		release = helmReleaseName(bundleName(d.Name, bn))
 	}
 	objs, err := m.opts.BundleCharts(c.Name, BundleChart{Label: label, Files: files, Release: release, Namespace: ns, Values: values, DependencyUpdate: !h.DisableDependencyUpdate})
-	var nm *NotModelledError
 	if errors.As(err, &nm) {
 		return warn(nm.Why)
 	}
@@ -464,4 +469,132 @@ func limitName(s string, count int) string {
 func md5Hex(s string, n int) string {
 	h := md5.Sum([]byte(s)) //nolint:gosec // Fleet's names
 	return hex.EncodeToString(h[:])[:n]
+}
+
+// preprocess returns h's values for cluster c as fleet-controller makes them
+// (internal/cmd/controller/target preprocessHelmValues): the cluster-label
+// values, then, unless helm.disablePreProcess, the values and
+// helm.templateValues as Go templates with `${ }` delimiters, missing keys
+// an error, over the Cluster's name, namespace (its workspace), labels,
+// annotations and template values. fleet-controller skips all of it for a
+// Cluster without labels; fleetgen's Clusters always have some (Flux's own
+// labels, once Flux applies them), so it always runs here. The labels the
+// templates see are fleet.yaml's (the live Cluster also has Flux's and a
+// shard's); its annotations and template values are empty, as fleetgen
+// renders none.
+func preprocess(h *helmOptions, c FleetCluster) (map[string]any, error) {
+	if len(h.TemplateValues) == 0 && len(h.Values) == 0 {
+		return h.Values, nil
+	}
+	labels := cleanLabels(c.Labels)
+	values := preprocessValues(h.Values, labels)
+	if h.DisablePreProcess {
+		return values, nil
+	}
+	tctx := map[string]any{
+		"ClusterNamespace":   c.Namespace,
+		"ClusterName":        c.Name,
+		"ClusterLabels":      toDict(labels),
+		"ClusterAnnotations": map[string]any{},
+		"ClusterValues":      map[string]any{},
+	}
+	if values == nil {
+		values = map[string]any{}
+	}
+	text, err := sigsyaml.Marshal(values)
+	if err != nil {
+		return nil, err
+	}
+	out, err := templateValue(string(text), tctx)
+	if err != nil {
+		return nil, err
+	}
+	var rendered map[string]any
+	if err := sigsyaml.Unmarshal([]byte(out), &rendered); err != nil {
+		return nil, fmt.Errorf("the templated values are not YAML of values")
+	}
+	if rendered == nil {
+		rendered = map[string]any{}
+	}
+	keys := make([]string, 0, len(h.TemplateValues))
+	for k := range h.TemplateValues {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		out, err := templateValue(h.TemplateValues[k], tctx)
+		if err != nil {
+			return nil, fmt.Errorf("helm.templateValues %s: %w", inert.Quote(k), err)
+		}
+		var v any
+		if err := sigsyaml.Unmarshal([]byte(out), &v); err != nil {
+			return nil, fmt.Errorf("helm.templateValues %s: the templated value is not YAML", inert.Quote(k))
+		}
+		rendered[k] = v
+	}
+	return rendered, nil
+}
+
+func toDict(m map[string]string) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// maxTemplated bounds what one values template makes, and what a function
+// of it (repeat, until) may ask for: the values are as large as fleet.yaml
+// may be.
+const maxTemplated = 1 << 20
+
+// templateValue runs text as fleet-controller's values templates run:
+// text/template with `${ }` delimiters, missing keys an error, and Sprig's
+// text functions but env, expandenv, include and tpl (tplFuncMap). Those
+// whose result fleetgen cannot know (randomness, the clock, key and
+// certificate generation, DNS) make a *NotModelledError; those whose size a
+// template chooses are bounded (sprigbound), and so is the output.
+func templateValue(text string, data map[string]any) (string, error) {
+	funcs := sprig.TxtFuncMap()
+	for _, fn := range []string{"env", "expandenv", "include", "tpl"} {
+		delete(funcs, fn)
+	}
+	for _, fn := range []string{"now", "ago", "randAlphaNum", "randAlpha", "randAscii", "randNumeric", "randBytes", "randInt", "uuidv4", "shuffle",
+		"bcrypt", "htpasswd", "encryptAES", "decryptAES", "genPrivateKey", "genCA", "genCAWithKey", "genSelfSignedCert", "genSelfSignedCertWithKey", "genSignedCert", "genSignedCertWithKey", "buildCustomCert", "getHostByName"} {
+		if _, ok := funcs[fn]; ok {
+			name := fn
+			funcs[fn] = func(...any) (any, error) {
+				return nil, &NotModelledError{Why: "has Helm values whose `${ }` templates call " + name + ", whose result fleetgen cannot know"}
+			}
+		}
+	}
+	maps.Copy(funcs, sprigbound.Funcs(maxTemplated, maxTemplated))
+	t, err := texttemplate.New("values").Funcs(funcs).Option("missingkey=error").Delims("${", "}").Parse(text)
+	if err != nil {
+		return "", fmt.Errorf("the values template does not parse: %s", inert.Prose(err.Error()))
+	}
+	var b strings.Builder
+	err = t.Execute(&limitedWriter{w: &b, left: maxTemplated}, data)
+	var nm *NotModelledError
+	if errors.As(err, &nm) {
+		return "", nm
+	}
+	if err != nil {
+		return "", fmt.Errorf("the values template fails: %s", inert.Prose(err.Error()))
+	}
+	return b.String(), nil
+}
+
+// limitedWriter fails a write past left bytes.
+type limitedWriter struct {
+	w    *strings.Builder
+	left int
+}
+
+func (l *limitedWriter) Write(p []byte) (int, error) {
+	if len(p) > l.left {
+		return 0, fmt.Errorf("the templated values are larger than %d bytes", maxTemplated)
+	}
+	l.left -= len(p)
+	return l.w.Write(p)
 }

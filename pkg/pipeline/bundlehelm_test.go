@@ -30,7 +30,7 @@ var helmBundleFiles = map[string]string{
 kind: Deployment
 metadata:
   name: {{ .Release.Name }}-web
-  labels: {region: {{ .Values.region | quote }}, tier: {{ .Values.tier | quote }}, kube: {{ .Capabilities.KubeVersion.Minor | quote }}}
+  labels: {region: {{ .Values.region | quote }}, tier: {{ .Values.tier | quote }}, kube: {{ .Capabilities.KubeVersion.Minor | quote }}, who: {{ .Values.who | quote }}, zone: {{ .Values.zone | quote }}}
 spec:
   replicas: {{ .Values.replicas }}
   selector: {matchLabels: {app: web}}
@@ -48,6 +48,9 @@ helm:
   values:
     replicas: 2
     region: global.fleet.clusterLabels.region
+    who: ${ .ClusterName }.${ .ClusterNamespace }.${ get .ClusterLabels "env" | upper }
+  templateValues:
+    zone: ${ .ClusterLabels.region }-1
 targetCustomizations:
   - name: edge
     clusterSelector: {matchLabels: {tier: edge}}
@@ -78,8 +81,8 @@ func TestFleetHelmBundle(t *testing.T) {
 	}
 	// The values helm template gets, as fleet-controller merges them.
 	cases := map[string]string{
-		"prod-eu-1": "replicas: 2\nregion: eu\n",
-		"edge-7":    "replicas: 5\nregion: eu\ntier: edge\nimage: ghcr.io/stefanprodan/podinfo:6.7.2\n",
+		"prod-eu-1": "replicas: 2\nregion: eu\nwho: prod-eu-1.fleet-default.PROD\nzone: eu-1\n",
+		"edge-7":    "replicas: 5\nregion: eu\ntier: edge\nimage: ghcr.io/stefanprodan/podinfo:6.7.2\nwho: edge-7.fleet-default.PROD\nzone: eu-1\n",
 	}
 	helm := testenv.Tool(t, "helm")
 	for cluster, w := range cases {
@@ -172,8 +175,10 @@ func TestFleetHelmBundleNotModelled(t *testing.T) {
 			"takes Helm values from helm.valuesFrom"},
 		"a remote chart": {map[string]string{"bundles/podinfo/fleet.yaml": "helm:\n  repo: https://charts.example\n  chart: podinfo\n"},
 			"deploys the Helm chart of its options' helm.repo"},
-		"templated values": {map[string]string{"bundles/podinfo/fleet.yaml": "helm:\n  values:\n    name: ${ .ClusterName }\n"},
-			"has Helm values with `${ }` templates"},
+		"a random value": {map[string]string{"bundles/podinfo/fleet.yaml": "helm:\n  values:\n    name: ${ randAlpha 5 }\n"},
+			"has Helm values whose `${ }` templates call randAlpha, whose result fleetgen cannot know"},
+		"a label a cluster lacks": {map[string]string{"bundles/podinfo/fleet.yaml": "helm:\n  templateValues:\n    name: ${ .ClusterLabels.tier }\n"},
+			"fleet-controller cannot make its Helm values for the cluster, and deploys it nowhere there: helm.templateValues name: the values template fails"},
 		"kustomize over Helm": {map[string]string{"bundles/podinfo/kustomization.yaml": "resources: []\n"},
 			"with a kustomization file"},
 		"dependencies not vendored": {map[string]string{"bundles/podinfo/Chart.yaml": "apiVersion: v2\nname: podinfo\nversion: 1.2.3\ndependencies:\n  - {name: redis, version: 1.0.0, repository: https://charts.example}\n"},

@@ -296,7 +296,7 @@ var ownFiles = map[string]string{
 	// with Helm: its release named after the bundle, values merged from the
 	// options, the target's customization and a cluster label.
 	ownChart + "/Chart.yaml":  "apiVersion: v2\nname: own-chart\nversion: 0.1.0\n",
-	ownChart + "/values.yaml": "greeting: hello\nregion: none\ntarget: none\n",
+	ownChart + "/values.yaml": "greeting: hello\nregion: none\ntarget: none\nwho: nobody\nzone: none\n",
 	ownChart + "/templates/configmap.yaml": `apiVersion: v1
 kind: ConfigMap
 metadata:
@@ -308,6 +308,8 @@ data:
   target: {{ .Values.target | quote }}
   namespace: {{ .Release.Namespace | quote }}
   kube: {{ .Capabilities.KubeVersion.Major | quote }}
+  who: {{ .Values.who | quote }}
+  zone: {{ .Values.zone | quote }}
 `,
 	// Go templates, not YAML: checked through what they render, never read
 	// as YAML (this one renders nothing here).
@@ -317,6 +319,9 @@ helm:
   values:
     greeting: hi
     region: global.fleet.clusterLabels.region
+    who: ${ .ClusterName }.${ .ClusterNamespace }.${ get .ClusterLabels "env" | upper }
+  templateValues:
+    zone: ${ .ClusterLabels.region }-1
 targetCustomizations:
 - {name: prod, clusterGroup: production, defaultNamespace: own-prod, helm: {values: {target: prod}}}
 - {name: us, clusterSelector: {matchLabels: {region: us}}, defaultNamespace: own-us, helm: {values: {target: us}}}
