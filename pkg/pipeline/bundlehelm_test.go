@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
 
+	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/problem"
 	"fleetgen.dev/fleetgen/test/testenv"
 )
@@ -227,5 +229,67 @@ func TestFleetHelmBundleNotModelled(t *testing.T) {
 				t.Logf("%s", strings.Join(msgs, "\n"))
 			}
 		})
+	}
+}
+
+// TestDiffHelmBundle: `diff` against a checkout of the published tree shows,
+// per cluster, the fields a change of a Helm bundle's values moves in what
+// Fleet's agent installs there, rendered from the old chart and values in
+// DIR and the new ones.
+func TestDiffHelmBundle(t *testing.T) {
+	t.Parallel()
+	fleet := copyTree(t, filepath.Join("..", "..", "examples", "multi-manager"))
+	pubWrite(t, fleet, helmBundleFiles)
+	if err := os.Remove(filepath.Join(fleet, "bundles", "podinfo", "configmap.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	lockPath := filepath.Join(fleet, lock.FileName)
+	l, err := lock.Load(lockPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.SetImages(append(l.Images,
+		lock.Image{Source: "ghcr.io/stefanprodan/podinfo:6.7.1", Target: "multi.azurecr.io/stefanprodan/podinfo:6.7.1", Digest: "sha256:" + strings.Repeat("b", 64)},
+		lock.Image{Source: "ghcr.io/stefanprodan/podinfo:6.7.2", Target: "multi.azurecr.io/stefanprodan/podinfo:6.7.2", Digest: "sha256:" + strings.Repeat("c", 64)}))
+	if err := lock.Write(lockPath, l); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{File: filepath.Join(fleet, "fleet.yaml")}
+	published := filepath.Join(t.TempDir(), "published")
+	if err := Render(context.Background(), cfg, RenderOptions{OutDir: published}); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"bundles", "platform", "argocd-apps"} {
+		if err := os.CopyFS(filepath.Join(published, d), os.DirFS(filepath.Join(fleet, d))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testenv.ReplaceIn(t, filepath.Join(fleet, "bundles", "podinfo", "fleet.yaml"), "    replicas: 2\n", "    replicas: 3\n")
+	rep, fileDiff, err := Diff(context.Background(), cfg, RenderOptions{OutDir: published})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fileDiff != "" {
+		t.Errorf("the rendered tree changed: %s", fileDiff)
+	}
+	got := map[string][]string{}
+	for _, c := range rep.Clusters {
+		for _, o := range c.Objects {
+			var moved []string
+			for _, ch := range o.Changes {
+				moved = append(moved, fmt.Sprintf("%s: %v → %v", ch.Field, ch.From, ch.To))
+			}
+			got[c.Name] = append(got[c.Name], fmt.Sprintf("%s %s %s/%s %s %s", o.Layer, o.Change, o.Kind, o.Namespace, o.Name, strings.Join(moved, "; ")))
+		}
+	}
+	// dev-1, edge-7, gitops-1, lab-1 and prod-eu-1 are in region eu; edge-7
+	// takes its replicas from its targetCustomization.
+	want := []string{" changed Deployment/podinfo apps-bundles-podinfo-web spec.replicas: 2 → 3"}
+	if d := cmp.Diff(map[string][]string{"dev-1": want, "gitops-1": want, "lab-1": want, "prod-eu-1": want}, got); d != "" {
+		t.Errorf("received objects per cluster (-want +got):\n%s", d)
+	}
+	var text strings.Builder
+	if err := rep.WriteText(&text); err != nil || !strings.Contains(text.String(), "delivery apps: ~ apps/v1 Deployment podinfo/apps-bundles-podinfo-web") {
+		t.Errorf("the text report does not name the delivery:\n%s", text.String())
 	}
 }

@@ -75,7 +75,8 @@ func receivedChanges(cfg RenderOptions, ld *Loaded, had map[string][]byte) (map[
 		}
 		return units[i].Layer < units[j].Layer
 	})
-	if !holdsAny(cfg.OutDir, units) {
+	bundles := holdsBundles(cfg.OutDir, ld.layerOpts.Deliveries)
+	if !holdsAny(cfg.OutDir, units) && !bundles {
 		return nil, nil, nil, nil
 	}
 	opts := layers.DefaultOptions()
@@ -88,6 +89,12 @@ func receivedChanges(cfg RenderOptions, ld *Loaded, had map[string][]byte) (map[
 	// no longer pins is not rendered).
 	prev := ld.charts.previous()
 	opts.Charts, opts.BundleCharts = prev.render, prev.renderBundle
+	if bundles {
+		// DIR's bundles of the fleet's own-repo deliveries, delivered as the
+		// deliveries deliver now: a change of a delivery's reach is the
+		// report's deliveries field, a change of a bundle's content here.
+		opts.Deliveries, opts.Clusters = ld.layerOpts.Deliveries, ld.layerOpts.Clusters
+	}
 	old, err := layers.New(cfg.OutDir, units, opts)
 	var lim *layers.LimitError
 	if errors.As(err, &lim) {
@@ -148,6 +155,23 @@ func receivedChanges(cfg RenderOptions, ld *Loaded, had map[string][]byte) (map[
 	for _, u := range ld.units {
 		compare(u.Cluster, u.Layer)
 	}
+	if bundles {
+		for _, c := range ld.layerOpts.Clusters {
+			for _, d := range ld.layerOpts.Deliveries {
+				was, is := deliveredBy(old.Delivered(c.Name), d.Name), deliveredBy(ld.Model.Delivered(c.Name), d.Name)
+				key := "d|" + closureKey(was) + "|" + closureKey(is)
+				changes, ok := memo[key]
+				if !ok {
+					changes = compareSets(was, is)
+					memo[key] = changes
+				}
+				for _, ch := range changes {
+					ch.Delivery = d.Name
+					out[c.Name] = append(out[c.Name], ch)
+				}
+			}
+		}
+	}
 	return out, tags, &oldModel{model: old, units: units}, nil
 }
 
@@ -186,6 +210,42 @@ func onlyTree(dir string) bool {
 		}
 	}
 	return true
+}
+
+// deliveredBy returns the sets of delivery d among sets.
+func deliveredBy(sets []*layers.Set, d string) []*layers.Set {
+	var out []*layers.Set
+	for _, s := range sets {
+		if s.Delivery == d {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// holdsBundles reports whether folder dir holds the top folder of any
+// bundle path or base of ds (the fleet's own-repo deliveries), as a checkout
+// of the published tree does. Only names are looked up; nothing is followed.
+func holdsBundles(dir string, ds []layers.Delivery) bool {
+	var tops []string
+	for _, d := range ds {
+		for _, p := range d.Paths {
+			tops = append(tops, p)
+		}
+		for _, b := range d.Bundles {
+			tops = append(tops, b.Base)
+		}
+	}
+	for _, p := range tops {
+		top, _, _ := strings.Cut(strings.TrimLeft(schema.CleanPath(p), "/"), "/")
+		if top == "" || top == "." || strings.ContainsAny(top, "*?[\\") || !filepath.IsLocal(top) {
+			continue
+		}
+		if fi, err := os.Lstat(filepath.Join(dir, top)); err == nil && fi.IsDir() {
+			return true
+		}
+	}
+	return false
 }
 
 func holdsAny(dir string, units []layers.Unit) bool {

@@ -40,7 +40,7 @@ func (it item) key() string {
 	case it.object != nil:
 		o := it.object
 		var b strings.Builder
-		b.WriteString("o\x00" + strings.Join([]string{o.Layer, o.APIVersion, o.Kind, o.Namespace, o.Name, o.Change}, "\x00"))
+		b.WriteString("o\x00" + strings.Join([]string{o.Layer, o.Delivery, o.APIVersion, o.Kind, o.Namespace, o.Name, o.Change}, "\x00"))
 		for _, c := range o.Changes {
 			fmt.Fprintf(&b, "\x00%q\x00%q\x00%q\x00%t\x00%t", c.Field, c.From, c.To, c.FromMarker, c.ToMarker)
 		}

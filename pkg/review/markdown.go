@@ -216,7 +216,7 @@ func (it item) markdown() string {
 	case it.object != nil:
 		o := it.object
 		var b strings.Builder
-		b.WriteString("layer " + mdValue(o.Layer) + ": " + kindWord(o.Change) + " " + mdValue(o.Kind) + " " + objectName(o, mdValue) + " (" + mdValue(o.APIVersion) + ")")
+		b.WriteString(o.via(mdValue) + ": " + kindWord(o.Change) + " " + mdValue(o.Kind) + " " + objectName(o, mdValue) + " (" + mdValue(o.APIVersion) + ")")
 		more := o.MoreChanges
 		for i, ch := range o.Changes {
 			if i == maxMarkdownFields {

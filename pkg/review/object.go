@@ -269,7 +269,7 @@ func (c *Cluster) addObjects(objs []Object) {
 // name and apiVersion.
 func SortObjects(objs []Object) {
 	slices.SortStableFunc(objs, func(x, y Object) int {
-		return cmp.Or(strings.Compare(x.Layer, y.Layer), strings.Compare(x.Kind, y.Kind), strings.Compare(x.Namespace, y.Namespace),
+		return cmp.Or(strings.Compare(x.Layer, y.Layer), strings.Compare(x.Delivery, y.Delivery), strings.Compare(x.Kind, y.Kind), strings.Compare(x.Namespace, y.Namespace),
 			strings.Compare(x.Name, y.Name), strings.Compare(x.APIVersion, y.APIVersion))
 	})
 }

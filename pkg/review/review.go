@@ -86,7 +86,12 @@ type Cluster struct {
 // Object is one object a cluster receives from a layer that a change adds,
 // removes or changes.
 type Object struct {
-	Layer      string `json:"layer"`
+	// Layer is the layer the cluster receives the object through, or ""
+	// for one of an own-repo delivery's bundles (Delivery).
+	Layer string `json:"layer"`
+	// Delivery is the delivery whose bundle the cluster receives the object
+	// from, "" for a layer's.
+	Delivery   string `json:"delivery,omitempty"`
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
 	Namespace  string `json:"namespace,omitempty"`

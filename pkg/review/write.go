@@ -263,7 +263,16 @@ func (it item) text() string {
 // textLine is the object's line in text: layer, sign, apiVersion, kind,
 // namespace/name.
 func (o *Object) textLine() string {
-	return "layer " + inert.Quote(o.Layer) + ": " + objectSign(o.Change) + " " + inert.Quote(o.APIVersion) + " " + inert.Quote(o.Kind) + " " + objectName(o, inert.Quote)
+	return o.via(inert.Quote) + ": " + objectSign(o.Change) + " " + inert.Quote(o.APIVersion) + " " + inert.Quote(o.Kind) + " " + objectName(o, inert.Quote)
+}
+
+// via names where the cluster receives the object from: "layer <name>" or
+// "delivery <name>", the name written with quote.
+func (o *Object) via(quote func(string) string) string {
+	if o.Delivery != "" {
+		return "delivery " + quote(o.Delivery)
+	}
+	return "layer " + quote(o.Layer)
 }
 
 func objectSign(change string) string {
@@ -329,7 +338,7 @@ func (g group) fields() string {
 		case it.object != nil && len(it.object.Changes) > 0:
 			f = it.object.textLine() + ": " + changesText(it.object.Changes, it.object.MoreChanges, maxNoticeFields)
 		case it.object != nil:
-			f = "layer " + inert.Quote(it.object.Layer) + " objects"
+			f = it.object.via(inert.Quote) + " objects"
 		case it.moreObjects != 0:
 			f = "objects"
 		default:
