@@ -293,3 +293,61 @@ func TestDiffHelmBundle(t *testing.T) {
 		t.Errorf("the text report does not name the delivery:\n%s", text.String())
 	}
 }
+
+// TestFleetHelmBundleUntrusted: a bundle chart and its values come from a
+// pull request. Values templates that ask for unbounded output, a template
+// that reaches for the environment (env, expandenv: not there, as in
+// fleet-controller) or another template, and a chart that renders past its
+// bounds stop with an error naming the bundle, quickly.
+func TestFleetHelmBundleUntrusted(t *testing.T) {
+	t.Parallel()
+	cases := map[string]struct {
+		files map[string]string
+		want  string
+	}{
+		"a huge repeat": {map[string]string{"bundles/podinfo/fleet.yaml": "helm:\n  values:\n    x: ${ repeat 100000000 \"x\" }\n"},
+			"more than the bound allows"},
+		"a huge range": {map[string]string{"bundles/podinfo/fleet.yaml": "helm:\n  values:\n    x: ${ range until 50000000 }x${ end }\n"},
+			"more than the bound allows"},
+		"output past the bound": {map[string]string{"bundles/podinfo/fleet.yaml": "helm:\n  values:\n    x: ${ range until 500000 }xxxxxxxxxx${ end }\n"},
+			"larger than 1048576 bytes"},
+		"the environment": {map[string]string{"bundles/podinfo/fleet.yaml": "helm:\n  values:\n    x: ${ env \"FLEETGEN_TEST_SECRET\" }\n"},
+			"the values template does not parse"},
+		"another template": {map[string]string{"bundles/podinfo/fleet.yaml": "helm:\n  values:\n    x: ${ tpl \"x\" . }\n"},
+			"the values template does not parse"},
+		"a chart template past the output bound": {map[string]string{"bundles/podinfo/templates/big.yaml": "{{ range until 100000 }}{{ repeat 1000 \"x\" }}{{ end }}\n"},
+			"does not install as Fleet's agent installs it"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			fleet := copyTree(t, filepath.Join("..", "..", "examples", "multi-manager"))
+			files := map[string]string{}
+			for p, d := range helmBundleFiles {
+				files[p] = d
+			}
+			for p, d := range c.files {
+				files[p] = d
+			}
+			pubWrite(t, fleet, files)
+			ws, err := Validate(context.Background(), Config{File: filepath.Join(fleet, "fleet.yaml"), AgeKeyFile: filepath.Join(fleet, "age.agekey")})
+			var es problem.Errors
+			if err != nil && !errors.As(err, &es) {
+				t.Fatalf("validate: %v", err)
+			}
+			found := false
+			for _, e := range append(es, ws...) {
+				if strings.Contains(e.Msg, "bundle bundles/podinfo") && strings.Contains(e.Msg, c.want) {
+					found = true
+				}
+			}
+			if !found {
+				var msgs []string
+				for _, e := range append(es, ws...) {
+					msgs = append(msgs, e.Msg)
+				}
+				t.Errorf("no problem says %q; got:\n%s", c.want, strings.Join(msgs, "\n"))
+			}
+		})
+	}
+}
