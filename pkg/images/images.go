@@ -7,6 +7,7 @@ package images
 import (
 	"errors"
 	"fmt"
+	"path"
 	"slices"
 	"sort"
 	"strings"
@@ -314,6 +315,9 @@ type found struct {
 // template that rendered them, and the HelmReleases a chart renders are not
 // followed.
 func collect(s *layers.Set) (out []found, bad []string) {
+	if s.ChartOCI != "" { // a bundle's chart, which `fleet apply` downloads
+		out = append(out, found{ref: s.ChartOCI, chart: true, who: "bundle " + s.Path + " chart", file: path.Join(s.Path, "fleet.yaml"), field: "helm.repo"})
+	}
 	index := make(map[[3]string]*layers.Object, len(s.Objects))
 	for _, o := range s.Objects {
 		index[[3]string{o.Kind, o.Namespace, o.Name}] = o

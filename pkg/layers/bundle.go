@@ -547,14 +547,14 @@ func (m *Model) deliver(b *builder, d Delivery, bn *bundle) error {
 // options; nil (with a note for cluster) when it cannot be rendered.
 func (m *Model) bundleSet(b *builder, d Delivery, bn *bundle, opts deployOptions, c FleetCluster) (*Set, error) {
 	cluster := c.Name
-	if dir, why, ok := chartFolder(bn, opts); ok && why == "" {
+	if dir, remote, why, ok := chartFolder(bn, opts); ok && why == "" {
 		if m.opts.BundleCharts == nil {
 			at := note{delivery: d.Name, chain: "bundle " + inert.Quote(bn.dir), file: bn.dir, warn: true}
 			at.msg = fmt.Sprintf("delivery %s: bundle %s is a Helm chart, which this model does not render without a chart renderer: what it deploys is not checked", d.Name, inert.Quote(bn.dir))
 			m.note(at, cluster)
 			return nil, nil
 		}
-		return m.helmBundleSet(d, bn, opts, dir, c)
+		return m.helmBundleSet(d, bn, opts, dir, remote, c)
 	}
 	ok, _ := json.Marshal(opts)
 	key := "bundle\x00" + d.Name + "\x00" + bn.dir + "\x00" + string(ok)

@@ -19,7 +19,15 @@ import (
 
 	"fleetgen.dev/fleetgen/internal/inert"
 	"fleetgen.dev/fleetgen/internal/sprigbound"
+	"fleetgen.dev/fleetgen/pkg/lock"
 )
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
 
 // A bundle that is a Helm chart of its own folder is installed by Fleet's
 // agent with Helm (Fleet v0.16 internal/helmdeployer), and the model renders
@@ -28,9 +36,12 @@ import (
 //   - the chart: the bundle's folder when it holds a Chart.yaml, or the
 //     folder helm.chart names inside it; every file of the bundle but its
 //     options file and the values files its options name (bundlereader
-//     ignoreApplyConfigs). A chart whose dependencies are not in its charts/
-//     folder needs `helm dependency update` (the network), and a chart from
-//     helm.repo or a URL is downloaded: neither is rendered (a warning);
+//     ignoreApplyConfigs). Or the chart `fleet apply` downloads (helm.repo
+//     oci:// or http(s)://, helm.chart, helm.version: RemoteChart), which
+//     the renderer reads as the lock pins it. A chart whose dependencies are
+//     not in its charts/ folder needs `helm dependency update` (the
+//     network), a version range is resolved when `fleet apply` runs, and a
+//     chart at a URL is fetched from it: none is rendered (a warning);
 //   - the values: helm.values, merged with the helm.valuesFiles (those of the
 //     options only when helm.chart or helm.repo is set, as `fleet apply`
 //     reads them; a targetCustomization's always), then the matching
@@ -62,10 +73,20 @@ type BundleChart struct {
 	Release, Namespace string
 	// Values are the values the chart is installed with.
 	Values map[string]any
+	// Remote is the chart `fleet apply` downloads (helm.repo, or helm.chart
+	// oci://); Files is nil then.
+	Remote *RemoteChart
 	// DependencyUpdate says `fleet apply` runs `helm dependency update` on
 	// the chart (helm.disableDependencyUpdate unset): dependencies missing
 	// from its charts/ folder are fetched, from the network, then.
 	DependencyUpdate bool
+}
+
+// RemoteChart is a chart `fleet apply` downloads into a bundle: an OCI
+// chart (Repo or Chart oci://host/path) or a chart of an HTTP repository's
+// index (Repo, Chart), at Version.
+type RemoteChart struct {
+	Repo, Chart, Version string
 }
 
 // NotModelledError is a BundleChartRenderer's answer for a chart Fleet
@@ -208,32 +229,35 @@ func ignoredApplyConfigs(opts bundleOptions) map[string]bool {
 // folder, for opts: "." for a Chart.yaml at the top, the folder helm.chart
 // names when it holds one; ok is false when bn is not a Helm chart of its
 // own files. why says why a chart is not rendered.
-func chartFolder(bn *bundle, opts deployOptions) (dir, why string, ok bool) {
+func chartFolder(bn *bundle, opts deployOptions) (dir string, remote *RemoteChart, why string, ok bool) {
 	h := opts.Helm
-	if h != nil && h.Repo != "" {
-		return "", "deploys the Helm chart of its options' helm.repo (downloaded by `fleet apply`)", true
+	if h != nil && (h.Repo != "" || strings.HasPrefix(h.Chart, "oci://")) {
+		if h.Repo != "" && !strings.HasPrefix(h.Repo, "oci://") && !strings.HasPrefix(h.Repo, "https://") && !strings.HasPrefix(h.Repo, "http://") {
+			return "", nil, "deploys the Helm chart of its options' helm.repo " + inert.Quote(h.Repo) + ", neither oci:// nor http(s)://", true
+		}
+		return "", &RemoteChart{Repo: h.Repo, Chart: h.Chart, Version: h.Version}, "", true
 	}
 	if h != nil && h.Chart != "" {
 		c := strings.TrimPrefix(h.Chart, "./")
 		if strings.Contains(c, "://") || strings.HasSuffix(c, ".tgz") || strings.HasPrefix(c, "/") {
-			return "", "deploys the Helm chart of its options' helm.chart " + inert.Quote(h.Chart) + " (downloaded by `fleet apply`)", true
+			return "", nil, "deploys the Helm chart of its options' helm.chart " + inert.Quote(h.Chart) + " (downloaded by `fleet apply` from that URL)", true
 		}
 		c = path.Clean(c)
 		if _, found := bn.files[path.Join(c, "Chart.yaml")]; !found || c == ".." || strings.HasPrefix(c, "../") {
-			return "", "deploys the Helm chart of its options' helm.chart " + inert.Quote(h.Chart) + ", which is not a folder of the bundle holding a Chart.yaml", true
+			return "", nil, "deploys the Helm chart of its options' helm.chart " + inert.Quote(h.Chart) + ", which is not a folder of the bundle holding a Chart.yaml", true
 		}
-		return c, "", true
+		return c, nil, "", true
 	}
 	if _, found := bn.files["Chart.yaml"]; found {
-		return ".", "", true
+		return ".", nil, "", true
 	}
-	return "", "", false
+	return "", nil, "", false
 }
 
 // helmBundleSet returns the set Fleet's agent installs on cluster c from
 // bn, a Helm chart in folder dir of the bundle, with opts; nil, with a
 // note, when the model cannot render it.
-func (m *Model) helmBundleSet(d Delivery, bn *bundle, opts deployOptions, dir string, c FleetCluster) (*Set, error) {
+func (m *Model) helmBundleSet(d Delivery, bn *bundle, opts deployOptions, dir string, remote *RemoteChart, c FleetCluster) (*Set, error) {
 	at := note{delivery: d.Name, chain: "bundle " + inert.Quote(bn.dir), file: bn.dir}
 	warn := func(why string) (*Set, error) {
 		at.warn, at.msg = true, fmt.Sprintf("delivery %s: bundle %s %s, which this model does not render: what it deploys is not checked", d.Name, inert.Quote(bn.dir), why)
@@ -263,19 +287,22 @@ func (m *Model) helmBundleSet(d Delivery, bn *bundle, opts deployOptions, dir st
 			return warn("is a Helm chart with a kustomization file " + inert.Quote(p) + " (Fleet runs kustomize over what Helm renders)")
 		}
 	}
-	files := map[string][]byte{}
+	var files map[string][]byte
 	prefix := ""
 	if dir != "." {
 		prefix = dir + "/"
 	}
-	for p, data := range bn.files {
-		if skip[p] || !strings.HasPrefix(p, prefix) {
-			continue
+	if remote == nil {
+		files = map[string][]byte{}
+		for p, data := range bn.files {
+			if skip[p] || !strings.HasPrefix(p, prefix) {
+				continue
+			}
+			files[strings.TrimPrefix(p, prefix)] = data
 		}
-		files[strings.TrimPrefix(p, prefix)] = data
 	}
 	label := bn.dir
-	if dir != "." {
+	if dir != "." && remote == nil {
 		label = path.Join(bn.dir, dir)
 	}
 	ns := opts.TargetNamespace
@@ -289,7 +316,7 @@ func (m *Model) helmBundleSet(d Delivery, bn *bundle, opts deployOptions, dir st
 	if release == "" {
 		release = helmReleaseName(bundleName(d.Name, bn))
 	}
-	objs, err := m.opts.BundleCharts(c.Name, BundleChart{Label: label, Files: files, Release: release, Namespace: ns, Values: values, DependencyUpdate: !h.DisableDependencyUpdate})
+	objs, err := m.opts.BundleCharts(c.Name, BundleChart{Label: label, Files: files, Remote: remote, Release: release, Namespace: ns, Values: values, DependencyUpdate: !h.DisableDependencyUpdate})
 	if errors.As(err, &nm) {
 		return warn(nm.Why)
 	}
@@ -323,6 +350,9 @@ func (m *Model) helmBundleSet(d Delivery, bn *bundle, opts deployOptions, dir st
 		}
 	}
 	key := fmt.Sprintf("bundlechart\x00%s\x00%s\x00%d", d.Name, bn.dir, len(objs))
+	if remote != nil {
+		key += fmt.Sprintf("\x00%s\x00%s\x00%s", remote.Repo, remote.Chart, remote.Version)
+	}
 	if len(objs) > 0 {
 		key = fmt.Sprintf("bundlechart\x00%s\x00%s\x00%p\x00%d", d.Name, bn.dir, objs[0], len(objs))
 	}
@@ -333,6 +363,14 @@ func (m *Model) helmBundleSet(d Delivery, bn *bundle, opts deployOptions, dir st
 		return s, nil
 	}
 	s := &Set{Path: bn.dir, Origin: bn.dir, Delivery: d.Name, Release: release, Objects: objs, build: &Build{Path: bn.dir, files: bn.read}}
+	if remote != nil {
+		oci := cmpOr(remote.Repo, remote.Chart)
+		if strings.HasPrefix(oci, "oci://") {
+			if n, err := lock.Normalize(strings.TrimSuffix(strings.TrimPrefix(oci, "oci://"), "/") + ":" + remote.Version); err == nil {
+				s.ChartOCI = n
+			}
+		}
+	}
 	m.sets[key] = s
 	m.Sets = append(m.Sets, s)
 	return s, nil

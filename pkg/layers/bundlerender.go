@@ -21,7 +21,7 @@ import (
 // renderBundle renders bn with opts as Fleet's agent does; why says what
 // the model does not render (a Helm chart).
 func renderBundle(b *builder, bn *bundle, opts deployOptions) (objs []*Object, why string, err error) {
-	if _, why, ok := chartFolder(bn, opts); ok {
+	if _, _, why, ok := chartFolder(bn, opts); ok {
 		return nil, why, nil // helmBundleSet renders the others
 	}
 	kdir := "."

@@ -92,6 +92,10 @@ type Set struct {
 	Release string
 	// Delivery is the delivery whose bundle this is ("" otherwise).
 	Delivery string
+	// ChartOCI is, for a bundle whose chart `fleet apply` downloads from an
+	// OCI registry, that chart as fleet.lock.yaml keys it (lock.Normalize):
+	// mirror copies it like an image.
+	ChartOCI string
 	// Chain names what leads from the layer to the set, the first way it was
 	// reached: "Kustomization apps/sub (apps/sub.yaml)", one entry per
 	// Kustomization followed; empty for a layer's own set and a bundle.

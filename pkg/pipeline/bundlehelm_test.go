@@ -175,8 +175,10 @@ func TestFleetHelmBundleNotModelled(t *testing.T) {
 	}{
 		"values from the cluster": {map[string]string{"bundles/podinfo/fleet.yaml": "helm:\n  valuesFrom:\n    - configMapKeyRef: {name: vals, key: values.yaml}\n"},
 			"takes Helm values from helm.valuesFrom"},
-		"a remote chart": {map[string]string{"bundles/podinfo/fleet.yaml": "helm:\n  repo: https://charts.example\n  chart: podinfo\n"},
-			"deploys the Helm chart of its options' helm.repo"},
+		"a remote chart at no version": {map[string]string{"bundles/podinfo/fleet.yaml": "helm:\n  repo: https://charts.example\n  chart: podinfo\n"},
+			"deploys a Helm chart at version \"\", which `fleet apply` resolves when it runs"},
+		"a remote chart at a range": {map[string]string{"bundles/podinfo/fleet.yaml": "helm:\n  repo: oci://charts.example/podinfo\n  version: ^6.0.0\n"},
+			"deploys a Helm chart at version \"^6.0.0\", which `fleet apply` resolves when it runs"},
 		"a random value": {map[string]string{"bundles/podinfo/fleet.yaml": "helm:\n  values:\n    name: ${ randAlpha 5 }\n"},
 			"has Helm values whose `${ }` templates call randAlpha, whose result fleetgen cannot know"},
 		"a label a cluster lacks": {map[string]string{"bundles/podinfo/fleet.yaml": "helm:\n  templateValues:\n    name: ${ .ClusterLabels.tier }\n"},

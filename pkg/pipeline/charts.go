@@ -175,14 +175,20 @@ type done struct {
 
 // use records that cluster's obj uses src's chart, for messages.
 func (r *chartRenderer) use(src *charts.Source, obj *layers.Object, cluster string) {
+	r.useBy(src, "HelmRelease "+inert.Quote(qualified(obj.Namespace, obj.Name)), cluster)
+}
+
+// useBy records that who (a HelmRelease, a bundle) uses src's chart in
+// cluster, for mirror (which charts) and messages (who uses them).
+func (r *chartRenderer) useBy(src *charts.Source, who, cluster string) {
 	l := src.Label()
 	if _, ok := r.sources[l]; !ok {
 		r.sources[l] = src
 		r.users[l] = map[string][]string{}
 	}
 	u := r.users[l]
-	if cs := u[qualified(obj.Namespace, obj.Name)]; len(cs) == 0 || cs[len(cs)-1] != cluster {
-		u[qualified(obj.Namespace, obj.Name)] = append(cs, cluster)
+	if cs := u[who]; len(cs) == 0 || cs[len(cs)-1] != cluster {
+		u[who] = append(cs, cluster)
 	}
 }
 
@@ -580,7 +586,13 @@ type nestedReleases struct {
 // one Kubernetes version with the same chart, release and values share one
 // render (charts.Memo) and one slice of objects.
 func (r *chartRenderer) renderBundle(cluster string, c layers.BundleChart) ([]*layers.Object, error) {
-	ch, err := charts.LoadFiles(c.Label, c.Files, r.lim)
+	var ch *charts.Chart
+	var err error
+	if c.Remote != nil {
+		ch, err = r.remoteBundleChart(cluster, c)
+	} else {
+		ch, err = charts.LoadFiles(c.Label, c.Files, r.lim)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -600,4 +612,61 @@ func (r *chartRenderer) renderBundle(cluster string, c layers.BundleChart) ([]*l
 		return nil, err
 	}
 	return r.layerObjects(res, c.Namespace, nil)
+}
+
+// bundleSource returns where a bundle's remote chart comes from, as
+// `fleet apply` downloads it: an OCI chart (helm.repo, or helm.chart,
+// oci://host/path, at helm.version) or helm.chart of the HTTP repository
+// helm.repo's index. A version that is not one exact version (a range, none)
+// is a chart fleetgen cannot lock: not modelled.
+func bundleSource(c layers.BundleChart) (*charts.Source, error) {
+	rc := c.Remote
+	src := &charts.Source{Kind: "bundle", Name: c.Label}
+	if rc.Version == "" || charts.ExactVersion(rc.Version) != nil {
+		return nil, &layers.NotModelledError{Why: fmt.Sprintf("deploys a Helm chart at version %s, which `fleet apply` resolves when it runs: fleetgen mirrors and locks one exact version (helm.version, e.g. 1.2.3)", inert.Quote(rc.Version))}
+	}
+	oci := rc.Repo
+	if oci == "" {
+		oci = rc.Chart
+	}
+	if strings.HasPrefix(oci, "oci://") {
+		src.URL = oci
+		ref := strings.TrimSuffix(strings.TrimPrefix(oci, "oci://"), "/") + ":" + rc.Version
+		n, err := lock.Normalize(ref)
+		if err != nil {
+			return nil, fmt.Errorf("helm.repo %s and helm.version are not an OCI reference", inert.Quote(oci))
+		}
+		src.OCI = n
+		return src, nil
+	}
+	if rc.Chart == "" || strings.ContainsAny(rc.Chart, "/:@ ") {
+		return nil, fmt.Errorf("helm.chart %s is not a chart name of the repository helm.repo", inert.Quote(rc.Chart))
+	}
+	src.URL, src.Chart, src.Version = strings.TrimSuffix(rc.Repo, "/"), rc.Chart, rc.Version
+	return src, nil
+}
+
+// remoteBundleChart is the chart of a bundle that `fleet apply` downloads,
+// as the lock pins it, read from the chart cache (or, with --fetch-charts,
+// the mirror): mirror fetches it as it fetches a HelmRelease's.
+func (r *chartRenderer) remoteBundleChart(cluster string, c layers.BundleChart) (*charts.Chart, error) {
+	src, err := bundleSource(c)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	r.useBy(src, "bundle "+inert.Quote(c.Label), cluster)
+	r.mu.Unlock()
+	_, digest, ok := chartTarget(r.lock, src)
+	if !ok {
+		if r.pending {
+			return nil, &layers.NotModelledError{Why: "deploys a Helm chart mirror has not fetched yet"}
+		}
+		return nil, fmt.Errorf("chart %s is not in %s: run `fleetgen mirror`", inert.Quote(src.Label()), lock.FileName)
+	}
+	ch, err := r.chart(src, digest)
+	if r.pending && errors.Is(err, charts.ErrNotCached) {
+		return nil, &layers.NotModelledError{Why: "deploys a Helm chart mirror has not fetched yet"}
+	}
+	return ch, err
 }

@@ -39,8 +39,8 @@ import (
 func (r *chartRenderer) chartUse(label string) string {
 	u := r.users[label]
 	var parts []string
-	for _, rel := range slices.Sorted(maps.Keys(u)) {
-		parts = append(parts, fmt.Sprintf("HelmRelease %s (%s)", inert.Quote(rel), problem.Clusters(u[rel], "")))
+	for _, who := range slices.Sorted(maps.Keys(u)) {
+		parts = append(parts, fmt.Sprintf("%s (%s)", who, problem.Clusters(u[who], "")))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -288,8 +288,13 @@ func liveAsModel(ctx context.Context, c *cluster, objs []*layers.Object) error {
 // target Fleet matched, as for the other deliveries.
 const ownDelivery = "own"
 
-// ownChart is the own delivery's bundle that is a Helm chart.
-const ownChart = "bundles/own-chart"
+// ownChart is the own delivery's bundle that is a Helm chart, ownWeb the one
+// whose chart `fleet apply` downloads from an HTTP chart repository (the
+// chart web of addHelmLayer).
+const (
+	ownChart = "bundles/own-chart"
+	ownWeb   = "bundles/own-web"
+)
 
 var ownFiles = map[string]string{
 	// A Helm chart of the bundle's own folder, which Fleet's agent installs
@@ -351,7 +356,7 @@ func addOwnDelivery(t *testing.T, ex *example) {
     - name: `+ownDelivery+`
       repo: "`+repo+`"
       branch: main
-      paths: [bundles/own, `+ownChart+`]
+      paths: [bundles/own, `+ownChart+`, `+ownWeb+`]
       targets:
         - {name: prod, clusterGroup: production}
         - {name: us, clusterSelector: {region: us}}

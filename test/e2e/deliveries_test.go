@@ -162,18 +162,23 @@ func deliveries(t *testing.T, ctx context.Context, s *summary, tools, logs strin
 		// The own Helm bundle as edge-1's fleet-agent installs it: every
 		// object the model renders (Helm's engine, Fleet's release name,
 		// namespace and values) live with the model's fields.
-		objs, err := modelBundle(ctx, ex, edge.name, ownChart)
-		if err == nil {
-			err = eventually(2*time.Minute, func() error { return liveAsModel(ctx, edge, objs) })
-		}
-		if err != nil {
-			s.fail("6 own Helm bundle", "%s: %v", edge.name, err)
-		} else {
+		for _, b := range []struct{ dir, what string }{
+			{ownChart, "a Helm chart of the fleet's own repository"},
+			{ownWeb, "a chart fleet apply downloaded from an HTTP chart repository, which fleetgen mirrored, locked and rendered from its cache"},
+		} {
+			objs, err := modelBundle(ctx, ex, edge.name, b.dir)
+			if err == nil {
+				err = eventually(2*time.Minute, func() error { return liveAsModel(ctx, edge, objs) })
+			}
+			if err != nil {
+				s.fail("6 own Helm bundle", "%s: %s: %v", edge.name, b.dir, err)
+				continue
+			}
 			var names []string
 			for _, o := range objs {
 				names = append(names, o.Describe())
 			}
-			s.pass("6 own Helm bundle", "%s: fleet-agent installed %s (a Helm chart of the fleet's own repository) as fleetgen's model renders it: %s", edge.name, ownChart, strings.Join(names, ", "))
+			s.pass("6 own Helm bundle", "%s: fleet-agent installed %s (%s) as fleetgen's model renders it: %s", edge.name, b.dir, b.what, strings.Join(names, ", "))
 		}
 	}
 

@@ -65,6 +65,19 @@ spec:
 		"templates/deployment.yaml": deployment("web"),
 	})
 	repo := charttest.Repo(t, web)
+	// The own delivery's bundle whose chart `fleet apply` downloads from
+	// that repository (addOwnDelivery lists it): mirror locks it, and the
+	// model renders it from the chart cache.
+	write(t, filepath.Join(ex.dir, filepath.FromSlash(ownWeb), "fleet.yaml"), []byte(`defaultNamespace: own
+helm:
+  repo: "`+repo+`"
+  chart: web
+  version: 1.2.3
+  values: {greeting: hi}
+targetCustomizations:
+- {name: prod, clusterGroup: production, defaultNamespace: own-prod}
+- {name: us, clusterSelector: {matchLabels: {region: us}}, defaultNamespace: own-us}
+`))
 	files := map[string]string{
 		helmLayer + "/kustomization.yaml": "resources: [namespace.yaml, sources.yaml, releases.yaml, infra.yaml]\n",
 		// A HelmRelease a followed Kustomization applies, its source beside
