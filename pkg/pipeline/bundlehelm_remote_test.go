@@ -22,7 +22,7 @@ func TestFleetHelmBundleRemoteChart(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	w := chartFleet(t, map[string]string{
-		"Chart.yaml": "apiVersion: v2\nname: hello\nversion: 1.0.0\n",
+		"Chart.yaml":  "apiVersion: v2\nname: hello\nversion: 1.0.0\n",
 		"values.yaml": "greeting: hello\n",
 		"templates/deployment.yaml": `apiVersion: apps/v1
 kind: Deployment
