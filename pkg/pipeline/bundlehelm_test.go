@@ -150,10 +150,18 @@ func TestFleetHelmBundle(t *testing.T) {
 	if err != nil && !errors.As(err, &es) {
 		t.Fatalf("validate: %v", err)
 	}
+	unpinned := 0
 	for _, e := range append(es, ws...) {
 		if strings.Contains(e.Msg, "templates/") && !strings.Contains(e.Msg, "is not in fleet.lock.yaml") && !strings.Contains(e.Msg, "is not the mirror's reference") {
 			t.Errorf("validate: %s", e.Msg)
 		}
+		if strings.Contains(e.Msg, "delivery apps: bundle bundles/podinfo: chart template podinfo/templates/deployment.yaml: image ghcr.io/stefanprodan/podinfo:6.7.") &&
+			strings.Contains(e.Msg, "set the chart's image values in the bundle's helm.values to multi.azurecr.io/…@sha256:…") {
+			unpinned++
+		}
+	}
+	if unpinned != 2 {
+		t.Errorf("%d warnings that a chart's image is not the mirror's by digest, want 2 (6.7.1 and 6.7.2), saying to set the chart's values", unpinned)
 	}
 	if !ld.Model.ChartTemplate("bundles/podinfo/templates/secret.yaml") || ld.Model.ChartTemplate("bundles/podinfo/values.yaml") {
 		t.Error("ChartTemplate: want the rendered chart's templates, and only them")

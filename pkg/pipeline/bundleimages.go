@@ -24,7 +24,10 @@ func (ld *Loaded) bundleImageWarnings() problem.Errors {
 		return nil
 	}
 	host := f.Spec.Registry.Host
-	type use struct{ delivery, folder, file, image string }
+	type use struct {
+		delivery, folder, file, image string
+		chart                         bool // a Helm chart's template: its values set the image
+	}
 	seen := map[use]bool{}
 	var uses []use
 	for _, s := range m.Sets {
@@ -36,7 +39,7 @@ func (ld *Loaded) bundleImageWarnings() problem.Errors {
 				if byDigestOn(host, c.Image) {
 					continue
 				}
-				u := use{s.Delivery, s.Path, o.Origin, c.Image}
+				u := use{s.Delivery, s.Path, o.Origin, c.Image, s.Release != ""}
 				if !seen[u] {
 					seen[u] = true
 					uses = append(uses, u)
@@ -60,6 +63,12 @@ func (ld *Loaded) bundleImageWarnings() problem.Errors {
 	var ws problem.Errors
 	for _, u := range uses {
 		i := slices.IndexFunc(f.Spec.Deliveries, func(d schema.Delivery) bool { return d.Name == u.delivery })
+		if u.chart {
+			ws = append(ws, f.At(problem.UnpinnedBundleImage(fmt.Sprintf("spec.deliveries[%d]", i),
+				"delivery %s: bundle %s: chart template %s: image %s is not the mirror's reference by digest, and Fleet installs the chart as its values say (fleetgen cannot rewrite a bundle's images): set the chart's image values in the bundle's helm.values to %s/…@sha256:… (`fleetgen images` lists the locked digests)",
+				u.delivery, inert.Quote(u.folder), inert.Quote(u.file), inert.Quote(u.image), host)))
+			continue
+		}
 		ws = append(ws, f.At(problem.UnpinnedBundleImage(fmt.Sprintf("spec.deliveries[%d]", i),
 			"delivery %s: bundle %s: %s: image %s is not the mirror's reference by digest, and Fleet deploys it as written (fleetgen cannot rewrite a bundle's images): write %s/…@sha256:… (`fleetgen images` lists the locked digests)",
 			u.delivery, inert.Quote(u.folder), inert.Quote(u.file), inert.Quote(u.image), host)))
