@@ -554,7 +554,7 @@ func (m *Model) bundleSet(b *builder, d Delivery, bn *bundle, opts deployOptions
 			m.note(at, cluster)
 			return nil, nil
 		}
-		return m.helmBundleSet(d, bn, opts, dir, remote, c)
+		return m.helmBundleSet(b, d, bn, opts, dir, remote, c)
 	}
 	ok, _ := json.Marshal(opts)
 	key := "bundle\x00" + d.Name + "\x00" + bn.dir + "\x00" + string(ok)

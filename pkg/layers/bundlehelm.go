@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	texttemplate "text/template"
@@ -19,6 +20,7 @@ import (
 
 	"fleetgen.dev/fleetgen/internal/inert"
 	"fleetgen.dev/fleetgen/internal/sprigbound"
+	"fleetgen.dev/fleetgen/pkg/charts"
 	"fleetgen.dev/fleetgen/pkg/lock"
 )
 
@@ -55,11 +57,12 @@ func cmpOr(a, b string) string {
 //     makes it (names.HelmReleaseName of the GitRepo's name joined with the
 //     folder); its namespace the options' namespace, else defaultNamespace,
 //     else "default"; the cluster's Kubernetes version;
-//   - after Helm, the options' namespace is set on every object (a
-//     cluster-scoped one fails the deployment), as Fleet's post-renderer
-//     does. A kustomization.yaml in the bundle makes Fleet run kustomize over
-//     Helm's output: not modelled (a warning). Fleet's bookkeeping labels and
-//     annotations (objectset.rio.cattle.io) are not in the model.
+//   - after Helm, Fleet's post-renderer: kustomize over Helm's output when
+//     the bundle holds a kustomization file and kustomize.dir a
+//     kustomization.yaml (kustomizeHelm), then the options' namespace on
+//     every object (a cluster-scoped one fails the deployment). Fleet's
+//     bookkeeping labels and annotations (objectset.rio.cattle.io) are not
+//     in the model.
 
 // BundleChart is a bundle Fleet's agent installs as a Helm chart, as one
 // cluster receives it: what Options.BundleCharts renders.
@@ -76,6 +79,9 @@ type BundleChart struct {
 	// Remote is the chart `fleet apply` downloads (helm.repo, or helm.chart
 	// oci://); Files is nil then.
 	Remote *RemoteChart
+	// Raw asks for the objects as Helm renders them, without the release's
+	// namespace set: Fleet runs kustomize over them (kustomizeHelm).
+	Raw bool
 	// DependencyUpdate says `fleet apply` runs `helm dependency update` on
 	// the chart (helm.disableDependencyUpdate unset): dependencies missing
 	// from its charts/ folder are fetched, from the network, then.
@@ -257,7 +263,7 @@ func chartFolder(bn *bundle, opts deployOptions) (dir string, remote *RemoteChar
 // helmBundleSet returns the set Fleet's agent installs on cluster c from
 // bn, a Helm chart in folder dir of the bundle, with opts; nil, with a
 // note, when the model cannot render it.
-func (m *Model) helmBundleSet(d Delivery, bn *bundle, opts deployOptions, dir string, remote *RemoteChart, c FleetCluster) (*Set, error) {
+func (m *Model) helmBundleSet(b *builder, d Delivery, bn *bundle, opts deployOptions, dir string, remote *RemoteChart, c FleetCluster) (*Set, error) {
 	at := note{delivery: d.Name, chain: "bundle " + inert.Quote(bn.dir), file: bn.dir}
 	warn := func(why string) (*Set, error) {
 		at.warn, at.msg = true, fmt.Sprintf("delivery %s: bundle %s %s, which this model does not render: what it deploys is not checked", d.Name, inert.Quote(bn.dir), why)
@@ -282,11 +288,21 @@ func (m *Model) helmBundleSet(d Delivery, bn *bundle, opts deployOptions, dir st
 		return nil, nil
 	}
 	skip := ignoredApplyConfigs(bn.opts)
+	// Fleet's post-renderer runs kustomize over Helm's output when the
+	// bundle holds a kustomization file and kustomize.dir a
+	// kustomization.yaml (helmdeployer postRender, kustomize.Process).
+	kustomizable := false
 	for p := range bn.files {
 		if !skip[p] && (strings.HasSuffix(p, "kustomization.yaml") || strings.HasSuffix(p, "kustomization.yml") || strings.HasSuffix(p, "Kustomization")) {
-			return warn("is a Helm chart with a kustomization file " + inert.Quote(p) + " (Fleet runs kustomize over what Helm renders)")
+			kustomizable = true
 		}
 	}
+	kdir := "."
+	if opts.Kustomize != nil && opts.Kustomize.Dir != "" {
+		kdir = path.Clean(strings.TrimPrefix(opts.Kustomize.Dir, "/"))
+	}
+	_, hasK := bn.files[path.Join(kdir, "kustomization.yaml")]
+	kust := kustomizable && hasK && !skip[path.Join(kdir, "kustomization.yaml")]
 	var files map[string][]byte
 	prefix := ""
 	if dir != "." {
@@ -316,7 +332,7 @@ func (m *Model) helmBundleSet(d Delivery, bn *bundle, opts deployOptions, dir st
 	if release == "" {
 		release = helmReleaseName(bundleName(d.Name, bn))
 	}
-	objs, err := m.opts.BundleCharts(c.Name, BundleChart{Label: label, Files: files, Remote: remote, Release: release, Namespace: ns, Values: values, DependencyUpdate: !h.DisableDependencyUpdate})
+	objs, err := m.opts.BundleCharts(c.Name, BundleChart{Label: label, Files: files, Remote: remote, Release: release, Namespace: ns, Values: values, DependencyUpdate: !h.DisableDependencyUpdate, Raw: kust})
 	if errors.As(err, &nm) {
 		return warn(nm.Why)
 	}
@@ -325,9 +341,24 @@ func (m *Model) helmBundleSet(d Delivery, bn *bundle, opts deployOptions, dir st
 		m.note(at, c.Name)
 		return nil, nil
 	}
+	if kust {
+		if objs, err = kustomizeHelm(b, bn, skip, kdir, objs); err != nil {
+			var fail *Failure
+			var lim *LimitError
+			if errors.As(err, &fail) || errors.As(err, &lim) {
+				return nil, err
+			}
+			at.msg = fmt.Sprintf("delivery %s: bundle %s does not render as Fleet's agent renders it (kustomize over Helm's output): %v", d.Name, inert.Quote(bn.dir), err)
+			m.note(at, c.Name)
+			return nil, nil
+		}
+		objs = inNamespace(objs, ns)
+	}
 	if opts.TargetNamespace != "" {
+		own := ownCRDs(objs)
+		objs = slices.Clone(objs) // the renderer's are shared
 		for i, o := range objs {
-			if o.Namespace == "" && clusterScopedKind(o.APIVersion, o.Kind) {
+			if o.Namespace == "" && charts.ClusterScoped(o.APIVersion, o.Kind, own) {
 				at.msg = fmt.Sprintf("delivery %s: bundle %s: %s %s is cluster-scoped, and the options' namespace %s makes Fleet's agent refuse it: want defaultNamespace instead", d.Name, inert.Quote(bn.dir), o.Kind, inert.Quote(o.Name), inert.Quote(opts.TargetNamespace))
 				m.note(at, c.Name)
 				return nil, nil
@@ -376,16 +407,91 @@ func (m *Model) helmBundleSet(d Delivery, bn *bundle, opts deployOptions, dir st
 	return s, nil
 }
 
-// clusterScopedKind reports whether a built-in kind is cluster-scoped (the
-// namespaced ones the post-renderer moves; a custom kind is left as it is).
-func clusterScopedKind(apiVersion, kind string) bool {
-	switch kind {
-	case "Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "PersistentVolume",
-		"StorageClass", "PriorityClass", "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration",
-		"APIService", "IngressClass", "RuntimeClass", "CSIDriver", "VolumeAttachment":
-		return true
+// kustomizeHelm is Fleet's kustomize.Process over Helm's output objs: the
+// bundle's files (but those `fleet apply` leaves out, skip) in memory, objs
+// written to <kdir>/fleet-manifests.yaml and put first in the resources of
+// <kdir>/kustomization.yaml (when Helm rendered anything), built as
+// kustomizeBundle builds a bundle's kustomization.
+func kustomizeHelm(b *builder, bn *bundle, skip map[string]bool, kdir string, objs []*Object) ([]*Object, error) {
+	files := make(map[string][]byte, len(bn.files)+1)
+	for p, data := range bn.files {
+		if !skip[p] {
+			files[p] = data
+		}
 	}
-	return false
+	const manifests = "fleet-manifests.yaml"
+	if len(objs) > 0 {
+		var text []byte
+		for _, o := range objs {
+			y, err := sigsyaml.Marshal(o.Map())
+			if err != nil {
+				return nil, err
+			}
+			text = append(append(text, "---\n"...), y...)
+		}
+		files[path.Join(kdir, manifests)] = text
+		kfile := path.Join(kdir, "kustomization.yaml")
+		var k map[string]any
+		if err := sigsyaml.Unmarshal(files[kfile], &k); err != nil {
+			return nil, fmt.Errorf("%s: not YAML", path.Join(bn.dir, kfile))
+		}
+		if k == nil {
+			k = map[string]any{}
+		}
+		var res []any
+		if l, ok := k["resources"].([]any); ok {
+			res = l
+		}
+		if !slices.Contains(res, any(manifests)) {
+			k["resources"] = append([]any{manifests}, res...)
+			out, err := sigsyaml.Marshal(k)
+			if err != nil {
+				return nil, err
+			}
+			files[kfile] = out
+		}
+	} else {
+		files[path.Join(kdir, manifests)] = nil
+	}
+	return kustomizeBundle(b, &bundle{dir: bn.dir, files: files}, kdir)
+}
+
+// ownCRDs are the cluster-scoped kinds of the CustomResourceDefinitions
+// among objs ("group/Kind"), as charts.ClusterScoped reads them.
+func ownCRDs(objs []*Object) map[string]bool {
+	own := map[string]bool{}
+	for _, o := range objs {
+		if o.Kind != "CustomResourceDefinition" {
+			continue
+		}
+		spec, _ := o.Map()["spec"].(map[string]any)
+		group, _ := spec["group"].(string)
+		names, _ := spec["names"].(map[string]any)
+		kind, _ := names["kind"].(string)
+		scope, _ := spec["scope"].(string)
+		own[group+"/"+kind] = scope == "Cluster"
+	}
+	return own
+}
+
+// inNamespace returns objs with each object of a namespaced kind that has
+// no namespace in ns, as Helm's kube client applies it (charts'
+// InReleaseNamespace, for objects kustomize made).
+func inNamespace(objs []*Object, ns string) []*Object {
+	own := ownCRDs(objs)
+	out := make([]*Object, len(objs))
+	for i, o := range objs {
+		out[i] = o
+		if o.Namespace != "" || charts.ClusterScoped(o.APIVersion, o.Kind, own) {
+			continue
+		}
+		mm := cloneMeta(o.Map())
+		mm["metadata"].(map[string]any)["namespace"] = ns
+		n := *o
+		n.value, n.made, n.Namespace = mm, made{}, ns
+		out[i] = &n
+	}
+	return out
 }
 
 // clusterLabelPrefix marks a value fleet-controller replaces with one of

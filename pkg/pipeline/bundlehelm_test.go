@@ -191,8 +191,6 @@ func TestFleetHelmBundleNotModelled(t *testing.T) {
 			"has Helm values whose `${ }` templates call randAlpha, whose result fleetgen cannot know"},
 		"a label a cluster lacks": {map[string]string{"bundles/podinfo/fleet.yaml": "helm:\n  templateValues:\n    name: ${ .ClusterLabels.tier }\n"},
 			"fleet-controller cannot make its Helm values for the cluster, and deploys it nowhere there: helm.templateValues name: the values template fails"},
-		"kustomize over Helm": {map[string]string{"bundles/podinfo/kustomization.yaml": "resources: []\n"},
-			"with a kustomization file"},
 		"dependencies not vendored": {map[string]string{"bundles/podinfo/Chart.yaml": "apiVersion: v2\nname: podinfo\nversion: 1.2.3\ndependencies:\n  - {name: redis, version: 1.0.0, repository: https://charts.example}\n"},
 			"whose dependencies redis `fleet apply` fetches with `helm dependency update`"},
 		"a plaintext Secret": {map[string]string{"bundles/podinfo/templates/secret.yaml": "apiVersion: v1\nkind: Secret\nmetadata: {name: db}\nstringData: {password: {{ .Values.region | quote }}}\n"},
@@ -359,5 +357,51 @@ func TestFleetHelmBundleUntrusted(t *testing.T) {
 				t.Errorf("no problem says %q; got:\n%s", c.want, strings.Join(msgs, "\n"))
 			}
 		})
+	}
+}
+
+// TestFleetHelmBundleKustomize: a Helm bundle with a kustomization.yaml is
+// built as Fleet's post-renderer builds it: Helm's output written to
+// fleet-manifests.yaml, put first in the kustomization's resources, the
+// kustomization's patches and labels over it, then the release's namespace
+// for what has none.
+func TestFleetHelmBundleKustomize(t *testing.T) {
+	t.Parallel()
+	fleet := copyTree(t, filepath.Join("..", "..", "examples", "multi-manager"))
+	files := map[string]string{
+		"bundles/podinfo/kustomization.yaml": `labels:
+  - pairs: {team: web}
+patches:
+  - target: {kind: Deployment}
+    patch: |-
+      - op: replace
+        path: /spec/replicas
+        value: 7
+`,
+	}
+	for p, d := range helmBundleFiles {
+		files[p] = d
+	}
+	pubWrite(t, fleet, files)
+	ld, err := Load(context.Background(), Config{File: filepath.Join(fleet, "fleet.yaml"), AgeKeyFile: filepath.Join(fleet, "age.agekey")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range ld.Model.Delivered("prod-eu-1") {
+		for _, o := range s.Objects {
+			m := o.Map()
+			lbl, _ := m["metadata"].(map[string]any)["labels"].(map[string]any)
+			line := fmt.Sprintf("%s %s/%s team=%v", o.Kind, o.Namespace, o.Name, lbl["team"])
+			if spec, ok := m["spec"].(map[string]any); ok && spec["replicas"] != nil {
+				line += fmt.Sprintf(" replicas=%v", spec["replicas"])
+			}
+			got = append(got, line)
+		}
+	}
+	slices.Sort(got)
+	want := []string{"Deployment podinfo/apps-bundles-podinfo-web team=web replicas=7", "Service podinfo/apps-bundles-podinfo team=web"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("prod-eu-1 receives (-want +got):\n%s", d)
 	}
 }

@@ -611,6 +611,9 @@ func (r *chartRenderer) renderBundle(cluster string, c layers.BundleChart) ([]*l
 	if err != nil {
 		return nil, err
 	}
+	if c.Raw {
+		return r.layerObjects(res, "", nil)
+	}
 	return r.layerObjects(res, c.Namespace, nil)
 }
 

@@ -319,6 +319,16 @@ data:
 	// Go templates, not YAML: checked through what they render, never read
 	// as YAML (this one renders nothing here).
 	ownChart + "/templates/secret.yaml": "{{- if .Values.token }}\napiVersion: v1\nkind: Secret\nmetadata: {name: {{ .Release.Name }}-token}\nstringData: {token: {{ .Values.token | quote }}}\n{{- end }}\n",
+	// Fleet runs kustomize over what Helm renders.
+	ownChart + "/kustomization.yaml": `labels:
+  - pairs: {team: own}
+patches:
+  - target: {kind: ConfigMap}
+    patch: |-
+      - op: replace
+        path: /data/greeting
+        value: kustomized
+`,
 	ownChart + "/fleet.yaml": `defaultNamespace: own
 helm:
   values:

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
+	"fleetgen.dev/fleetgen/pkg/layers"
 	"fleetgen.dev/fleetgen/pkg/pipeline"
 	"fleetgen.dev/fleetgen/test/testenv"
 )
@@ -169,6 +170,9 @@ func deliveries(t *testing.T, ctx context.Context, s *summary, tools, logs strin
 			objs, err := modelBundle(ctx, ex, edge.name, b.dir)
 			if err == nil {
 				err = eventually(2*time.Minute, func() error { return liveAsModel(ctx, edge, objs) })
+			}
+			if err == nil {
+				err = sameData(ctx, edge, objs)
 			}
 			if err != nil {
 				s.fail("6 own Helm bundle", "%s: %s: %v", edge.name, b.dir, err)
@@ -423,4 +427,25 @@ func pairs(m map[string]string) string {
 	}
 	sort.Strings(out)
 	return strings.Join(out, " ")
+}
+
+// sameData checks that each ConfigMap of objs is live with exactly the
+// model's data: liveAsModel finds the model's fields live, and this finds
+// none live that the model lacks (a key Fleet added that fleetgen did not).
+func sameData(ctx context.Context, c *cluster, objs []*layers.Object) error {
+	for _, o := range objs {
+		if o.Kind != "ConfigMap" {
+			continue
+		}
+		live, err := c.get(ctx, schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, o.Namespace, o.Name)
+		if err != nil || live == nil {
+			return fmt.Errorf("%s: not live: %v", o.Describe(), err)
+		}
+		got, _, _ := unstructured.NestedMap(live.Object, "data")
+		want, _ := o.Map()["data"].(map[string]any)
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			return fmt.Errorf("%s: data live %v, the model has %v", o.Describe(), got, want)
+		}
+	}
+	return nil
 }
