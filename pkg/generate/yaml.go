@@ -313,7 +313,7 @@ func (e *encoder) literal(s string, n int) {
 	default:
 		e.buf = append(e.buf, ": |-\n"...)
 	}
-	for _, line := range strings.Split(s, "\n") {
+	for line := range strings.SplitSeq(s, "\n") {
 		if line != "" {
 			e.indent(n)
 			e.buf = append(e.buf, line...)
@@ -335,7 +335,7 @@ func literalOK(s string) bool {
 			return false
 		}
 	}
-	for _, line := range strings.Split(s, "\n") {
+	for line := range strings.SplitSeq(s, "\n") {
 		if line != "" && strings.TrimRight(line, " \t") != line {
 			return false
 		}

@@ -391,21 +391,11 @@ func notStrings(o *Object, v map[string]any) []string {
 // Decrypts reports whether what cluster receives from layer's own
 // Kustomization holds SOPS-encrypted content that kustomize-controller must
 // decrypt (secrets.Encrypted): a SOPS-encrypted object, or a Secret
-// generated from SOPS-encrypted files. Followed Kustomizations carry their
-// own spec.decryption.
+// generated from SOPS-encrypted files. kustomize-controller decrypts each
+// object of the build before it substitutes variables, so the answer is the
+// build's, found once per build, whatever the cluster's variables. Followed
+// Kustomizations carry their own spec.decryption.
 func (m *Model) Decrypts(cluster, layer string) bool {
 	s := m.Received(cluster, layer)
-	if s == nil {
-		return false
-	}
-	objs := s.Objects
-	if objs == nil && s.build != nil {
-		objs = s.build.Objects
-	}
-	for _, o := range objs {
-		if secrets.Encrypted(o.Map()) {
-			return true
-		}
-	}
-	return false
+	return s != nil && s.build != nil && s.build.encrypted
 }

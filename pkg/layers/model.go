@@ -41,6 +41,7 @@ import (
 	"strings"
 
 	"fleetgen.dev/fleetgen/pkg/schema"
+	"fleetgen.dev/fleetgen/pkg/secrets"
 )
 
 // Unit is one cluster's Flux Kustomization of one layer: the layer's folder,
@@ -74,6 +75,8 @@ type Build struct {
 	ovKey string // ov as a key
 	// files are the files the build read (relative to the root, sorted).
 	files []string
+	// encrypted: an object holds SOPS-encrypted content (Model.Decrypts).
+	encrypted bool
 }
 
 // Set is what one Kustomization (a layer's own, or one followed from it)
@@ -344,6 +347,7 @@ func (m *Model) set(bd *Build, vars map[string]string, subst bool, meta *commonM
 func (b *Build) parse() {
 	refs := map[string]bool{}
 	for _, o := range b.Objects {
+		b.encrypted = b.encrypted || secrets.Encrypted(o.Map())
 		if !o.optOut {
 			for _, r := range o.tp.refs {
 				refs[r] = true

@@ -168,7 +168,9 @@ func TestReceivedShares(t *testing.T) {
 	}
 }
 
-// TestDecrypts: only what holds SOPS-encrypted content needs decryption.
+// TestDecrypts: only what holds SOPS-encrypted content needs decryption,
+// as the build holds it: kustomize-controller decrypts an object before it
+// substitutes variables (layer "late": the mac is empty only after).
 func TestDecrypts(t *testing.T) {
 	t.Parallel()
 	sealed := `apiVersion: v1
@@ -183,11 +185,13 @@ sops: {mac: 'ENC[AES256_GCM,data:DDDD,iv:EEEE,tag:FFFF,type:str]'}
 		"sealed/dev/cm.yaml":           configMap,
 		"generated/s.env":              "token=ENC[AES256_GCM,data:AAAA,iv:BBBB,tag:CCCC,type:str]\nsops_mac=ENC[AES256_GCM,data:DDDD,iv:EEEE,tag:FFFF,type:str]\nsops_version=3.9.0\n",
 		"generated/kustomization.yaml": "secretGenerator:\n- name: g\n  envs: [s.env]\n",
+		"late/s.yaml":                  "apiVersion: v1\nkind: Secret\nmetadata: {name: late, namespace: app}\nsops: {mac: '${mac:=}'}\n",
 	})
 	f := fleet(dir, []schema.Layer{
 		{Name: "plain", Path: "./plain"},
 		{Name: "sealed", Path: "./sealed/${env}"},
 		{Name: "generated", Path: "./generated"},
+		{Name: "late", Path: "./late"},
 	})
 	m, err := layers.Load(f, layers.DefaultOptions())
 	if err != nil {
@@ -195,13 +199,14 @@ sops: {mac: 'ENC[AES256_GCM,data:DDDD,iv:EEEE,tag:FFFF,type:str]'}
 	}
 	got := map[string]bool{}
 	for _, c := range []string{"prod-eu-1", "dev-1"} {
-		for _, l := range []string{"plain", "sealed", "generated"} {
+		for _, l := range []string{"plain", "sealed", "generated", "late"} {
 			got[c+"/"+l] = m.Decrypts(c, l)
 		}
 	}
 	want := map[string]bool{
 		"prod-eu-1/plain": false, "prod-eu-1/sealed": true, "prod-eu-1/generated": true,
 		"dev-1/plain": false, "dev-1/sealed": false, "dev-1/generated": true,
+		"prod-eu-1/late": true, "dev-1/late": true,
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("Decrypts (-want +got):\n%s", d)
