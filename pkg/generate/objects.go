@@ -8,7 +8,10 @@ package generate
 // api/types), and the golden tests validate every rendered object against the
 // upstream CRDs.
 
-import "fleetgen.dev/fleetgen/pkg/schema"
+import (
+	"fleetgen.dev/fleetgen/pkg/layout"
+	"fleetgen.dev/fleetgen/pkg/schema"
+)
 
 // API versions and kinds.
 const (
@@ -22,10 +25,10 @@ const (
 	ocmClusterAPIVersion = "cluster.open-cluster-management.io/v1"
 	rbacAPIGroup         = "rbac.authorization.k8s.io"
 
-	fluxNamespace      = "flux-system"
+	fluxNamespace      = layout.FluxNamespace
 	fluxSystem         = "flux-system" // the source `flux bootstrap` makes
 	adminConfigMapName = "verrazzano-admin-cluster"
-	managerEntryName   = "manager"
+	managerEntryName   = layout.ManagerKustomizationName
 
 	// pruneDisabled keeps Flux from ever deleting a namespace fleetgen
 	// declares (fleet-default holds objects fleetgen does not own).

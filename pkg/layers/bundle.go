@@ -75,7 +75,20 @@ type FleetCluster struct {
 	// Namespace is the Fleet workspace its Cluster object is in.
 	Namespace string
 	Labels    map[string]string
-	Groups    []fleetmatch.Group
+	// Live are the labels of its Cluster object as Fleet reads them:
+	// Labels, its shard's and the ones of the Flux Kustomization that
+	// applies it (layout.FluxApplied). Fleet's values templating sees these
+	// (preprocess); nil reads Labels.
+	Live   map[string]string
+	Groups []fleetmatch.Group
+}
+
+// live returns c.Live, or c.Labels when it has none.
+func (c FleetCluster) live() map[string]string {
+	if c.Live != nil {
+		return c.Live
+	}
+	return c.Labels
 }
 
 // DeliveriesOf returns f's deliveries from its own source (spec.source.kind
@@ -503,7 +516,9 @@ func (m *Model) deliver(b *builder, d Delivery, bn *bundle) error {
 		custom[i] = bn.opts.TargetCustomizations[i].match()
 	}
 	for _, c := range m.opts.Clusters {
-		fc := fleetmatch.Cluster{Name: c.Name, Labels: c.Labels}
+		// The bundle's own options (its fleet.yaml in the repository, which
+		// fleet.yaml's reserved labels do not bind) match the live Cluster.
+		fc := fleetmatch.Cluster{Name: c.Name, Labels: c.live()}
 		if fleetmatch.First(targets, fc, c.Groups) < 0 {
 			continue
 		}

@@ -622,15 +622,14 @@ func md5Hex(s string, n int) string {
 // an error, over the Cluster's name, namespace (its workspace), labels,
 // annotations and template values. fleet-controller skips all of it for a
 // Cluster without labels; fleetgen's Clusters always have some (Flux's own
-// labels, once Flux applies them), so it always runs here. The labels the
-// templates see are fleet.yaml's (the live Cluster also has Flux's and a
-// shard's); its annotations and template values are empty, as fleetgen
-// renders none.
+// labels, once Flux applies them), so it always runs here. The labels are
+// the live Cluster's (c.Live: fleet.yaml's, its shard's, Flux's); its
+// annotations and template values are empty, as fleetgen renders none.
 func preprocess(h *helmOptions, c FleetCluster) (map[string]any, error) {
 	if len(h.TemplateValues) == 0 && len(h.Values) == 0 {
 		return h.Values, nil
 	}
-	labels := cleanLabels(c.Labels)
+	labels := cleanLabels(c.live())
 	values := preprocessValues(h.Values, labels)
 	if h.DisablePreProcess {
 		return values, nil

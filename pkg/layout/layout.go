@@ -13,6 +13,23 @@ const (
 	AgentsDir   = "agents"   // what installs each cluster's agent
 )
 
+// ManagerKustomizationName is the Flux Kustomization, in FluxNamespace,
+// that applies ManagerDir on the management cluster (the file ManagerEntry).
+const (
+	FluxNamespace            = "flux-system"
+	ManagerKustomizationName = "manager"
+)
+
+// FluxApplied returns the labels kustomize-controller puts on every object
+// the Kustomization namespace/name applies (its owner labels): what an
+// object of ManagerDir carries live beside its own.
+func FluxApplied(namespace, name string) map[string]string {
+	return map[string]string{
+		"kustomize.toolkit.fluxcd.io/name":      name,
+		"kustomize.toolkit.fluxcd.io/namespace": namespace,
+	}
+}
+
 // Top lists the top-level folders in the order SPEC §3 lists them.
 var Top = []string{ManagerDir, ClustersDir, AgentsDir}
 

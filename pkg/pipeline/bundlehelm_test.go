@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -403,5 +404,71 @@ patches:
 	want := []string{"Deployment podinfo/apps-bundles-podinfo-web team=web replicas=7", "Service podinfo/apps-bundles-podinfo team=web"}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("prod-eu-1 receives (-want +got):\n%s", d)
+	}
+}
+
+// TestFleetHelmBundleLiveLabels: Fleet's values templating, and the
+// bundle's own targetCustomizations, read the labels the Cluster object has
+// live, not only fleet.yaml's: the shard render writes on it and the owner
+// labels of the manager's Flux Kustomization that applies it (e2e assertion
+// 6 checks the templating against the real fleet-controller).
+func TestFleetHelmBundleLiveLabels(t *testing.T) {
+	t.Parallel()
+	fleet := copyTree(t, filepath.Join("..", "..", "examples", "multi-manager"))
+	files := maps.Clone(helmBundleFiles)
+	files["bundles/podinfo/fleet.yaml"] = strings.Replace(files["bundles/podinfo/fleet.yaml"], "  templateValues:\n",
+		"    live: ${ toJson .ClusterLabels }\n    shard: global.fleet.clusterLabels.fleet.cattle.io/shard-ref\n  templateValues:\n", 1)
+	files["bundles/podinfo/fleet.yaml"] += "  - name: flux\n    clusterSelector: {matchLabels: {kustomize.toolkit.fluxcd.io/name: manager}}\n    helm: {values: {selected: flux}}\n"
+	files["bundles/podinfo/templates/configmap.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: live}\ndata: {live: {{ toJson .Values.live | quote }}, shard: {{ .Values.shard | quote }}, selected: {{ .Values.selected | default \"none\" | quote }}}\n"
+	pubWrite(t, fleet, files)
+	// No image: the render below needs none mirrored.
+	for _, f := range []string{"configmap.yaml", "templates/deployment.yaml"} {
+		if err := os.Remove(filepath.Join(fleet, "bundles", "podinfo", f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := filepath.Join(fleet, "fleet.yaml")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(strings.Replace(string(b), "  defaults:\n", "  shards:\n    fleet: [shard-a, shard-b]\n  defaults:\n", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ld, err := Load(context.Background(), Config{File: p, AgeKeyFile: filepath.Join(fleet, "age.agekey")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shardID := ld.shardPlan().FleetShard("prod-eu-1")
+	if shardID == "" {
+		t.Fatal("prod-eu-1 has no Fleet shard")
+	}
+	want := map[string]any{
+		"live":     fmt.Sprintf(`{"argocd":"enabled","cloud":"azure","env":"prod","fleet.cattle.io/shard-ref":%q,"kustomize.toolkit.fluxcd.io/name":"manager","kustomize.toolkit.fluxcd.io/namespace":"flux-system","region":"eu"}`, shardID),
+		"shard":    shardID,
+		"selected": "flux", // a targetCustomization selecting by a label Flux sets
+	}
+	var got any
+	for _, s := range ld.Model.Delivered("prod-eu-1") {
+		for _, o := range s.Objects {
+			if o.Kind == "ConfigMap" && o.Name == "live" {
+				got = o.Map()["data"]
+			}
+		}
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("prod-eu-1's ConfigMap live (-want +got):\n%s", d)
+	}
+	// The Cluster render writes carries the same shard.
+	dir := t.TempDir()
+	if err := Render(context.Background(), Config{File: p}, RenderOptions{OutDir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := os.ReadFile(filepath.Join(dir, "manager", "fleet", "prod-eu-1", "cluster.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(c), "fleet.cattle.io/shard-ref: "+shardID+"\n") {
+		t.Errorf("prod-eu-1's Cluster does not carry shard %s:\n%s", shardID, c)
 	}
 }

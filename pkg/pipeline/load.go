@@ -173,6 +173,7 @@ func loadAll(ctx context.Context, cfg Config, pending bool) (*Loaded, problem.Er
 	if lr.err != nil {
 		ld.Lock, ld.LockBytes, ld.lockBad = lock.New(), nil, true
 	}
+	ld.liveLabels()
 	lerr, derr, err := ld.model(ctx, cfg, pending)
 	if err != nil {
 		return nil, nil, err

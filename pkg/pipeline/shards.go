@@ -2,10 +2,13 @@ package pipeline
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 
+	"fleetgen.dev/fleetgen/pkg/layout"
 	"fleetgen.dev/fleetgen/pkg/lock"
 	"fleetgen.dev/fleetgen/pkg/problem"
+	"fleetgen.dev/fleetgen/pkg/schema"
 	"fleetgen.dev/fleetgen/pkg/shard"
 )
 
@@ -46,4 +49,36 @@ func shortList(names []string) string {
 		return strings.Join(names, ", ")
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(names[:3], ", "), len(names)-3)
+}
+
+// liveLabels gives each cluster the model renders Fleet bundles for the
+// labels its Cluster object has once the manager's Flux applied it, which
+// Fleet's values templating reads (layers.FleetCluster.Live): fleet.yaml's,
+// the shard render writes (shardPlan: the lock's, or a new cluster's), and
+// the owner labels of the Kustomization that applies ManagerDir.
+func (ld *Loaded) liveLabels() {
+	cs := ld.layerOpts.Clusters
+	if len(cs) == 0 {
+		return
+	}
+	var plan *shard.Plan
+	declared := map[string]bool{}
+	if ld.Fleet.FleetShards() {
+		plan = ld.shardPlan()
+		for _, id := range ld.Fleet.Spec.Shards.Fleet {
+			declared[id] = true
+		}
+	}
+	flux := layout.FluxApplied(layout.FluxNamespace, layout.ManagerKustomizationName)
+	for i := range cs {
+		live := make(map[string]string, len(cs[i].Labels)+len(flux)+1)
+		maps.Copy(live, cs[i].Labels)
+		if plan != nil {
+			if id := plan.FleetShard(cs[i].Name); declared[id] {
+				live[schema.FleetShardLabel] = id
+			}
+		}
+		maps.Copy(live, flux)
+		cs[i].Live = live
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 
+	"fleetgen.dev/fleetgen/pkg/layout"
 	"fleetgen.dev/fleetgen/pkg/problem"
 )
 
@@ -143,11 +144,18 @@ func (v *validator) shards() {
 	}
 }
 
-// shardLabel refuses FleetShardLabel in a label map or selector of
-// fleet.yaml: fleetgen sets it from spec.shards.
-func shardLabel(k string) string {
-	if k == FleetShardLabel {
+// reservedLabel refuses, in a label map or selector of fleet.yaml, a key
+// that the live objects carry whatever fleet.yaml says: FleetShardLabel,
+// which fleetgen sets from spec.shards, and the owner labels Flux's
+// kustomize-controller sets on everything it applies (a Fleet Cluster's are
+// the manager's Kustomization's, which Fleet's targets and values templates
+// read).
+func reservedLabel(k string) string {
+	switch k {
+	case FleetShardLabel:
 		return "it is fleetgen's to set on the Fleet objects it renders, from spec.shards.fleet: declare the shards there and pin a cluster with clusters[].shard.fleet"
+	case "kustomize.toolkit.fluxcd.io/name", "kustomize.toolkit.fluxcd.io/namespace":
+		return "Flux sets it on every object it applies (a cluster's Fleet Cluster has the manager Kustomization's, " + layout.FluxNamespace + "/" + layout.ManagerKustomizationName + "), whatever fleet.yaml says: use a label of your own"
 	}
 	return ""
 }

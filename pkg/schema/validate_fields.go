@@ -120,7 +120,7 @@ func (v *validator) labels(path, what string, m map[string]string, skip func(k, 
 		}
 		// A Cluster's labels and what selects by them (not the fleet-agent's
 		// pod selectors under clusters[].agent).
-		if why := shardLabel(k); why != "" && !strings.Contains(path, ".agent.") {
+		if why := reservedLabel(k); why != "" && !strings.Contains(path, ".agent.") {
 			v.add(problem.InvalidValue(path+"["+k+"]", "%s key %q is reserved: %s", what, k, why))
 			continue
 		}
