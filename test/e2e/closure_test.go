@@ -290,10 +290,12 @@ const ownDelivery = "own"
 
 // ownChart is the own delivery's bundle that is a Helm chart, ownWeb the one
 // whose chart `fleet apply` downloads from an HTTP chart repository (the
-// chart web of addHelmLayer).
+// chart web of addHelmLayer), ownOCI the one whose chart it pulls from an
+// OCI registry (addHelmLayer's chart hello in the upstream registry).
 const (
 	ownChart = "bundles/own-chart"
 	ownWeb   = "bundles/own-web"
+	ownOCI   = "bundles/own-oci"
 )
 
 var ownFiles = map[string]string{
@@ -368,7 +370,7 @@ func addOwnDelivery(t *testing.T, ex *example) {
     - name: `+ownDelivery+`
       repo: "`+repo+`"
       branch: main
-      paths: [bundles/own, `+ownChart+`, `+ownWeb+`]
+      paths: [bundles/own, `+ownChart+`, `+ownWeb+`, `+ownOCI+`]
       targets:
         - {name: prod, clusterGroup: production}
         - {name: us, clusterSelector: {region: us}}

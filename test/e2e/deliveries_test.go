@@ -166,6 +166,7 @@ func deliveries(t *testing.T, ctx context.Context, s *summary, tools, logs strin
 		for _, b := range []struct{ dir, what string }{
 			{ownChart, "a Helm chart of the fleet's own repository"},
 			{ownWeb, "a chart fleet apply downloaded from an HTTP chart repository, which fleetgen mirrored, locked and rendered from its cache"},
+			{ownOCI, "a chart fleet apply pulled from an OCI registry, which fleetgen mirrored, locked and rendered from its cache"},
 		} {
 			objs, err := modelBundle(ctx, ex, edge.name, b.dir)
 			if err == nil {
@@ -311,7 +312,8 @@ func fleetApplyIn(t *testing.T, ctx context.Context, tools, logs string, mgr *cl
 	tns, _, _ := unstructured.NestedString(spec, "targetNamespace")
 	paused, _, _ := unstructured.NestedBool(spec, "paused")
 	args := []string{"apply", "--targets-file=" + targetsFile, "--label=" + lbls.String(), "--namespace", fleetNS,
-		"--service-account", sa, "--sync-generation=0", fmt.Sprintf("--paused=%v", paused), "--target-namespace", tns}
+		"--service-account", sa, "--sync-generation=0", fmt.Sprintf("--paused=%v", paused), "--target-namespace", tns,
+		"--helm-basic-http"} // the test's OCI registry (bundles/own-oci) is plain HTTP
 	if driven {
 		args = append(args, "--driven-scan", "--driven-scan-sep", ":")
 	}

@@ -78,6 +78,18 @@ targetCustomizations:
 - {name: prod, clusterGroup: production, defaultNamespace: own-prod}
 - {name: us, clusterSelector: {matchLabels: {region: us}}, defaultNamespace: own-us}
 `))
+	// The own delivery's bundle whose chart `fleet apply` pulls from the
+	// upstream OCI registry (helm.repo names the chart itself, as Fleet reads
+	// it; plain HTTP, so the test's fleet apply runs with --helm-basic-http).
+	write(t, filepath.Join(ex.dir, filepath.FromSlash(ownOCI), "fleet.yaml"), []byte(`defaultNamespace: own
+helm:
+  repo: "oci://`+ex.upstream+`/charts/hello"
+  version: 0.1.0
+  values: {image: {repository: "`+ex.upstream+`/stefanprodan/podinfo", tag: 6.7.1}}
+targetCustomizations:
+- {name: prod, clusterGroup: production, defaultNamespace: own-prod}
+- {name: us, clusterSelector: {matchLabels: {region: us}}, defaultNamespace: own-us}
+`))
 	files := map[string]string{
 		helmLayer + "/kustomization.yaml": "resources: [namespace.yaml, sources.yaml, releases.yaml, infra.yaml]\n",
 		// A HelmRelease a followed Kustomization applies, its source beside
