@@ -13,8 +13,9 @@ const (
 	AgentsDir   = "agents"   // what installs each cluster's agent
 )
 
-// ManagerKustomizationName is the Flux Kustomization, in FluxNamespace,
-// that applies ManagerDir on the management cluster (the file ManagerEntry).
+// FluxNamespace is Flux's namespace, and ManagerKustomizationName the Flux
+// Kustomization there that applies ManagerDir on the management cluster
+// (the file ManagerEntry).
 const (
 	FluxNamespace            = "flux-system"
 	ManagerKustomizationName = "manager"
