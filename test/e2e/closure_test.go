@@ -303,7 +303,7 @@ var ownFiles = map[string]string{
 	// with Helm: its release named after the bundle, values merged from the
 	// options, the target's customization and a cluster label.
 	ownChart + "/Chart.yaml":  "apiVersion: v2\nname: own-chart\nversion: 0.1.0\n",
-	ownChart + "/values.yaml": "greeting: hello\nregion: none\ntarget: none\nwho: nobody\nzone: none\nlive: {}\n",
+	ownChart + "/values.yaml": "greeting: hello\nregion: none\ntarget: none\nwho: nobody\nzone: none\nlive: {}\nannotations: {}\n",
 	ownChart + "/templates/configmap.yaml": `apiVersion: v1
 kind: ConfigMap
 metadata:
@@ -318,6 +318,7 @@ data:
   who: {{ .Values.who | quote }}
   zone: {{ .Values.zone | quote }}
   live: {{ toJson .Values.live | quote }}
+  annotations: {{ toJson .Values.annotations | quote }}
 `,
 	// Go templates, not YAML: checked through what they render, never read
 	// as YAML (this one renders nothing here).
@@ -339,6 +340,7 @@ helm:
     region: global.fleet.clusterLabels.region
     who: ${ .ClusterName }.${ .ClusterNamespace }.${ get .ClusterLabels "env" | upper }
     live: ${ toJson .ClusterLabels }
+    annotations: ${ toJson .ClusterAnnotations }
   templateValues:
     zone: ${ .ClusterLabels.region }-1
 targetCustomizations:
