@@ -137,7 +137,7 @@ var fieldDocs = map[string]fieldDoc{
 
 	"spec.clusters":                           {desc: "The downstream clusters.", required: true, example: []any{map[string]any{"name": "prod-eu-1", "labels": map[string]any{"env": "prod", "region": "eu"}, "registration": map[string]any{"mode": "manager", "kubeconfig": map[string]any{"file": "kubeconfigs/prod-eu-1.yaml"}}}}},
 	"spec.clusters[].name":                    nameDoc("The cluster's name, unique, not the manager's.", "prod-eu-1"),
-	"spec.clusters[].labels":                  labelsDoc("The cluster's labels: Fleet targets by them, layers select by them and substitute them as ${LABEL}.", map[string]any{"env": "prod", "region": "eu"}),
+	"spec.clusters[].labels":                  labelsDoc("The cluster's labels: Fleet targets by them, layers select by them and substitute them as ${LABEL}. Not "+FleetShardLabel+" (from spec.shards) nor Flux's kustomize.toolkit.fluxcd.io/name and /namespace: the live objects get those.", map[string]any{"env": "prod", "region": "eu"}),
 	"spec.clusters[].registration":            {desc: "How the cluster registers with the manager.", example: map[string]any{"mode": "manager", "kubeconfig": map[string]any{"file": "kubeconfigs/prod-eu-1.yaml"}}},
 	"spec.clusters[].registration.mode":       {desc: "agent: fleet-agent registers itself with a token; manager: Fleet uses a kubeconfig; capi: cluster-api made the kubeconfig Secret; verrazzano: a VerrazzanoManagedCluster. Default spec.defaults.registration.", enum: modes, example: "manager"},
 	"spec.clusters[].registration.kubeconfig": {desc: "mode manager: the cluster's kubeconfig, {file: PATH} or {env: FLEETGEN_KUBECONFIG_…}.", forms: formFile | formEnv, example: map[string]any{"file": "kubeconfigs/prod-eu-1.yaml"}},
