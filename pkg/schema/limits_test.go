@@ -53,10 +53,22 @@ func TestExpansionCaps(t *testing.T) {
 		"80 layers x 600 clusters": {
 			yaml: head + layers(80, "") + clusters(600),
 		},
+		// A large fleet may select more layers than a small file may ask
+		// for (Caps): five per cluster past LargeFleet clusters.
+		"5 layers x 60,000 clusters": {
+			yaml: head + layers(5, "") + clusters(60_000),
+		},
+		"6 layers x 60,000 clusters": {
+			yaml: head + layers(6, "") + clusters(60_000),
+			want: "make 360000 layer Kustomizations",
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
+			if testing.Short() && strings.Contains(name, "60,000") {
+				t.Skip("a 60,000-cluster fleet.yaml (-short)")
+			}
 			dir := t.TempDir()
 			if err := os.Mkdir(filepath.Join(dir, "apps"), 0o755); err != nil {
 				t.Fatal(err)
@@ -84,5 +96,28 @@ func TestExpansionCaps(t *testing.T) {
 				t.Fatal("the error quotes the substitute value")
 			}
 		})
+	}
+}
+
+// TestCaps: the expansion caps are the base ones up to LargeFleet clusters,
+// then grow LayersPerCluster per cluster to twice the base, never more.
+func TestCaps(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		clusters    int
+		kusts       int64
+		substitutes int64
+	}{
+		{0, 250_000, 64 << 20},
+		{600, 250_000, 64 << 20},
+		{LargeFleet, 250_000, 64 << 20},
+		{60_000, 300_000, 64 << 20 * 6 / 5},
+		{100_000, 500_000, 128 << 20},
+		{195_000, 500_000, 128 << 20},
+	} {
+		k, b := Caps(tc.clusters)
+		if k != tc.kusts || b != tc.substitutes {
+			t.Errorf("Caps(%d) = %d, %d; want %d, %d", tc.clusters, k, b, tc.kusts, tc.substitutes)
+		}
 	}
 }

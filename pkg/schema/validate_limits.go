@@ -13,18 +13,44 @@ import (
 // Kustomizations, and one 4 MiB substitute value on 200 clusters for 800 MiB
 // of output. Validate refuses both before anything is built or rendered
 // (docs/security.md, "Bounds"). The 10,000-cluster benchmark fleet
-// (test/synthetic: 13,334 layer Kustomizations, about 0.8 MiB of substitute
+// (test/synthetic: 23,334 layer Kustomizations, about 0.8 MiB of substitute
 // bytes) stays far below both.
+//
+// A large fleet is a large fleet.yaml: past LargeFleet clusters both caps
+// grow with the cluster count (LayersPerCluster layer Kustomizations per
+// cluster), to at most twice, so that 100,000 clusters may each select five
+// layers while what a small file can ask for stays where it was (Caps).
 const (
-	// MaxLayerKustomizations bounds the layer Kustomizations of a fleet:
-	// the sum over spec.layers of the clusters each one selects.
+	// MaxLayerKustomizations bounds the layer Kustomizations of a fleet of
+	// up to LargeFleet clusters: the sum over spec.layers of the clusters
+	// each one selects.
 	MaxLayerKustomizations = 250_000
-	// MaxSubstituteBytes bounds the bytes of postBuild.substitute the
-	// layer Kustomizations hold together: for each layer and each cluster it
-	// selects, the keys and values of the layer's substitute, the cluster's
-	// labels and its name.
+	// MaxSubstituteBytes bounds, for a fleet of up to LargeFleet clusters,
+	// the bytes of postBuild.substitute the layer Kustomizations hold
+	// together: for each layer and each cluster it selects, the keys and
+	// values of the layer's substitute, the cluster's labels and its name.
 	MaxSubstituteBytes = 64 << 20
+	// LayersPerCluster is how many layer Kustomizations per cluster the
+	// caps admit past LargeFleet clusters.
+	LayersPerCluster = 5
+	// LargeFleet is the cluster count past which the caps grow:
+	// MaxLayerKustomizations / LayersPerCluster.
+	LargeFleet = MaxLayerKustomizations / LayersPerCluster
+	// maxCapScale is how far the caps grow: twice, at 2 × LargeFleet
+	// clusters and beyond.
+	maxCapScale = 2
 )
+
+// Caps returns the expansion caps of a fleet of n clusters: the layer
+// Kustomizations and the bytes of postBuild.substitute it may make.
+// Up to LargeFleet clusters they are MaxLayerKustomizations and
+// MaxSubstituteBytes; past it, LayersPerCluster Kustomizations per cluster
+// and the substitute bytes in the same proportion, up to maxCapScale times
+// the base (500,000 and 128 MiB from 100,000 clusters on).
+func Caps(n int) (kustomizations, substituteBytes int64) {
+	k := min(max(int64(n)*LayersPerCluster, MaxLayerKustomizations), maxCapScale*MaxLayerKustomizations)
+	return k, MaxSubstituteBytes * k / MaxLayerKustomizations
+}
 
 // limits checks the expansion caps. It runs on what fleet.yaml says (no layer
 // build, no file read), in time linear in layers × clusters.
@@ -61,16 +87,17 @@ func (v *validator) limits() {
 			worst, worstBytes = li, b
 		}
 	}
-	if kustomizations > MaxLayerKustomizations {
-		v.add(problem.Other("spec.layers", "%d layers on %d clusters make %d layer Kustomizations (each layer counts once per cluster it selects), more than fleetgen renders (%d): want fewer layers or narrower selectors, or split the fleet (docs/security.md, Bounds)",
-			len(f.Spec.Layers), len(f.Spec.Clusters), kustomizations, MaxLayerKustomizations))
+	maxKusts, maxSubst := Caps(len(f.Spec.Clusters))
+	if kustomizations > maxKusts {
+		v.add(problem.Other("spec.layers", "%d layers on %d clusters make %d layer Kustomizations (each layer counts once per cluster it selects), more than fleetgen renders for %d clusters (%d): want fewer layers or narrower selectors, or split the fleet (docs/security.md, Bounds)",
+			len(f.Spec.Layers), len(f.Spec.Clusters), kustomizations, len(f.Spec.Clusters), maxKusts))
 	}
-	if substBytes > MaxSubstituteBytes {
+	if substBytes > maxSubst {
 		p := "spec.layers"
 		if worst >= 0 {
 			p = fmt.Sprintf("spec.layers[%d].substitute", worst)
 		}
 		v.add(problem.Other(p, "the layer Kustomizations would carry %d MiB of postBuild.substitute (substitute values and cluster labels, once per cluster each layer selects; this layer adds %d MiB), more than fleetgen renders (%d MiB): want shorter values (a large value belongs in a file of the layer) (docs/security.md, Bounds)",
-			substBytes>>20, worstBytes>>20, MaxSubstituteBytes>>20))
+			substBytes>>20, worstBytes>>20, maxSubst>>20))
 	}
 }
