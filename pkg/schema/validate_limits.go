@@ -89,8 +89,9 @@ func (v *validator) limits() {
 	}
 	maxKusts, maxSubst := Caps(len(f.Spec.Clusters))
 	if kustomizations > maxKusts {
-		v.add(problem.Other("spec.layers", "%d layers on %d clusters make %d layer Kustomizations (each layer counts once per cluster it selects), more than fleetgen renders for %d clusters (%d): want fewer layers or narrower selectors, or split the fleet (docs/security.md, Bounds)",
-			len(f.Spec.Layers), len(f.Spec.Clusters), kustomizations, len(f.Spec.Clusters), maxKusts))
+		v.add(problem.Other("spec.layers", "%d layers on %d clusters make %d layer Kustomizations (each layer counts once per cluster it selects), more than fleetgen renders for %d clusters (%d: %d, or %d per cluster past %d clusters, at most %d): want fewer layers or narrower selectors, or split the fleet (docs/security.md, Bounds)",
+			len(f.Spec.Layers), len(f.Spec.Clusters), kustomizations, len(f.Spec.Clusters), maxKusts,
+			MaxLayerKustomizations, LayersPerCluster, LargeFleet, maxCapScale*MaxLayerKustomizations))
 	}
 	if substBytes > maxSubst {
 		p := "spec.layers"
