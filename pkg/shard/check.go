@@ -73,7 +73,9 @@ func (p *Plan) Warnings(f *schema.Fleet) problem.Errors {
 				total += l.weight
 			}
 		}
-		if len(loads) == 0 {
+		if len(loads) == 0 || (manager == Fleet && f.Spec.Shards != nil && duplicates(f.Spec.Shards.Fleet)) {
+			// A shard declared twice is validate's error, and a balance
+			// over a list that counts it twice would mislead.
 			continue
 		}
 		mean := float64(total) / float64(len(loads))
@@ -93,6 +95,18 @@ func (p *Plan) Warnings(f *schema.Fleet) problem.Errors {
 		}
 	}
 	return ws
+}
+
+// duplicates reports whether ids holds an ID twice.
+func duplicates(ids []string) bool {
+	seen := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		if seen[id] {
+			return true
+		}
+		seen[id] = true
+	}
+	return false
 }
 
 // describe says what a shard carries: clusters, and for Fleet the

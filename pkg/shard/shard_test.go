@@ -332,4 +332,11 @@ func TestWarnings(t *testing.T) {
 	if d := cmp.Diff(want, codes); d != "" {
 		t.Errorf("warnings (-want +got):\n%s\n%v", d, ws)
 	}
+
+	// A shard declared twice is validate's error; no balance is computed
+	// over a list that counts it twice.
+	f.Spec.Shards.Fleet = []string{"a", "b", "a"}
+	if ws := Compute(f, l, Options{}).Warnings(f); len(ws) != 0 {
+		t.Errorf("warnings with a duplicate shard ID: %v, want none", ws)
+	}
 }
