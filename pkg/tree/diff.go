@@ -99,7 +99,7 @@ func Read(dir string, opt Options) (map[string][]byte, error) {
 		}
 	}
 	b := newBudget(dir, opt)
-	l, err := t.scanWithin(b, byPath(opt.Files))
+	l, err := t.scanWithin(b, byPath(opt.Files), opt.Keep)
 	if err != nil {
 		return nil, err
 	}
@@ -118,6 +118,9 @@ func Read(dir string, opt Options) (map[string][]byte, error) {
 			delete(have, p)
 		}
 		for i, p := range j.Puts {
+			if opt.Keep != nil && !opt.Keep(p) {
+				continue
+			}
 			data, err := readRegular(t.root, t.staged(j, i), b.limit())
 			if err := b.refuse(p, err); err != nil {
 				return nil, err

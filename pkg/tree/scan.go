@@ -29,13 +29,16 @@ import (
 // error the tree is read again one folder at a time, in name order, and
 // that read's error is the one returned: the same for the same tree,
 // whatever the machine.
-func (t *tree) scanWithin(b *budget, want map[string][]byte) (listing, error) {
-	l, err := t.scan(b, want, max(scanWorkers, runtime.GOMAXPROCS(0)))
+//
+// With keep, a file (anything but a folder) whose path keep refuses is left
+// out of the listing, unread; folders are all listed and walked.
+func (t *tree) scanWithin(b *budget, want map[string][]byte, keep func(string) bool) (listing, error) {
+	l, err := t.scan(b, want, keep, max(scanWorkers, runtime.GOMAXPROCS(0)))
 	if err == nil {
 		return l, nil
 	}
 	b.reset()
-	return t.scan(b, want, 1)
+	return t.scan(b, want, keep, 1)
 }
 
 // scanWorkers is how many folders scanWithin reads at once at least. On two
@@ -45,8 +48,8 @@ func (t *tree) scanWithin(b *budget, want map[string][]byte) (listing, error) {
 const scanWorkers = 4
 
 // scan is scanWithin with at most workers folders read at once.
-func (t *tree) scan(b *budget, want map[string][]byte, workers int) (listing, error) {
-	s := &scanner{t: t, b: b, want: want, extra: make(chan []byte, workers-1),
+func (t *tree) scan(b *budget, want map[string][]byte, keep func(string) bool, workers int) (listing, error) {
+	s := &scanner{t: t, b: b, want: want, keep: keep, extra: make(chan []byte, workers-1),
 		l: listing{files: map[string][]byte{}, dirs: map[string]bool{}}}
 	for range workers - 1 {
 		s.extra <- nil
@@ -65,6 +68,7 @@ type scanner struct {
 	t    *tree
 	b    *budget
 	want map[string][]byte
+	keep func(string) bool // nil: every file
 	// extra holds a buffer for each folder that may be read beside the
 	// caller's: taken to read one, given back after, so that a large tree's
 	// read does not leave a buffer of garbage per folder.
@@ -129,6 +133,8 @@ entries:
 				buf = s.subfolder(f, e.Name(), p, buf)
 			}
 		case typ.IsDir():
+			continue
+		case s.keep != nil && !s.keep(p):
 			continue
 		case strings.HasPrefix(e.Name(), tmpPrefix) && (typ.IsRegular() || typ&fs.ModeSymlink != 0):
 			leftovers = append(leftovers, p)

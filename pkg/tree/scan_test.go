@@ -46,7 +46,7 @@ func TestScanParallelSame(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer tr.root.Close()
-		l, err := tr.scan(nil, want, workers)
+		l, err := tr.scan(nil, want, nil, workers)
 		if err != nil {
 			t.Fatalf("scan with %d workers: %v", workers, err)
 		}

@@ -48,6 +48,10 @@ type Options struct {
 	// whose content is its entry there is returned with that entry's bytes,
 	// so that what did not change is held once, not twice.
 	Files []layout.File
+	// Keep, for Read, limits what it returns to the files whose path Keep
+	// accepts (nil: all); the others are listed, not read, and cost only
+	// their entry in the budget.
+	Keep func(path string) bool
 }
 
 // writeHook, when set by a test, can fail the creation of each file.
@@ -109,7 +113,7 @@ func WriteWith(dir string, files []layout.File, opt Options) (st Stats, err erro
 	if err := t.recover(lockPath); err != nil {
 		return st, err
 	}
-	existing, err := t.scanWithin(nil, byPath(files))
+	existing, err := t.scanWithin(nil, byPath(files), nil)
 	if err != nil {
 		return st, err
 	}

@@ -1,6 +1,7 @@
 package tree
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"fleetgen.dev/fleetgen/pkg/layout"
 	"fleetgen.dev/fleetgen/pkg/problem"
@@ -311,13 +313,37 @@ func Diff(dir string, files []layout.File) (string, error) {
 	return diffWith(dir, files, Options{})
 }
 
-// diffWith is Read, then Compare.
+// diffWith is Read, then Compare. It also checks Options.Keep on every
+// tree it reads: a second Read that keeps half the paths must return the
+// first one's files for those paths, and nothing else.
 func diffWith(dir string, files []layout.File, opt Options) (string, error) {
 	have, err := Read(dir, opt)
 	if err != nil {
 		return "", err
 	}
+	if err := sameKept(dir, opt, have); err != nil {
+		return "", err
+	}
 	return Compare(dir, have, files)
+}
+
+func sameKept(dir string, opt Options, all map[string][]byte) error {
+	keep := func(p string) bool { return len(p)%2 == 0 }
+	opt.Keep = keep
+	got, err := Read(dir, opt)
+	if err != nil {
+		return fmt.Errorf("Read with Keep: %w", err)
+	}
+	want := map[string][]byte{}
+	for p, b := range all {
+		if keep(p) {
+			want[p] = b
+		}
+	}
+	if d := cmp.Diff(want, got, cmpopts.EquateEmpty()); d != "" {
+		return fmt.Errorf("Read with Keep is not Read's files it keeps (-want +got):\n%s", d)
+	}
+	return nil
 }
 
 // Read with the files a render compares holds what did not change once:
@@ -346,5 +372,36 @@ func TestReadHoldsUnchangedOnce(t *testing.T) {
 	}
 	if &have["a.yaml"][0] == &have["c.yaml"][0] {
 		t.Error("two changed files share one buffer")
+	}
+}
+
+// Read with Keep takes a committed update's staged files only for the paths
+// it keeps: one it refuses is not read (here, one over MaxFile).
+func TestReadKeepCommittedJournal(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	put(t, dir, map[string]string{"a.yaml": h + "old a\n", "bb.yaml": h + "old bb\n"})
+	stage := stagePrefix + "0123456789abcdef"
+	meta := filepath.Join(dir, MetaDir)
+	must(t, os.MkdirAll(filepath.Join(meta, stage), 0o755))
+	must(t, os.WriteFile(filepath.Join(meta, stage, "0"), []byte(h+"new a\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(meta, stage, "1"), []byte(h+"new bb, too long\n"), 0o644))
+	j := journal{Stage: stage, Puts: []string{"a.yaml", "bb.yaml"}}
+	must(t, os.WriteFile(filepath.Join(meta, committedFile), j.marshal(), 0o644))
+
+	limit := int64(len(h + "new a\n"))
+	if _, err := Read(dir, Options{MaxFile: limit}); err == nil {
+		t.Fatal("Read of the whole tree = nil error, want bb.yaml's staged file over MaxFile")
+	}
+	have, err := Read(dir, Options{MaxFile: limit, Keep: func(p string) bool { return p == "a.yaml" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for p, b := range have {
+		got[p] = string(b)
+	}
+	if d := cmp.Diff(map[string]string{"a.yaml": h + "new a\n"}, got); d != "" {
+		t.Errorf("Read with Keep (-want +got):\n%s", d)
 	}
 }
