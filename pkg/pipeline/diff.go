@@ -36,7 +36,15 @@ func Diff(ctx context.Context, cfg Config, o RenderOptions) (review.Report, stri
 	if err != nil {
 		return review.Report{}, "", err
 	}
-	r, d, err := checkLoaded(ctx, cfg, ld, o.OutDir)
+	// --cluster against a render (no layer folder in DIR, so no received
+	// objects to compare): only the part of DIR those clusters' report
+	// reads is read, and compared. Not for the manager: its changes (a
+	// group's members) read every cluster.
+	var scope func(string) bool
+	if keep != nil && !manager && !o.wholeTree && onlyTree(o.OutDir) {
+		scope = review.Scope(keep)
+	}
+	r, d, err := checkLoaded(ctx, cfg, ld, o.OutDir, scope)
 	if err != nil {
 		return review.Report{}, "", err
 	}
@@ -46,9 +54,15 @@ func Diff(ctx context.Context, cfg Config, o RenderOptions) (review.Report, stri
 		}
 	}
 	had := owned(r.had)
-	objs, oldTags, old, err := receivedChanges(o, ld, had)
-	if err != nil {
-		return review.Report{}, "", err
+	var (
+		objs    map[string][]review.Object
+		oldTags map[string]string
+		old     *oldModel
+	)
+	if scope == nil {
+		if objs, oldTags, old, err = receivedChanges(o, ld, had); err != nil {
+			return review.Report{}, "", err
+		}
 	}
 	tg := tags(r.lock)
 	for ref, tag := range oldTags {

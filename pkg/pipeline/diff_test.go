@@ -140,6 +140,7 @@ func TestDiffLayerOnlyChange(t *testing.T) {
 	}
 
 	// A previous render without the layer folders: nothing to compare with.
+	sameScopedDiffs(t, cfg, RenderOptions{OutDir: rendered})
 	rep, _, err = Diff(context.Background(), cfg, RenderOptions{OutDir: rendered})
 	if err != nil {
 		t.Fatal(err)
@@ -238,6 +239,45 @@ func copyLayers(t *testing.T, fleet, published string) {
 	for _, l := range []string{"apps", "infrastructure"} {
 		if err := os.CopyFS(filepath.Join(published, l), os.DirFS(filepath.Join(fleet, l))); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// sameScopedDiffs checks `diff --cluster` against a render (ro.OutDir): for
+// the manager, each cluster alone and the first two together, reading only
+// their part of DIR (review.Scope) gives the report, file diff and error
+// that reading all of it gives.
+func sameScopedDiffs(t *testing.T, cfg Config, ro RenderOptions) {
+	t.Helper()
+	ctx := context.Background()
+	if !onlyTree(ro.OutDir) {
+		t.Fatalf("%s holds more than a render: diff reads all of it", ro.OutDir)
+	}
+	ld, err := loadFor(ctx, cfg, "diff", ro.OutDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sets := [][]string{{ld.Fleet.Spec.Manager.Name}}
+	for _, c := range ld.Fleet.Spec.Clusters {
+		sets = append(sets, []string{c.Name})
+	}
+	if cs := ld.Fleet.Spec.Clusters; len(cs) > 1 {
+		sets = append(sets, []string{cs[0].Name, cs[1].Name})
+	}
+	for _, names := range sets {
+		o := ro
+		o.Clusters = names
+		rep, d, err := Diff(ctx, cfg, o)
+		o.wholeTree = true
+		wantRep, wantD, wantErr := Diff(ctx, cfg, o)
+		if fmt.Sprint(err) != fmt.Sprint(wantErr) {
+			t.Errorf("--cluster %v: error %v, reading all of DIR %v", names, err, wantErr)
+		}
+		if diff := cmp.Diff(wantRep, rep); diff != "" {
+			t.Errorf("--cluster %v: report (-all of DIR +its part):\n%s", names, diff)
+		}
+		if diff := cmp.Diff(wantD, d); diff != "" {
+			t.Errorf("--cluster %v: file diff (-all of DIR +its part):\n%s", names, diff)
 		}
 	}
 }

@@ -66,6 +66,7 @@ func TestDiffDeliveries(t *testing.T) {
 	testenv.ReplaceIn(t, cfg.File,
 		"          clusterSelector: {env: dev}", "          clusterSelector: {env: lab}",
 		"        - {name: edge, clusterGroup: edge}", "        - {name: edge, clusterGroup: production}")
+	sameScopedDiffs(t, cfg, ro)
 	rep, _, err := Diff(context.Background(), cfg, ro)
 	if err != nil {
 		t.Fatal(err)
@@ -109,6 +110,7 @@ func TestDiffAddedCluster(t *testing.T) {
       identity: {azure: {principalID: aaaaaaaa-0000-0000-0000-000000000004}}
       apiServer: {url: "https://prod-eu-2.multi.example:6443"}
     # Runs the application team's Argo CD`)
+	sameScopedDiffs(t, cfg, ro)
 	rep, _, err := Diff(context.Background(), cfg, ro)
 	if err != nil {
 		t.Fatal(err)
@@ -158,6 +160,7 @@ func TestDiffApplicationsDisappear(t *testing.T) {
 	}
 	// lab-1 leaves region eu, which the ingress ApplicationSet selects.
 	testenv.ReplaceIn(t, cfg.File, "labels: {env: dev, region: eu, sveltos: enabled}", "labels: {env: dev, region: us, sveltos: enabled}")
+	sameScopedDiffs(t, cfg, ro)
 	rep, _, err := Diff(context.Background(), cfg, ro)
 	if err != nil {
 		t.Fatal(err)

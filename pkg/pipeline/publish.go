@@ -99,7 +99,7 @@ func publishLoaded(ctx context.Context, cfg Config, ld *Loaded, o PublishOptions
 		log.Warn("publishing uncommitted changes (--allow-dirty)", "commit", src.Commit, "files", truncateList(src.Dirty, maxReported))
 	}
 	// Local checks first: a hand-edited tree fails without a registry round trip.
-	r, diff, err := checkLoaded(ctx, cfg, ld, o.OutDir)
+	r, diff, err := checkLoaded(ctx, cfg, ld, o.OutDir, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -193,19 +193,22 @@ func splitTag(ref string) (name, tag string) {
 	return ref[:i], ref[i+1:]
 }
 
-// holdsAny reports whether folder dir holds the folder of any unit.
-// onlyTree reports whether dir holds nothing but the folders of a rendered
-// tree (layout.Top, tree.MetaDir): then no layer folder is there, since none
-// may lie inside the tree (schema's output rules), and receivedChanges need
-// not read every layer file of DIR to find that out. Only dir's names are
-// listed; nothing is followed.
+// onlyTree reports whether dir holds nothing but what a render writes at its
+// top: the folders of the tree (layout.Top, tree.MetaDir) and the file
+// .sops.yaml (layout.SOPSConfig, with spec.encryption). Then no layer folder
+// is there, since none may lie inside the tree (schema's output rules), and
+// receivedChanges need not read every layer file of DIR to find that out.
+// Only dir's names are listed; nothing is followed.
 func onlyTree(dir string) bool {
 	es, err := os.ReadDir(dir)
 	if err != nil {
 		return false
 	}
 	for _, e := range es {
-		if e.Name() != tree.MetaDir && !slices.Contains(layout.Top, e.Name()) {
+		switch n := e.Name(); {
+		case n == tree.MetaDir || slices.Contains(layout.Top, n):
+		case n == string(layout.SOPSConfig) && e.Type().IsRegular():
+		default:
 			return false
 		}
 	}
@@ -248,6 +251,7 @@ func holdsBundles(dir string, ds []layers.Delivery) bool {
 	return false
 }
 
+// holdsAny reports whether folder dir holds the folder of any unit.
 func holdsAny(dir string, units []layers.Unit) bool {
 	for _, u := range units {
 		if strings.Contains(u.Path, "${") || !filepath.IsLocal(filepath.FromSlash(u.Path)) {

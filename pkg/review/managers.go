@@ -192,3 +192,30 @@ func (r *Report) AddApplications(old, now map[string]map[string][]string) {
 		}
 	}
 }
+
+// Scope is the part of a tree that the report of the clusters of keep reads
+// (Report.Only): the files that concern one of them, or no cluster (the
+// manager's shared files: groups, GitRepos, the admin ConfigMap), the
+// manager's entry point (it says which cluster runs the manager), and every
+// Argo CD cluster Secret (an ApplicationSet can send the Applications it
+// makes from one cluster's Secret to another cluster). The report of keep's
+// clusters from these files alone is the one Compare makes of the whole tree.
+func Scope(keep map[string]bool) func(path string) bool {
+	return func(p string) bool {
+		lp := layout.Parse(p)
+		switch lp.Kind {
+		case layout.ManagerEntry, layout.ArgoCDCluster, layout.HostArgoCDCluster:
+			return true
+		}
+		cs := concerns(lp)
+		if len(cs) == 0 {
+			return true
+		}
+		for _, c := range cs {
+			if keep[c] {
+				return true
+			}
+		}
+		return false
+	}
+}
