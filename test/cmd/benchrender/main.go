@@ -3,7 +3,7 @@
 // delivery, four Fleet shards): a fresh render, a re-render of the unchanged
 // tree (load, render and compare with the disk, as every render does) and one
 // with one cluster changed, `render --check` of the unchanged tree, `diff` of
-// one changed cluster and `targets`, peak RSS of the fleetgen process, the
+// one changed cluster, the same with `--cluster` naming it, and `targets`, peak RSS of the fleetgen process, the
 // time ratios between sizes, and each render against `cp -r` of the same
 // output tree. `make bench` runs it; docs/performance.md has its rows.
 //
@@ -216,6 +216,7 @@ type result struct {
 	changed  time.Duration // over a tree one cluster behind
 	check    time.Duration // render --check over an up-to-date tree
 	diff     time.Duration // diff of one changed cluster
+	diffOne  time.Duration // diff --cluster of that cluster
 	targets  time.Duration // targets --output json
 	rssKB    int64
 	cp       time.Duration // cp -r of the same tree, right after each fresh write
@@ -332,6 +333,10 @@ func measure(o options, dir, spare string, n int) (result, error) {
 	if bytes.Equal(flipped, orig) {
 		return r, fmt.Errorf("%s: no label to change", fleet)
 	}
+	changed, err := changedCluster(orig, bytes.Index(orig, []byte("shard: s0\n")))
+	if err != nil {
+		return r, fmt.Errorf("%s: %w", fleet, err)
+	}
 	flips := 0
 	if r.changed, err = rerun(o, &r.rssKB, func() (time.Duration, int64, error) {
 		flips++
@@ -372,6 +377,9 @@ func measure(o options, dir, spare string, n int) (result, error) {
 	if r.diff, err = rerun(o, &r.rssKB, run([]string{"diff", "-q", "-f", fleet, "-o", out, "--allow-plaintext-secrets"}, 3, flipped)); err != nil {
 		return r, err
 	}
+	if r.diffOne, err = rerun(o, &r.rssKB, run([]string{"diff", "-q", "-f", fleet, "-o", out, "--cluster", changed, "--allow-plaintext-secrets"}, 3, flipped)); err != nil {
+		return r, err
+	}
 	if r.targets, err = rerun(o, &r.rssKB, run([]string{"targets", "-q", "-f", fleet, "--output", "json", "--allow-plaintext-secrets"}, 0, orig)); err != nil {
 		return r, err
 	}
@@ -380,6 +388,20 @@ func measure(o options, dir, spare string, n int) (result, error) {
 	}
 	r.files, r.bytes, err = count(out)
 	return r, err
+}
+
+// changedCluster names the cluster whose label at index at of a generated
+// fleet.yaml is changed: the name that follows its labels.
+func changedCluster(fleet []byte, at int) (string, error) {
+	if at < 0 {
+		return "", errors.New("no label to change")
+	}
+	_, after, ok := bytes.Cut(fleet[at:], []byte("\n    name: "))
+	if !ok {
+		return "", errors.New("no cluster name after the changed label")
+	}
+	name, _, _ := bytes.Cut(after, []byte("\n"))
+	return string(name), nil
 }
 
 // timed runs the fleetgen binary with args, output discarded, and returns
@@ -449,15 +471,15 @@ func count(dir string) (int, int64, error) {
 
 func report(rs []result, where string) {
 	fmt.Printf("fleetgen render (binary) in %s\n\n", where)
-	fmt.Printf("%9s %8s %7s %9s %9s %9s %9s %8s %8s %8s %8s %9s %9s %9s\n", "clusters", "files", "MiB", "fresh", "unchanged", "1 changed", "cp -r", "peakRSS",
-		"fresh/cp", "unch/cp", "1chg/cp", "check", "diff 1", "targets")
+	fmt.Printf("%9s %8s %7s %9s %9s %9s %9s %8s %8s %8s %8s %9s %9s %9s %9s\n", "clusters", "files", "MiB", "fresh", "unchanged", "1 changed", "cp -r", "peakRSS",
+		"fresh/cp", "unch/cp", "1chg/cp", "check", "diff 1", "diff -c 1", "targets")
 	for _, r := range rs {
-		fmt.Printf("%9d %8d %7.1f %9s %9s %9s %9s %5dMiB %7.2fx %7.2fx %7.2fx %9s %9s %9s\n", r.clusters, r.files, float64(r.bytes)/(1<<20),
+		fmt.Printf("%9d %8d %7.1f %9s %9s %9s %9s %5dMiB %7.2fx %7.2fx %7.2fx %9s %9s %9s %9s\n", r.clusters, r.files, float64(r.bytes)/(1<<20),
 			r.wall.Round(time.Millisecond), r.rerender.Round(time.Millisecond), r.changed.Round(time.Millisecond),
 			r.cp.Round(time.Millisecond), r.rssKB/1024, ratio(r.wall, r.cp), ratio(r.rerender, r.cp), ratio(r.changed, r.cp),
-			r.check.Round(time.Millisecond), r.diff.Round(time.Millisecond), r.targets.Round(time.Millisecond))
+			r.check.Round(time.Millisecond), r.diff.Round(time.Millisecond), r.diffOne.Round(time.Millisecond), r.targets.Round(time.Millisecond))
 	}
-	fmt.Println("(fastest of the runs of each column; peakRSS: the highest of every run of the row; check: render --check of the unchanged tree; diff 1: diff of one changed cluster)")
+	fmt.Println("(fastest of the runs of each column; peakRSS: the highest of every run of the row; check: render --check of the unchanged tree; diff 1: diff of one changed cluster; diff -c 1: the same with --cluster naming it)")
 	by := map[int]result{}
 	for _, r := range rs {
 		by[r.clusters] = r
