@@ -5,7 +5,8 @@
 // with one cluster changed, `render --check` of the unchanged tree, `diff` of
 // one changed cluster, the same with `--cluster` naming it, and `targets`, peak RSS of the fleetgen process, the
 // time ratios between sizes, and each render against `cp -r` of the same
-// output tree. `make bench` runs it; docs/performance.md has its rows.
+// output tree; and, as the floor of check and diff, fleetgen's reader reading
+// the rendered tree alone. `make bench` runs it; docs/performance.md has its rows.
 //
 // Each fresh render is followed at once by a `cp -r` of its output, and the
 // fastest of -runs pairs is kept, so that both sides of the ratio see the same
@@ -26,6 +27,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -70,7 +72,15 @@ func main() {
 	flag.BoolVar(&o.keep, "keep", false, "keep the generated fleets and outputs in -dir")
 	generate := flag.String("generate", "", "internal: write a synthetic fleet of -sizes clusters into this folder and exit")
 	withCharts := flag.String("charts", "", "internal, with -generate: add a HelmRelease layer whose chart renders (render) or does not (off)")
+	readDir := flag.String("read", "", "internal: read this rendered folder as diff and render --check read it (tree.Read) and exit")
 	flag.Parse()
+	if *readDir != "" {
+		if _, err := tree.Read(*readDir, tree.Options{}); err != nil {
+			fmt.Fprintln(os.Stderr, "error:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	for _, s := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 {
@@ -218,8 +228,12 @@ type result struct {
 	diff     time.Duration // diff of one changed cluster
 	diffOne  time.Duration // diff --cluster of that cluster
 	targets  time.Duration // targets --output json
-	rssKB    int64
-	cp       time.Duration // cp -r of the same tree, right after each fresh write
+	// read is tree.Read of the rendered tree alone, nothing rendered (the
+	// least that check and diff do), and readCPU and readSys the CPU time
+	// (user and system) and the system time alone that run spent.
+	read, readCPU, readSys time.Duration
+	rssKB                  int64
+	cp                     time.Duration // cp -r of the same tree, right after each fresh write
 }
 
 // fresh measures runs pairs of (write into a new folder, cp -r of that
@@ -386,8 +400,34 @@ func measure(o options, dir, spare string, n int) (result, error) {
 	if err := os.WriteFile(fleet, orig, 0o644); err != nil {
 		return r, err
 	}
+	if r.read, r.readCPU, r.readSys, err = readFloor(o, self, out); err != nil {
+		return r, err
+	}
 	r.files, r.bytes, err = count(out)
 	return r, err
+}
+
+// readFloor measures the fastest of -runs reads of the rendered tree out by
+// a child (this command with -read: fleetgen's own reader, tree.Read, and
+// nothing else), with the CPU time (user and system) and the system time of
+// that run. Its peak RSS is not the row's, nor is all of its user time what
+// check and diff pay: it holds a copy of every file, where they hold one of
+// each file that did not change.
+func readFloor(o options, self, out string) (wall, cpu, sys time.Duration, err error) {
+	for i := 0; i < max(o.runs, 1); i++ {
+		cmd := exec.Command(self, "-read", out)
+		cmd.Stderr = os.Stderr
+		start := time.Now()
+		if err := runChild(cmd); err != nil {
+			return 0, 0, 0, fmt.Errorf("read %s: %w", out, err)
+		}
+		d := time.Since(start)
+		if i == 0 || d < wall {
+			st := cmd.ProcessState
+			wall, cpu, sys = d, st.UserTime()+st.SystemTime(), st.SystemTime()
+		}
+	}
+	return wall, cpu, sys, nil
 }
 
 // changedCluster names the cluster whose label at index at of a generated
@@ -471,15 +511,16 @@ func count(dir string) (int, int64, error) {
 
 func report(rs []result, where string) {
 	fmt.Printf("fleetgen render (binary) in %s\n\n", where)
-	fmt.Printf("%9s %8s %7s %9s %9s %9s %9s %8s %8s %8s %8s %9s %9s %9s %9s\n", "clusters", "files", "MiB", "fresh", "unchanged", "1 changed", "cp -r", "peakRSS",
-		"fresh/cp", "unch/cp", "1chg/cp", "check", "diff 1", "diff -c 1", "targets")
+	fmt.Printf("%9s %8s %7s %9s %9s %9s %9s %8s %8s %8s %8s %9s %9s %9s %9s %9s\n", "clusters", "files", "MiB", "fresh", "unchanged", "1 changed", "cp -r", "peakRSS",
+		"fresh/cp", "unch/cp", "1chg/cp", "check", "diff 1", "diff -c 1", "targets", "read")
 	for _, r := range rs {
-		fmt.Printf("%9d %8d %7.1f %9s %9s %9s %9s %5dMiB %7.2fx %7.2fx %7.2fx %9s %9s %9s %9s\n", r.clusters, r.files, float64(r.bytes)/(1<<20),
+		fmt.Printf("%9d %8d %7.1f %9s %9s %9s %9s %5dMiB %7.2fx %7.2fx %7.2fx %9s %9s %9s %9s %9s\n", r.clusters, r.files, float64(r.bytes)/(1<<20),
 			r.wall.Round(time.Millisecond), r.rerender.Round(time.Millisecond), r.changed.Round(time.Millisecond),
 			r.cp.Round(time.Millisecond), r.rssKB/1024, ratio(r.wall, r.cp), ratio(r.rerender, r.cp), ratio(r.changed, r.cp),
-			r.check.Round(time.Millisecond), r.diff.Round(time.Millisecond), r.diffOne.Round(time.Millisecond), r.targets.Round(time.Millisecond))
+			r.check.Round(time.Millisecond), r.diff.Round(time.Millisecond), r.diffOne.Round(time.Millisecond), r.targets.Round(time.Millisecond),
+			r.read.Round(time.Millisecond))
 	}
-	fmt.Println("(fastest of the runs of each column; peakRSS: the highest of every run of the row; check: render --check of the unchanged tree; diff 1: diff of one changed cluster; diff -c 1: the same with --cluster naming it)")
+	fmt.Println("(fastest of the runs of each column; peakRSS: the highest of every run of the row; check: render --check of the unchanged tree; diff 1: diff of one changed cluster; diff -c 1: the same with --cluster naming it; read: fleetgen's reader reading the rendered tree alone, nothing loaded or rendered, the least check and diff do)")
 	by := map[int]result{}
 	for _, r := range rs {
 		by[r.clusters] = r
@@ -502,6 +543,11 @@ func report(rs []result, where string) {
 			ratio(r.wall, r.cp), maxCpRatio, ok(ratio(r.wall, r.cp) <= maxCpRatio),
 			r.rssKB/1024, maxRSS100k>>20, ok(r.rssKB*1024 <= maxRSS100k),
 			r.diff.Round(time.Millisecond), maxDiff100k, ok(r.diff < maxDiff100k))
+		// What the diff target leaves for loading, rendering and comparing
+		// once the tree is read, on this machine.
+		budget := time.Duration(runtime.NumCPU()) * maxDiff100k
+		fmt.Printf("100k diff's floor: reading DIR alone takes %s and %.1f CPU-s (%.1f in the kernel), of the %.0f CPU-s that %s gives %d cores\n",
+			r.read.Round(time.Millisecond), r.readCPU.Seconds(), r.readSys.Seconds(), budget.Seconds(), maxDiff100k, runtime.NumCPU())
 	}
 	for _, r := range rs {
 		if r.clusters != 10000 {
