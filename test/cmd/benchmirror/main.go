@@ -7,9 +7,10 @@
 // over 30 repositories, 12 two-platform indexes, 2 OCI Helm charts, base layers
 // shared between repositories, about 700 MiB of unique blobs; -scale shrinks
 // the blobs), pushes it to a source registry and prints, in one run: fleetgen's
-// cold mirror, its warm re-run (best of three), skopeo, regsync, the crane loop
-// and the floor, each with the blob bytes that reached its (fresh) target
-// registry, and their ratios.
+// cold mirror, its warm re-run (best of three) beside that run's requests
+// replayed bare (replay.go), skopeo, regsync, the crane loop and the floor,
+// each with the blob bytes that reached its (fresh) target registry, and
+// their ratios.
 //
 //	go run ./test/cmd/benchmirror            # full size, about a minute
 //	go run ./test/cmd/benchmirror -scale 0.05
@@ -476,6 +477,18 @@ func run(ctx context.Context, scale float64, seed int64, jobs int, withCrane, wi
 			pprof.StopCPUProfile()
 		}
 		results = append(results, result{"fleetgen mirror, warm", best, p.BlobBytes()})
+		reqs, err := recordWarm(ctx, pairs, jobs)
+		if err != nil {
+			stop()
+			return err
+		}
+		bare, err := replay(ctx, reqs, 3)
+		if err != nil {
+			stop()
+			return err
+		}
+		warmRequests = len(reqs)
+		results = append(results, result{warmReplay, bare, 0})
 		stop()
 	}
 
@@ -578,43 +591,6 @@ func run(ctx context.Context, scale float64, seed int64, jobs int, withCrane, wi
 
 	fmt.Printf("data set: %d references, %d repositories, %d indexes (%d signed, with an SBOM), %d OCI charts, %s of unique blobs (%d of images, %d of referrers: the floor pushes them all) (seed %d, scale %g); referrers %s\n",
 		len(refs), len(repos), indexes, signed, charts, human(unique), imageBlobs, len(sizes)-imageBlobs, seed, scale, map[bool]string{true: "off", false: "on"}[noReferrers])
-	by := map[string]result{}
-	for _, r := range results {
-		by[r.name] = r
-		fmt.Printf("%-28s %8.2f s   %10s pushed\n", r.name, r.elapsed.Seconds(), human(r.bytes))
-	}
-	cold, warm, floor := by["fleetgen cold (best of 3)"], by["fleetgen mirror, warm"], by["floor (best of 3)"]
-	check := func(ok bool) string {
-		if ok {
-			return "ok"
-		}
-		return "MISSED"
-	}
-	if d, ok := by[airGapDirect]; ok {
-		to, from := by[airGapTo].elapsed.Seconds()/d.elapsed.Seconds(), by[airGapFrom].elapsed.Seconds()/d.elapsed.Seconds()
-		fmt.Printf("--to / direct           %6.2f   (target <= 1.3)  %s\n", to, check(to <= 1.3))
-		fmt.Printf("--from / direct         %6.2f   (target <= 1.3)  %s\n", from, check(from <= 1.3))
-	}
-	if airGapOnly {
-		return nil
-	}
-	coldFloor := cold.elapsed.Seconds() / floor.elapsed.Seconds()
-	byteRatio := float64(cold.bytes) / float64(unique)
-	fmt.Printf("cold / floor            %6.2f   (target <= 1.15) %s\n", coldFloor, check(coldFloor <= 1.15))
-	for _, peer := range []string{"skopeo sync", "regsync once", "crane copy loop"} {
-		c, ok := by[peer]
-		if !ok {
-			continue
-		}
-		ratio := c.elapsed.Seconds() / cold.elapsed.Seconds()
-		fmt.Printf("%-16s / cold  %6.2f   (target > 1)     %s   bytes / unique %5.2f\n", peer, ratio, check(ratio > 1), float64(c.bytes)/float64(unique))
-	}
-	fmt.Printf("cold bytes / unique     %6.3f   (target <= 1.05) %s\n", byteRatio, check(byteRatio <= 1.05))
-	fmt.Printf("warm re-run             %6.3f s (target < 0.2 s) %s\n", warm.elapsed.Seconds(), check(warm.elapsed < 200*time.Millisecond))
-	fmt.Println("(skopeo and crane copy the images only; fleetgen and regsync also each index's signature tag and referrers)")
-	if on, ok := by["cold, verify on (best of 3)"]; ok {
-		ratio := on.elapsed.Seconds() / by["cold, verify off (best of 3)"].elapsed.Seconds()
-		fmt.Printf("verify on / off (cold)  %6.3f   (target <= 1.1)  %s\n", ratio, check(ratio <= 1.1))
-	}
+	report(results, unique)
 	return nil
 }
