@@ -107,12 +107,14 @@ oracles:
 	$(GO) test -count=1 -run '^(TestCosignInterop|TestNotationInterop)$$' ./pkg/verify
 
 ## bench: render generated fleets of 1,000, 10,000 and 100,000 clusters to disk
-## (and render --check, diff of one changed cluster, targets); about 15 minutes
+## (and render --check, diff of one changed cluster, targets, and the read of
+## the rendered tree alone: the floor of check and diff); about 15 minutes
 bench: build
 	$(GO) run ./test/cmd/benchrender -bin $(BIN)
 
 ## bench-mirror: fleetgen mirror vs skopeo sync, regsync, a crane copy loop and
-## the floor, local registries (regsync from test/e2e/tools/build.sh)
+## the floor, and its warm re-run vs that run's requests replayed bare, local
+## registries (regsync from test/e2e/tools/build.sh)
 bench-mirror:
 	FLEETGEN_REGSYNC="$${FLEETGEN_REGSYNC:-$$(test/e2e/tools/build.sh --path regsync)}" $(GO) run ./test/cmd/benchmirror
 
